@@ -1,0 +1,400 @@
+"""Type contract of the native module ``epochlab._core`` (checked by ``python -m mypy.stubtest``).
+
+Conventions (see the crate docs in ``src/lib.rs``):
+
+* Offsets are 0-based; a log end offset (LEO) and a high watermark (HW) are *exclusive*.
+* Offsets, epochs, sequences and record values are Python ``int``; a negative value or one
+  beyond Kafka's field width raises :class:`epochlab.errors.InvalidArgumentError` naming the
+  argument. Absence is ``None``, never ``-1``.
+* The pure-Python twin ``epochlab.reference`` implements exactly this surface.
+"""
+
+from collections.abc import Sequence
+from os import PathLike
+from typing import Final, final
+
+__version__: Final[str]
+BUILD: Final[str]
+"""Build identity: crate version, profile and target, printed with every failure."""
+
+@final
+class RecordBatch:
+    """One record batch, a frozen value.
+
+    ``last_offset = base_offset + len(records) - 1``. Producer fields are all present (idempotent
+    or transactional batch) or all ``None``. A control batch (transaction marker) carries one
+    record whose value is the marker type (0 = ABORT, 1 = COMMIT).
+
+    >>> b = RecordBatch(10, 3, [7, 8, 9])
+    >>> (b.base_offset, b.last_offset, b.partition_leader_epoch)
+    (10, 12, 3)
+    """
+
+    def __new__(
+        cls,
+        base_offset: int,
+        partition_leader_epoch: int,
+        records: Sequence[int],
+        *,
+        producer_id: int | None = None,
+        producer_epoch: int | None = None,
+        base_sequence: int | None = None,
+        is_transactional: bool = False,
+        is_control: bool = False,
+    ) -> RecordBatch: ...
+    @property
+    def base_offset(self) -> int: ...
+    @property
+    def last_offset(self) -> int: ...
+    @property
+    def partition_leader_epoch(self) -> int: ...
+    @property
+    def producer_id(self) -> int | None: ...
+    @property
+    def producer_epoch(self) -> int | None: ...
+    @property
+    def base_sequence(self) -> int | None: ...
+    @property
+    def last_sequence(self) -> int | None:
+        """``base_sequence + len(records) - 1`` wrapping past Int32.MAX to 0, as Kafka does."""
+    @property
+    def is_transactional(self) -> bool: ...
+    @property
+    def is_control(self) -> bool: ...
+    @property
+    def records(self) -> tuple[int, ...]: ...
+    @property
+    def record_count(self) -> int: ...
+    def with_base_offset(self, base_offset: int) -> RecordBatch:
+        """The same batch moved to another base offset (what a leader does on append)."""
+    def __len__(self) -> int: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class LogAppendInfo:
+    """What an append did: offsets assigned, or the original offsets of a duplicate."""
+
+    @property
+    def base_offset(self) -> int: ...
+    @property
+    def last_offset(self) -> int: ...
+    @property
+    def duplicate(self) -> bool:
+        """True when producer state recognised a retried batch: nothing was appended and the
+        offsets are those of the original append."""
+    def __eq__(self, other: object) -> bool: ...
+
+@final
+class LeaderEpochCache:
+    """Kafka's ``LeaderEpochFileCache``: epoch -> first offset written in that epoch.
+
+    Entries are strictly increasing in both epoch and start offset.
+
+    >>> c = LeaderEpochCache()
+    >>> c.assign(0, 0); c.assign(1, 120)
+    True
+    True
+    >>> c.end_offset_for(0, 200)
+    (0, 120)
+    """
+
+    def __new__(cls, entries: Sequence[tuple[int, int]] = ()) -> LeaderEpochCache: ...
+    def assign(self, epoch: int, start_offset: int) -> bool:
+        """Current rule (KAFKA-7415, 2.1+): no-op if ``epoch`` is the latest and ``start_offset``
+        is not below its start; otherwise evict trailing entries with an epoch >= ``epoch`` or a
+        start offset >= ``start_offset`` and append. Returns whether the cache changed."""
+    def assign_kip101(self, epoch: int, start_offset: int) -> bool:
+        """0.11-2.0 rule: append only if ``epoch`` > latest epoch and ``start_offset`` >= latest
+        start offset; otherwise ignore (no eviction). Returns whether the cache changed."""
+    def end_offset_for(
+        self, requested_epoch: int | None, log_end_offset: int
+    ) -> tuple[int, int] | None:
+        """Current ``endOffsetFor``: ``(epoch, end_offset)`` with ``end_offset`` exclusive, or
+        ``None`` where Kafka answers UNDEFINED_EPOCH_OFFSET. Below every known epoch it echoes
+        the requested epoch with the first start offset (2.1+)."""
+    def end_offset_for_kip279(
+        self, requested_epoch: int | None, log_end_offset: int
+    ) -> tuple[int, int] | None:
+        """Kafka 2.0 (KIP-279, OffsetsForLeaderEpoch v1): as :meth:`end_offset_for`, except that
+        a requested epoch below every known epoch answers ``None`` (UNDEFINED)."""
+    def end_offset_for_kip101(self, requested_epoch: int | None, log_end_offset: int) -> int | None:
+        """Kafka 0.11 (KIP-101, OffsetsForLeaderEpoch v0): an end offset only. ``log_end_offset``
+        for the latest epoch, else the start offset of the first larger epoch; ``None`` when
+        there is none or the requested epoch is below the first cached epoch."""
+    def truncate_from_end(self, end_offset: int) -> None:
+        """Remove every entry whose start offset is >= ``end_offset``."""
+    def truncate_from_start(self, start_offset: int) -> None:
+        """Remove entries that start at or before ``start_offset`` and re-insert the last of them
+        at ``start_offset`` (the log start moved past them)."""
+    def epoch_for_offset(self, offset: int) -> int | None:
+        """Epoch of the entry with the greatest start offset <= ``offset``; ``None`` if none."""
+    @property
+    def latest_epoch(self) -> int | None: ...
+    @property
+    def earliest_epoch(self) -> int | None: ...
+    def entries(self) -> list[tuple[int, int]]: ...
+    def clear(self) -> None: ...
+    def copy(self) -> LeaderEpochCache: ...
+    def to_checkpoint_text(self) -> str:
+        """Kafka's ``leader-epoch-checkpoint`` text: version 0, entry count, then
+        ``"<epoch> <start_offset>"`` lines."""
+    @staticmethod
+    def from_checkpoint_text(text: str, path: str | None = None) -> LeaderEpochCache:
+        """Parse checkpoint text; :class:`~epochlab.errors.CorruptCheckpointError` names the
+        (1-based) line that is wrong."""
+    def write_checkpoint(self, path: str | PathLike[str]) -> None:
+        """Atomic write: ``<path>.tmp``, fsync, rename over ``path``, fsync the directory."""
+    @staticmethod
+    def read_checkpoint(path: str | PathLike[str]) -> LeaderEpochCache: ...
+    def __len__(self) -> int: ...
+    def __eq__(self, other: object) -> bool: ...
+
+@final
+class ProducerStateManager:
+    """Per producer id: its epoch and the metadata of its last 5 batches (Kafka's
+    ``ProducerStateManager``), used to deduplicate retries and to order sequences."""
+
+    def __new__(cls) -> ProducerStateManager: ...
+    def check_leader_append(self, batch: RecordBatch) -> tuple[int, int] | None:
+        """Validate a client batch as the leader does, without changing state.
+
+        Returns the original ``(base_offset, last_offset)`` for a duplicate of one of the last 5
+        batches, ``None`` for a batch to append. Raises
+        :class:`~epochlab.errors.InvalidProducerEpochError` or
+        :class:`~epochlab.errors.OutOfOrderSequenceError`. A batch without producer id is
+        always ``None``."""
+    def update(self, batch: RecordBatch) -> None:
+        """Record an appended batch (leader or follower; no validation). A newer producer epoch
+        clears the cached batches; at most 5 are retained."""
+    def entry(self, producer_id: int) -> tuple[int, list[tuple[int, int, int, int]]] | None:
+        """``(producer_epoch, [(first_seq, last_seq, base_offset, last_offset), ...])`` oldest
+        first, or ``None`` for an unknown producer id."""
+    def producer_ids(self) -> list[int]:
+        """Known producer ids in increasing order."""
+    def snapshot(self) -> list[tuple[int, int, list[tuple[int, int, int, int]]]]:
+        """Every entry as ``(producer_id, producer_epoch, batches)``, by producer id."""
+    def clear(self) -> None: ...
+    def copy(self) -> ProducerStateManager: ...
+    def __len__(self) -> int: ...
+    def __eq__(self, other: object) -> bool: ...
+
+@final
+class ReplicaLog:
+    """One replica's partition log with its leader-epoch cache, producer state, high watermark
+    and recovery point, as Kafka's ``UnifiedLog`` holds them.
+
+    Stored column by column. Offsets below ``log_end_offset`` are normally contiguous; the one
+    exception is faithful to Kafka: a truncation target that falls inside a batch removes the
+    whole batch yet sets the log end offset to the target (``LocalLog.truncateTo``), leaving a
+    hole. :meth:`holes` lists such holes; a checker treats them as a protocol bug signal.
+
+    >>> log = ReplicaLog()
+    >>> log.append_as_leader([1, 2, 3], 0).last_offset
+    2
+    >>> log.log_end_offset
+    3
+    """
+
+    def __new__(cls, log_start_offset: int = 0, *, kip101_epoch_cache: bool = False) -> ReplicaLog:
+        """``kip101_epoch_cache`` selects the 0.11-2.0 epoch-cache assign rule (no eviction)."""
+    @property
+    def log_start_offset(self) -> int: ...
+    @property
+    def log_end_offset(self) -> int: ...
+    @property
+    def high_watermark(self) -> int: ...
+    @property
+    def recovery_point(self) -> int:
+        """End (exclusive) of the flushed prefix; what survives a crash that loses the page cache."""
+    @property
+    def batch_count(self) -> int: ...
+    @property
+    def record_count(self) -> int: ...
+    @property
+    def latest_epoch(self) -> int | None: ...
+    @property
+    def kip101_epoch_cache(self) -> bool: ...
+    def append_as_leader(
+        self,
+        records: Sequence[int],
+        leader_epoch: int,
+        *,
+        producer_id: int | None = None,
+        producer_epoch: int | None = None,
+        base_sequence: int | None = None,
+        is_transactional: bool = False,
+    ) -> LogAppendInfo:
+        """Assign offsets from the log end offset, stamp ``leader_epoch``, validate and update
+        producer state (a duplicate appends nothing), assign the epoch in the cache."""
+    def append_many_as_leader(self, leader_epoch: int, batch_sizes: Sequence[int], records: Sequence[int]) -> int:
+        """Bulk path: append ``len(batch_sizes)`` non-idempotent batches, splitting ``records``
+        in order. Returns the new log end offset."""
+    def append_as_follower(self, batch: RecordBatch) -> None:
+        """Append a replicated batch with its own offsets and epoch. No producer validation
+        (origin REPLICATION). :class:`~epochlab.errors.UnexpectedAppendOffsetError` unless
+        ``batch.base_offset == log_end_offset``."""
+    def append_batches_as_follower(self, batches: Sequence[RecordBatch]) -> int:
+        """Append several replicated batches; all or nothing. Returns the new log end offset."""
+    def read(
+        self, from_offset: int, *, max_batches: int | None = None, max_offset: int | None = None
+    ) -> list[RecordBatch]:
+        """Batches whose last offset is >= ``from_offset`` (the first may start before it, as in
+        Kafka), at most ``max_batches``, stopping at the first batch whose last offset is >=
+        ``max_offset`` (exclusive bound, e.g. the high watermark for a consumer: Kafka reads up
+        to the position of the batch holding that offset).
+        :class:`~epochlab.errors.OffsetOutOfRangeError` outside ``[log_start_offset,
+        log_end_offset]``."""
+    def batches(self) -> list[RecordBatch]: ...
+    def batch_containing(self, offset: int) -> RecordBatch | None: ...
+    def value_at(self, offset: int) -> int | None:
+        """The record value at ``offset``, ``None`` if the offset holds no record."""
+    def holes(self) -> list[tuple[int, int]]:
+        """``[start, end)`` offset ranges below the log end offset that hold no batch."""
+    def truncate_to(self, target_offset: int) -> bool:
+        """Kafka's ``truncateTo``: drop every batch whose last offset is >= the target, set the
+        log end offset to the target, clamp HW and recovery point, truncate the epoch cache
+        from the end and rebuild producer state. A target at or beyond the log end offset only
+        truncates the epoch cache at the log end offset (KAFKA-10706). Returns whether data
+        was removed."""
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Delete everything; log start = log end = HW = recovery point = ``new_offset``; clear
+        the epoch cache and producer state."""
+    def flush(self, up_to: int | None = None) -> None:
+        """Advance the recovery point to ``up_to`` (default: the log end offset)."""
+    def drop_unflushed(self) -> int:
+        """Crash that loses the page cache: drop every batch not wholly below the recovery
+        point (a torn batch is dropped whole), rebuild epoch cache and producer state as log
+        recovery does. Returns the number of records removed."""
+    def update_high_watermark(self, offset: int) -> int:
+        """Set HW to ``offset`` clamped into ``[log_start_offset, log_end_offset]`` (may go
+        down, as on a follower). Returns the new HW."""
+    def maybe_increment_high_watermark(self, offset: int) -> bool:
+        """Leader variant: raise HW to ``offset`` (clamped) only if that is larger."""
+    def assign_epoch(self, epoch: int, start_offset: int) -> bool:
+        """Assign in the epoch cache (what ``makeLeader`` does at the log end offset)."""
+    def end_offset_for_epoch(self, requested_epoch: int | None) -> tuple[int, int] | None:
+        """The cache's ``end_offset_for`` with this log's end offset."""
+    def epoch_for_offset(self, offset: int) -> int | None: ...
+    def epoch_cache(self) -> LeaderEpochCache:
+        """A copy of the epoch cache."""
+    def epoch_entries(self) -> list[tuple[int, int]]: ...
+    def producer_state(self) -> ProducerStateManager:
+        """A copy of the producer state."""
+    def rebuild_producer_state(self) -> None:
+        """Recompute producer state by replaying the log (what recovery and truncation do)."""
+    def copy(self) -> ReplicaLog: ...
+    def __len__(self) -> int: ...
+
+@final
+class TruncationOutcome:
+    """The follower's decision after asking the leader where their logs diverge.
+
+    ``kind`` is one of:
+
+    * ``"truncate"``: truncate to ``offset`` and start fetching (reconciliation done);
+    * ``"truncate_and_retry"``: truncate to ``offset`` and ask again (KIP-279 loop);
+    * ``"fenced"``: the leader answered FENCED_LEADER_EPOCH; wait for newer metadata;
+    * ``"unknown_leader_epoch"``: the leader is behind; retry later;
+    * ``"discard"``: the partition's epoch changed while the request was in flight (KIP-320).
+    """
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def offset(self) -> int | None: ...
+    @staticmethod
+    def truncate(offset: int) -> TruncationOutcome: ...
+    @staticmethod
+    def truncate_and_retry(offset: int) -> TruncationOutcome: ...
+    @staticmethod
+    def fenced() -> TruncationOutcome: ...
+    @staticmethod
+    def unknown_leader_epoch() -> TruncationOutcome: ...
+    @staticmethod
+    def discard() -> TruncationOutcome: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class FetchCheck:
+    """The leader's verdict on a follower fetch carrying ``last_fetched_epoch`` (Fetch v12+).
+
+    ``kind`` is ``"read"`` (serve records from the fetch offset), ``"diverging"`` (answer
+    DivergingEpoch ``(epoch, end_offset)``, no records, no follower-state update) or
+    ``"offset_out_of_range"``.
+    """
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def diverging_epoch(self) -> tuple[int, int] | None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+def truncate_to_high_watermark(high_watermark: int, log_end_offset: int) -> TruncationOutcome:
+    """Generation G0 (before KIP-101): a new follower truncates to its local HW."""
+
+def kip101_truncation(
+    leader_end_offset: int | None, log_end_offset: int, high_watermark: int
+) -> TruncationOutcome:
+    """Generation G1 (0.11, OffsetsForLeaderEpoch v0): ``leader_end_offset`` is the leader's
+    answer for the follower's latest epoch (``None`` = UNDEFINED -> fall back to the HW)."""
+
+def kip279_truncation(
+    leader_answer: tuple[int, int] | None,
+    follower: LeaderEpochCache,
+    log_end_offset: int,
+    high_watermark: int,
+) -> TruncationOutcome:
+    """Generation G2 (2.0, OffsetsForLeaderEpoch v1+): the iterative search. ``leader_answer``
+    is ``(epoch, end_offset)`` or ``None`` (UNDEFINED -> truncate to the HW, the initial fetch
+    offset)."""
+
+def kip320_truncation(
+    leader_answer: tuple[int, int] | None,
+    follower: LeaderEpochCache,
+    log_end_offset: int,
+    high_watermark: int,
+    *,
+    request_epoch: int,
+    current_epoch: int,
+    error: str | None = None,
+) -> TruncationOutcome:
+    """Generation G3: KIP-279's search fenced by the current leader epoch. ``error`` is the
+    leader's answer code: ``None``, ``"fenced_leader_epoch"`` or ``"unknown_leader_epoch"``. An
+    answer to a request sent in another epoch than the current one is discarded."""
+
+def diverging_epoch_truncation(
+    diverging_epoch: tuple[int, int],
+    follower: LeaderEpochCache,
+    log_end_offset: int,
+    high_watermark: int,
+) -> TruncationOutcome:
+    """Generation G4 (2.8+, truncate on fetch): apply a DivergingEpoch ``(epoch, end_offset)``
+    from a fetch response; always ``"truncate"`` (the next fetch carries the new last fetched
+    epoch and the leader answers again if more truncation is needed)."""
+
+def leader_fetch_check(
+    leader: LeaderEpochCache,
+    leader_log_end_offset: int,
+    leader_log_start_offset: int,
+    fetch_offset: int,
+    last_fetched_epoch: int,
+) -> FetchCheck:
+    """Leader side of truncate-on-fetch (``Partition.readRecords``)."""
+
+def check_current_leader_epoch(request_epoch: int | None, current_epoch: int) -> None:
+    """KIP-320 fencing: raise :class:`~epochlab.errors.FencedLeaderEpochError` if
+    ``request_epoch`` is older, :class:`~epochlab.errors.UnknownLeaderEpochError` if newer;
+    ``None`` (an old client without the field) always passes."""
+
+def divergence_point(a: ReplicaLog, b: ReplicaLog) -> int | None:
+    """Where two logs stop agreeing according to their epoch caches (the offset the
+    leader-epoch protocol would truncate to), ``None`` if one is a prefix of the other by
+    epochs. O(number of epochs); trusts that equal (epoch, offset) means equal data."""
+
+def first_mismatch(a: ReplicaLog, b: ReplicaLog) -> int | None:
+    """The first offset below ``min(a.log_end_offset, b.log_end_offset)`` whose record, batch
+    epoch or batch boundaries differ (or is a hole in one log only); ``None`` if the common
+    prefix is identical. A full columnar scan: what a checker uses to verify Log Matching."""

@@ -1,0 +1,131 @@
+"""The one exception hierarchy of epochlab.
+
+Every error a caller can cause is one of these classes, raised identically by the Rust core
+(``epochlab._core``) and by the pure-Python reference (``epochlab.reference``), so that
+differential tests can compare failures as well as results. Class names follow Kafka's error
+names (``OFFSET_OUT_OF_RANGE`` -> :class:`OffsetOutOfRangeError`).
+
+Each exception carries its message and, as attributes, the numbers involved (for example
+``err.offset``, ``err.log_end_offset``), so callers never parse messages.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "EpochlabError",
+    "InvalidArgumentError",
+    "LogError",
+    "OffsetOutOfRangeError",
+    "UnexpectedAppendOffsetError",
+    "InvalidRecordBatchError",
+    "ProducerStateError",
+    "OutOfOrderSequenceError",
+    "InvalidProducerEpochError",
+    "LeaderEpochError",
+    "FencedLeaderEpochError",
+    "UnknownLeaderEpochError",
+    "CheckpointError",
+    "CorruptCheckpointError",
+    "StorageError",
+]
+
+
+class EpochlabError(Exception):
+    """Base class of every error epochlab raises for a caller's mistake or a protocol outcome."""
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = dict(details)
+        for key, value in details.items():
+            setattr(self, key, value)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keep details across pickling (Spark ships exceptions between processes).
+        return (_rebuild, (type(self), self.message, self.details))
+
+
+def _rebuild(cls: type[EpochlabError], message: str, details: dict[str, Any]) -> EpochlabError:
+    return cls(message, **details)
+
+
+class InvalidArgumentError(EpochlabError, ValueError):
+    """An argument is outside its domain (negative offset, epoch above Int32.MAX, ...).
+
+    Attributes: ``argument`` (the parameter's name), ``value``.
+    """
+
+
+class LogError(EpochlabError):
+    """A partition-log operation was refused."""
+
+
+class OffsetOutOfRangeError(LogError):
+    """Kafka's OFFSET_OUT_OF_RANGE: the offset is outside ``[log_start_offset, log_end_offset]``.
+
+    Attributes: ``offset``, ``log_start_offset``, ``log_end_offset``.
+    """
+
+
+class UnexpectedAppendOffsetError(LogError):
+    """A follower append whose first offset is not the log end offset.
+
+    Kafka raises ``UnexpectedAppendOffsetException`` when the first offset is below the log end
+    offset (overlap); epochlab also refuses a gap. Attributes: ``first_offset``,
+    ``log_end_offset``.
+    """
+
+
+class InvalidRecordBatchError(LogError):
+    """A batch that cannot exist: no records, inconsistent producer fields, offsets overflow."""
+
+
+class ProducerStateError(EpochlabError):
+    """The leader refused an idempotent or transactional append."""
+
+
+class OutOfOrderSequenceError(ProducerStateError):
+    """Kafka's OUT_OF_ORDER_SEQUENCE_NUMBER.
+
+    Attributes: ``producer_id``, ``producer_epoch``, ``base_sequence``, ``expected_sequence``
+    (``None`` when only sequence 0 is acceptable after an epoch bump).
+    """
+
+
+class InvalidProducerEpochError(ProducerStateError):
+    """Kafka's INVALID_PRODUCER_EPOCH (PRODUCER_FENCED before 2.7): the batch's epoch is older.
+
+    Attributes: ``producer_id``, ``producer_epoch``, ``current_epoch``.
+    """
+
+
+class LeaderEpochError(EpochlabError):
+    """A request carried a current leader epoch that does not match the replica's (KIP-320)."""
+
+
+class FencedLeaderEpochError(LeaderEpochError):
+    """Kafka's FENCED_LEADER_EPOCH: the request's epoch is older than the replica's.
+
+    Attributes: ``request_epoch``, ``current_epoch``.
+    """
+
+
+class UnknownLeaderEpochError(LeaderEpochError):
+    """Kafka's UNKNOWN_LEADER_EPOCH: the request's epoch is newer than the replica's.
+
+    Attributes: ``request_epoch``, ``current_epoch``.
+    """
+
+
+class CheckpointError(EpochlabError):
+    """A checkpoint file could not be used."""
+
+
+class CorruptCheckpointError(CheckpointError):
+    """A checkpoint file is malformed. Attributes: ``path``, ``line`` (1-based), ``reason``."""
+
+
+class StorageError(EpochlabError, OSError):
+    """Reading or writing a file failed. Attributes: ``path``, ``reason``."""

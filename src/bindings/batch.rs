@@ -1,0 +1,135 @@
+//! `RecordBatch` and `LogAppendInfo`: frozen values, hashable, compared by content.
+
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use super::args;
+use super::errors::IntoPyResult;
+use crate::log::{LogAppendInfo, RecordBatch};
+
+#[pyclass(frozen, eq, hash, name = "RecordBatch", module = "epochlab._core")]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(crate) struct PyRecordBatch(pub(crate) RecordBatch);
+
+#[pymethods]
+impl PyRecordBatch {
+    #[new]
+    #[pyo3(signature = (base_offset, partition_leader_epoch, records, *, producer_id=None, producer_epoch=None, base_sequence=None, is_transactional=false, is_control=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        base_offset: i128,
+        partition_leader_epoch: i128,
+        records: &Bound<'_, PyAny>,
+        producer_id: Option<i128>,
+        producer_epoch: Option<i128>,
+        base_sequence: Option<i128>,
+        is_transactional: bool,
+        is_control: bool,
+    ) -> PyResult<Self> {
+        let base = args::offset(base_offset, "base_offset")?;
+        let epoch = args::epoch(partition_leader_epoch, "partition_leader_epoch")?;
+        let values = args::records(records, "records")?;
+        let producer = args::producer_fields(producer_id, producer_epoch, base_sequence)?;
+        RecordBatch::new(base, epoch, values, producer, is_transactional, is_control).py().map(Self)
+    }
+
+    #[getter]
+    fn base_offset(&self) -> u64 {
+        self.0.base_offset().0
+    }
+    #[getter]
+    fn last_offset(&self) -> u64 {
+        self.0.last_offset().0
+    }
+    #[getter]
+    fn partition_leader_epoch(&self) -> u32 {
+        self.0.partition_leader_epoch().0
+    }
+    #[getter]
+    fn producer_id(&self) -> Option<u64> {
+        self.0.producer().map(|p| p.producer_id.0)
+    }
+    #[getter]
+    fn producer_epoch(&self) -> Option<u16> {
+        self.0.producer().map(|p| p.producer_epoch.0)
+    }
+    #[getter]
+    fn base_sequence(&self) -> Option<u32> {
+        self.0.producer().map(|p| p.base_sequence.0)
+    }
+    #[getter]
+    fn last_sequence(&self) -> Option<u32> {
+        self.0.last_sequence().map(|s| s.0)
+    }
+    #[getter]
+    fn is_transactional(&self) -> bool {
+        self.0.is_transactional()
+    }
+    #[getter]
+    fn is_control(&self) -> bool {
+        self.0.is_control()
+    }
+    #[getter]
+    fn records<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.0.records())
+    }
+    #[getter]
+    fn record_count(&self) -> usize {
+        self.0.record_count()
+    }
+    fn with_base_offset(&self, base_offset: i128) -> PyResult<Self> {
+        self.0.with_base_offset(args::offset(base_offset, "base_offset")?).py().map(Self)
+    }
+    fn __len__(&self) -> usize {
+        self.0.record_count()
+    }
+    fn __repr__(&self) -> String {
+        let b = &self.0;
+        let mut s = format!(
+            "RecordBatch(base_offset={}, partition_leader_epoch={}, records={:?}",
+            b.base_offset(), b.partition_leader_epoch(), b.records()
+        );
+        if let Some(p) = b.producer() {
+            s.push_str(&format!(
+                ", producer_id={}, producer_epoch={}, base_sequence={}",
+                p.producer_id, p.producer_epoch, p.base_sequence
+            ));
+        }
+        if b.is_transactional() {
+            s.push_str(", is_transactional=True");
+        }
+        if b.is_control() {
+            s.push_str(", is_control=True");
+        }
+        s.push(')');
+        s
+    }
+}
+
+#[pyclass(frozen, eq, hash, name = "LogAppendInfo", module = "epochlab._core")]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(crate) struct PyLogAppendInfo(pub(crate) LogAppendInfo);
+
+#[pymethods]
+impl PyLogAppendInfo {
+    #[getter]
+    fn base_offset(&self) -> u64 {
+        self.0.base_offset.0
+    }
+    #[getter]
+    fn last_offset(&self) -> u64 {
+        self.0.last_offset.0
+    }
+    #[getter]
+    fn duplicate(&self) -> bool {
+        self.0.duplicate
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "LogAppendInfo(base_offset={}, last_offset={}, duplicate={})",
+            self.0.base_offset,
+            self.0.last_offset,
+            if self.0.duplicate { "True" } else { "False" }
+        )
+    }
+}

@@ -1,0 +1,186 @@
+//! `ReplicaLog`.
+
+use std::sync::Mutex;
+
+use pyo3::prelude::*;
+
+use super::args::{self, lock};
+use super::batch::{PyLogAppendInfo, PyRecordBatch};
+use super::epoch_cache::{entry_pairs, PyLeaderEpochCache};
+use super::errors::IntoPyResult;
+use super::producer_state::PyProducerStateManager;
+use crate::log::{RecordBatch, ReplicaLog};
+
+#[pyclass(frozen, name = "ReplicaLog", module = "epochlab._core")]
+pub(crate) struct PyReplicaLog {
+    pub(crate) inner: Mutex<ReplicaLog>,
+}
+
+#[pymethods]
+impl PyReplicaLog {
+    #[new]
+    #[pyo3(signature = (log_start_offset=0, *, kip101_epoch_cache=false))]
+    fn new(log_start_offset: i128, kip101_epoch_cache: bool) -> PyResult<Self> {
+        let start = args::offset(log_start_offset, "log_start_offset")?;
+        Ok(Self { inner: Mutex::new(ReplicaLog::new(start, kip101_epoch_cache)) })
+    }
+
+    #[getter]
+    fn log_start_offset(&self) -> u64 {
+        lock(&self.inner).log_start_offset().0
+    }
+    #[getter]
+    fn log_end_offset(&self) -> u64 {
+        lock(&self.inner).log_end_offset().0
+    }
+    #[getter]
+    fn high_watermark(&self) -> u64 {
+        lock(&self.inner).high_watermark().0
+    }
+    #[getter]
+    fn recovery_point(&self) -> u64 {
+        lock(&self.inner).recovery_point().0
+    }
+    #[getter]
+    fn batch_count(&self) -> usize {
+        lock(&self.inner).batch_count()
+    }
+    #[getter]
+    fn record_count(&self) -> usize {
+        lock(&self.inner).record_count()
+    }
+    #[getter]
+    fn latest_epoch(&self) -> Option<u32> {
+        lock(&self.inner).latest_epoch().map(|e| e.0)
+    }
+    #[getter]
+    fn kip101_epoch_cache(&self) -> bool {
+        lock(&self.inner).kip101_epoch_cache()
+    }
+
+    #[pyo3(signature = (records, leader_epoch, *, producer_id=None, producer_epoch=None, base_sequence=None, is_transactional=false))]
+    fn append_as_leader(
+        &self,
+        records: &Bound<'_, PyAny>,
+        leader_epoch: i128,
+        producer_id: Option<i128>,
+        producer_epoch: Option<i128>,
+        base_sequence: Option<i128>,
+        is_transactional: bool,
+    ) -> PyResult<PyLogAppendInfo> {
+        let values = args::records(records, "records")?;
+        let epoch = args::epoch(leader_epoch, "leader_epoch")?;
+        let producer = args::producer_fields(producer_id, producer_epoch, base_sequence)?;
+        lock(&self.inner).append_as_leader(values, epoch, producer, is_transactional).py().map(PyLogAppendInfo)
+    }
+
+    fn append_many_as_leader(
+        &self,
+        py: Python<'_>,
+        leader_epoch: i128,
+        batch_sizes: &Bound<'_, PyAny>,
+        records: &Bound<'_, PyAny>,
+    ) -> PyResult<u64> {
+        let epoch = args::epoch(leader_epoch, "leader_epoch")?;
+        let sizes = args::counts(batch_sizes, "batch_sizes")?;
+        let values = args::records(records, "records")?;
+        // Bulk work: release the GIL once the arguments are extracted.
+        py.detach(|| lock(&self.inner).append_many_as_leader(epoch, &sizes, &values)).py().map(|o| o.0)
+    }
+
+    fn append_as_follower(&self, batch: &PyRecordBatch) -> PyResult<()> {
+        lock(&self.inner).append_as_follower(&batch.0).py()
+    }
+
+    fn append_batches_as_follower(&self, batches: Vec<PyRef<'_, PyRecordBatch>>) -> PyResult<u64> {
+        let owned: Vec<RecordBatch> = batches.iter().map(|b| b.0.clone()).collect();
+        lock(&self.inner).append_batches_as_follower(&owned).py().map(|o| o.0)
+    }
+
+    #[pyo3(signature = (from_offset, *, max_batches=None, max_offset=None))]
+    fn read(&self, from_offset: i128, max_batches: Option<i128>, max_offset: Option<i128>) -> PyResult<Vec<PyRecordBatch>> {
+        let from = args::offset(from_offset, "from_offset")?;
+        let max_batches = max_batches.map(|n| args::count(n, "max_batches")).transpose()?;
+        let max_offset = args::opt_offset(max_offset, "max_offset")?;
+        let batches = lock(&self.inner).read(from, max_batches.map(|n| n as usize), max_offset).py()?;
+        Ok(batches.into_iter().map(PyRecordBatch).collect())
+    }
+
+    fn batches(&self) -> Vec<PyRecordBatch> {
+        lock(&self.inner).batches().into_iter().map(PyRecordBatch).collect()
+    }
+    fn batch_containing(&self, offset: i128) -> PyResult<Option<PyRecordBatch>> {
+        let o = args::offset(offset, "offset")?;
+        Ok(lock(&self.inner).batch_containing(o).map(PyRecordBatch))
+    }
+    fn value_at(&self, offset: i128) -> PyResult<Option<u64>> {
+        let o = args::offset(offset, "offset")?;
+        Ok(lock(&self.inner).value_at(o))
+    }
+    fn holes(&self) -> Vec<(u64, u64)> {
+        lock(&self.inner).holes().into_iter().map(|(a, b)| (a.0, b.0)).collect()
+    }
+    fn truncate_to(&self, target_offset: i128) -> PyResult<bool> {
+        let t = args::offset(target_offset, "target_offset")?;
+        Ok(lock(&self.inner).truncate_to(t))
+    }
+    fn truncate_fully_and_start_at(&self, new_offset: i128) -> PyResult<()> {
+        let o = args::offset(new_offset, "new_offset")?;
+        lock(&self.inner).truncate_fully_and_start_at(o);
+        Ok(())
+    }
+    #[pyo3(signature = (up_to=None))]
+    fn flush(&self, up_to: Option<i128>) -> PyResult<()> {
+        let up_to = args::opt_offset(up_to, "up_to")?;
+        lock(&self.inner).flush(up_to);
+        Ok(())
+    }
+    fn drop_unflushed(&self) -> usize {
+        lock(&self.inner).drop_unflushed()
+    }
+    fn update_high_watermark(&self, offset: i128) -> PyResult<u64> {
+        let o = args::offset(offset, "offset")?;
+        Ok(lock(&self.inner).update_high_watermark(o).0)
+    }
+    fn maybe_increment_high_watermark(&self, offset: i128) -> PyResult<bool> {
+        let o = args::offset(offset, "offset")?;
+        Ok(lock(&self.inner).maybe_increment_high_watermark(o))
+    }
+    fn assign_epoch(&self, epoch: i128, start_offset: i128) -> PyResult<bool> {
+        let (e, s) = (args::epoch(epoch, "epoch")?, args::offset(start_offset, "start_offset")?);
+        Ok(lock(&self.inner).assign_epoch(e, s))
+    }
+    fn end_offset_for_epoch(&self, requested_epoch: Option<i128>) -> PyResult<Option<(u32, u64)>> {
+        let r = args::opt_epoch(requested_epoch, "requested_epoch")?;
+        Ok(lock(&self.inner).end_offset_for_epoch(r).map(|(e, o)| (e.0, o.0)))
+    }
+    fn epoch_for_offset(&self, offset: i128) -> PyResult<Option<u32>> {
+        let o = args::offset(offset, "offset")?;
+        Ok(lock(&self.inner).epoch_for_offset(o).map(|e| e.0))
+    }
+    fn epoch_cache(&self) -> PyLeaderEpochCache {
+        PyLeaderEpochCache::wrap(lock(&self.inner).epoch_cache().clone())
+    }
+    fn epoch_entries(&self) -> Vec<(u32, u64)> {
+        entry_pairs(lock(&self.inner).epoch_cache())
+    }
+    fn producer_state(&self) -> PyProducerStateManager {
+        PyProducerStateManager::wrap(lock(&self.inner).producer_state().clone())
+    }
+    fn rebuild_producer_state(&self) {
+        lock(&self.inner).rebuild_producer_state();
+    }
+    fn copy(&self) -> Self {
+        Self { inner: Mutex::new(lock(&self.inner).clone()) }
+    }
+    fn __len__(&self) -> usize {
+        lock(&self.inner).batch_count()
+    }
+    fn __repr__(&self) -> String {
+        let l = lock(&self.inner);
+        format!(
+            "ReplicaLog(log_start_offset={}, log_end_offset={}, high_watermark={}, batches={}, epochs={:?})",
+            l.log_start_offset(), l.log_end_offset(), l.high_watermark(), l.batch_count(), entry_pairs(l.epoch_cache())
+        )
+    }
+}

@@ -1,0 +1,36 @@
+//! The only PyO3 code: the `epochlab._core` module. Each file wraps one core module; classes
+//! are `frozen` and guard their state with a `Mutex` so that a method call is atomic even when
+//! the GIL is released during bulk work or on a free-threaded interpreter.
+
+mod args;
+mod batch;
+mod divergence;
+mod epoch_cache;
+mod errors;
+mod log;
+mod producer_state;
+
+use pyo3::prelude::*;
+
+fn build_string() -> String {
+    let profile = if cfg!(debug_assertions) { "debug" } else { "release" };
+    format!(
+        "epochlab {} ({profile}, {}-{})",
+        env!("CARGO_PKG_VERSION"),
+        std::env::consts::ARCH,
+        std::env::consts::OS
+    )
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("BUILD", build_string())?;
+    m.add_class::<batch::PyRecordBatch>()?;
+    m.add_class::<batch::PyLogAppendInfo>()?;
+    m.add_class::<epoch_cache::PyLeaderEpochCache>()?;
+    m.add_class::<producer_state::PyProducerStateManager>()?;
+    m.add_class::<log::PyReplicaLog>()?;
+    divergence::register(m)?;
+    Ok(())
+}

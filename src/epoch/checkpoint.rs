@@ -1,0 +1,144 @@
+//! Kafka's `leader-epoch-checkpoint` text format and its atomic write.
+//!
+//! ```text
+//! 0          <- format version (only 0 exists)
+//! 2          <- number of entries
+//! 0 0        <- "<epoch> <start_offset>", whitespace separated
+//! 1 120
+//! ```
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+
+use super::{EpochEntry, LeaderEpochCache};
+use crate::error::CheckpointError;
+use crate::types::{LeaderEpoch, Offset};
+
+/// The only checkpoint format version Kafka has.
+pub const CHECKPOINT_VERSION: u32 = 0;
+
+/// The checkpoint text of `cache`.
+pub fn format(cache: &LeaderEpochCache) -> String {
+    let mut out = format!("{CHECKPOINT_VERSION}\n{}\n", cache.len());
+    for e in cache.entries() {
+        out.push_str(&format!("{} {}\n", e.epoch, e.start_offset));
+    }
+    out
+}
+
+/// Parses checkpoint text. Errors name the 1-based line; `path` is only used in errors.
+pub fn parse(text: &str, path: Option<&str>) -> Result<LeaderEpochCache, CheckpointError> {
+    let corrupt = |line: usize, reason: String| CheckpointError::Corrupt { path: path.map(str::to_owned), line, reason };
+    let mut lines: Vec<&str> = text.split('\n').collect();
+    if lines.last() == Some(&"") {
+        lines.pop();
+    }
+    let line_at = |i: usize| lines.get(i).copied();
+
+    match line_at(0) {
+        None => return Err(corrupt(1, "missing format version".into())),
+        Some(v) if v.trim() != "0" => return Err(corrupt(1, format!("unsupported version {:?}, expected 0", v))),
+        Some(_) => {}
+    }
+    let count: usize = match line_at(1) {
+        None => return Err(corrupt(2, "missing entry count".into())),
+        Some(c) => c.trim().parse().map_err(|_| corrupt(2, format!("entry count {:?} is not a non-negative integer", c)))?,
+    };
+    let mut entries: Vec<EpochEntry> = Vec::with_capacity(count.min(1 << 20));
+    for i in 0..count {
+        let n = i + 3;
+        let Some(line) = line_at(i + 2) else {
+            return Err(corrupt(n, format!("expected {count} entries, found {i}")));
+        };
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.len() != 2 {
+            return Err(corrupt(n, format!("expected \"<epoch> <start_offset>\", got {:?}", line)));
+        }
+        let epoch = fields[0].parse::<u32>().ok().filter(|e| *e <= LeaderEpoch::MAX)
+            .ok_or_else(|| corrupt(n, format!("epoch {:?} is not an integer in 0..=2^31-1", fields[0])))?;
+        let start = fields[1].parse::<u64>().ok().filter(|s| *s <= Offset::MAX)
+            .ok_or_else(|| corrupt(n, format!("start offset {:?} is not an integer in 0..=2^63-1", fields[1])))?;
+        let entry = EpochEntry { epoch: LeaderEpoch(epoch), start_offset: Offset(start) };
+        if let Some(prev) = entries.last() {
+            if entry.epoch <= prev.epoch || entry.start_offset <= prev.start_offset {
+                return Err(corrupt(n, format!(
+                    "entry ({epoch}, {start}) does not increase on ({}, {})", prev.epoch, prev.start_offset
+                )));
+            }
+        }
+        entries.push(entry);
+    }
+    if lines.len() > count + 2 {
+        return Err(corrupt(count + 3, "expected end of file".into()));
+    }
+    Ok(LeaderEpochCache { entries })
+}
+
+fn io_error(path: &Path, e: std::io::Error) -> CheckpointError {
+    CheckpointError::Io { path: path.display().to_string(), reason: e.to_string() }
+}
+
+/// Writes `cache` to `path` atomically: `<path>.tmp`, fsync, rename, fsync the directory, so a
+/// crash leaves either the old or the new file, never a torn one.
+pub fn write(cache: &LeaderEpochCache, path: &Path) -> Result<(), CheckpointError> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = Path::new(&tmp);
+    let mut f = fs::File::create(tmp).map_err(|e| io_error(tmp, e))?;
+    f.write_all(format(cache).as_bytes()).map_err(|e| io_error(tmp, e))?;
+    f.sync_all().map_err(|e| io_error(tmp, e))?;
+    drop(f);
+    fs::rename(tmp, path).map_err(|e| io_error(path, e))?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if let Ok(d) = fs::File::open(dir) {
+        // Directory fsync makes the rename durable; some file systems refuse it, which is
+        // harmless for a model.
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Reads and parses the checkpoint at `path`.
+pub fn read(path: &Path) -> Result<LeaderEpochCache, CheckpointError> {
+    let text = fs::read_to_string(path).map_err(|e| io_error(path, e))?;
+    parse(&text, Some(&path.display().to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_text_and_file() {
+        let mut c = LeaderEpochCache::new();
+        c.assign(LeaderEpoch(0), Offset(0));
+        c.assign(LeaderEpoch(1), Offset(120));
+        assert_eq!(format(&c), "0\n2\n0 0\n1 120\n");
+        assert_eq!(parse(&format(&c), None).unwrap(), c);
+        let dir = std::env::temp_dir().join(format!("epochlab-ckpt-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("leader-epoch-checkpoint");
+        write(&c, &p).unwrap();
+        assert_eq!(read(&p).unwrap(), c);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn corrupt_files_name_the_line() {
+        let line = |t: &str| match parse(t, None) {
+            Err(CheckpointError::Corrupt { line, .. }) => line,
+            other => panic!("expected corrupt, got {other:?}"),
+        };
+        assert_eq!(line("1\n0\n"), 1);
+        assert_eq!(line("0\nx\n"), 2);
+        assert_eq!(line("0\n2\n0 0\n"), 4);
+        assert_eq!(line("0\n1\n0 0\n1 5\n"), 4);
+        assert_eq!(line("0\n2\n0 5\n1 5\n"), 4);
+        assert_eq!(line("0\n1\n-1 0\n"), 3);
+        assert_eq!(line(""), 1);
+    }
+}

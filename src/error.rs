@@ -1,0 +1,163 @@
+//! Errors, one enum per operation family, each message carrying the numbers involved.
+//!
+//! Everything here is something a *caller* can cause (a bad argument, an append the protocol
+//! refuses, a corrupt file). Broken internal invariants are panics, not errors.
+
+use std::fmt;
+
+/// An argument outside its domain or inconsistent with another argument.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ArgumentError {
+    /// `value` is outside `domain`.
+    OutOfDomain { argument: &'static str, value: i128, domain: &'static str },
+    /// `value` is in its domain but not acceptable here (`reason` says why).
+    Invalid { argument: &'static str, value: i128, reason: String },
+}
+
+/// A partition-log operation was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LogError {
+    /// Kafka's OFFSET_OUT_OF_RANGE.
+    OffsetOutOfRange { offset: u64, log_start_offset: u64, log_end_offset: u64 },
+    /// A replicated batch that does not start at the log end offset.
+    UnexpectedAppendOffset { first_offset: u64, log_end_offset: u64 },
+    /// A batch that cannot exist.
+    InvalidRecordBatch { reason: String },
+}
+
+/// The leader refused an idempotent or transactional append.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProducerStateError {
+    /// Kafka's OUT_OF_ORDER_SEQUENCE_NUMBER.
+    OutOfOrderSequence { producer_id: u64, producer_epoch: u16, base_sequence: u32, expected_sequence: u32 },
+    /// Kafka's INVALID_PRODUCER_EPOCH (PRODUCER_FENCED before 2.7).
+    InvalidProducerEpoch { producer_id: u64, producer_epoch: u16, current_epoch: u16 },
+}
+
+/// KIP-320 current-leader-epoch check failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FencingError {
+    /// Kafka's FENCED_LEADER_EPOCH: the request's epoch is older than the replica's.
+    FencedLeaderEpoch { request_epoch: u32, current_epoch: u32 },
+    /// Kafka's UNKNOWN_LEADER_EPOCH: the request's epoch is newer than the replica's.
+    UnknownLeaderEpoch { request_epoch: u32, current_epoch: u32 },
+}
+
+/// A checkpoint file could not be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckpointError {
+    /// Malformed content; `line` is 1-based.
+    Corrupt { path: Option<String>, line: usize, reason: String },
+    /// The file system refused.
+    Io { path: String, reason: String },
+}
+
+/// Any error of the core, for callers that mix operation families.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Error {
+    Argument(ArgumentError),
+    Log(LogError),
+    ProducerState(ProducerStateError),
+    Fencing(FencingError),
+    Checkpoint(CheckpointError),
+}
+
+macro_rules! into_error {
+    ($($family:ident => $variant:ident),*) => {$(
+        impl From<$family> for Error {
+            fn from(e: $family) -> Self { Error::$variant(e) }
+        }
+    )*};
+}
+into_error!(ArgumentError => Argument, LogError => Log, ProducerStateError => ProducerState,
+            FencingError => Fencing, CheckpointError => Checkpoint);
+
+impl fmt::Display for ArgumentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ArgumentError::OutOfDomain { argument, value, domain } => {
+                write!(f, "argument '{argument}' = {value} is outside its domain {domain}")
+            }
+            ArgumentError::Invalid { argument, value, reason } => {
+                write!(f, "argument '{argument}' = {value} is invalid: {reason}")
+            }
+        }
+    }
+}
+
+impl fmt::Display for LogError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LogError::OffsetOutOfRange { offset, log_start_offset, log_end_offset } => write!(
+                f,
+                "offset {offset} is out of range [{log_start_offset}, {log_end_offset}]"
+            ),
+            LogError::UnexpectedAppendOffset { first_offset, log_end_offset } => write!(
+                f,
+                "replicated batch starts at offset {first_offset} but the log end offset is {log_end_offset}"
+            ),
+            LogError::InvalidRecordBatch { reason } => write!(f, "invalid record batch: {reason}"),
+        }
+    }
+}
+
+impl fmt::Display for ProducerStateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProducerStateError::OutOfOrderSequence { producer_id, producer_epoch, base_sequence, expected_sequence } => write!(
+                f,
+                "out of order sequence for producer {producer_id} epoch {producer_epoch}: got {base_sequence}, expected {expected_sequence}"
+            ),
+            ProducerStateError::InvalidProducerEpoch { producer_id, producer_epoch, current_epoch } => write!(
+                f,
+                "producer {producer_id} epoch {producer_epoch} is older than the current epoch {current_epoch} (fenced)"
+            ),
+        }
+    }
+}
+
+impl fmt::Display for FencingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FencingError::FencedLeaderEpoch { request_epoch, current_epoch } => write!(
+                f,
+                "request leader epoch {request_epoch} is older than the current leader epoch {current_epoch}"
+            ),
+            FencingError::UnknownLeaderEpoch { request_epoch, current_epoch } => write!(
+                f,
+                "request leader epoch {request_epoch} is newer than the current leader epoch {current_epoch}"
+            ),
+        }
+    }
+}
+
+impl fmt::Display for CheckpointError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CheckpointError::Corrupt { path, line, reason } => match path {
+                Some(p) => write!(f, "corrupt checkpoint {p}, line {line}: {reason}"),
+                None => write!(f, "corrupt checkpoint, line {line}: {reason}"),
+            },
+            CheckpointError::Io { path, reason } => write!(f, "checkpoint {path}: {reason}"),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Argument(e) => e.fmt(f),
+            Error::Log(e) => e.fmt(f),
+            Error::ProducerState(e) => e.fmt(f),
+            Error::Fencing(e) => e.fmt(f),
+            Error::Checkpoint(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ArgumentError {}
+impl std::error::Error for LogError {}
+impl std::error::Error for ProducerStateError {}
+impl std::error::Error for FencingError {}
+impl std::error::Error for CheckpointError {}
+impl std::error::Error for Error {}

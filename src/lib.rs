@@ -1,0 +1,40 @@
+//! # epochlab core
+//!
+//! A faithful, fast model of Apache Kafka's partition replication data plane. The crate knows
+//! nothing of Python; `src/bindings/` (feature `python`) alone wraps it for `epochlab._core`.
+//!
+//! ## Vocabulary
+//!
+//! - **Offset**: a 0-based position in a partition log. The *log end offset* (LEO) and the
+//!   *high watermark* (HW) are exclusive: HW = 5 means offsets 0..=4 are committed.
+//! - **Record batch**: the unit of append and replication; `[base_offset, last_offset]`
+//!   inclusive, stamped with the *partition leader epoch* of the leader that appended it.
+//! - **Leader epoch**: a number bumped by the controller on every leader change.
+//! - **Leader-epoch cache**: `epoch -> first offset written in it`, strictly increasing in both.
+//! - **Generation**: the follower-truncation rules of one period of Kafka (G0 high watermark,
+//!   G1 KIP-101, G2 KIP-279, G3 KIP-320, G4 truncate on fetch): see [`divergence`].
+//! - **Producer state**: per producer id its epoch and last 5 batches ([`producer_state`]).
+//!
+//! ## Invariants the types keep
+//!
+//! - A log's batches are sorted by base offset and never overlap; the cache is monotone.
+//! - Absence is `Option`, never `-1`; every integer has a domain type ([`types`]).
+//! - Caller mistakes are `Result`s ([`error`]); a panic means a bug in this crate.
+
+pub mod divergence;
+pub mod epoch;
+pub mod error;
+pub mod invariants;
+pub mod log;
+pub mod producer_state;
+pub mod types;
+
+#[cfg(feature = "python")]
+mod bindings;
+
+pub use divergence::{FetchCheck, LeaderAnswerError, TruncationOutcome};
+pub use epoch::{EpochEntry, LeaderEpochCache};
+pub use error::{ArgumentError, CheckpointError, Error, FencingError, LogError, ProducerStateError};
+pub use log::{LogAppendInfo, ProducerFields, RecordBatch, ReplicaLog};
+pub use producer_state::{AppendCheck, ProducerStateManager};
+pub use types::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence};

@@ -1,0 +1,160 @@
+//! The record batch value: what a producer sends, a leader appends and a follower copies.
+
+use crate::error::LogError;
+use crate::types::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence};
+
+/// Producer fields of an idempotent or transactional batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ProducerFields {
+    pub producer_id: ProducerId,
+    pub producer_epoch: ProducerEpoch,
+    pub base_sequence: Sequence,
+}
+
+/// Marker types carried by a control batch's single record.
+pub const ABORT_MARKER: u64 = 0;
+/// See [`ABORT_MARKER`].
+pub const COMMIT_MARKER: u64 = 1;
+
+/// One record batch. Offsets `[base_offset, last_offset]` are inclusive (Kafka's naming);
+/// `last_offset = base_offset + records.len() - 1`. A record is a 64-bit value (the unique
+/// value a producer wrote, as in Jepsen's Kafka workload).
+///
+/// ```
+/// use epochlab::{RecordBatch, Offset, LeaderEpoch};
+/// let b = RecordBatch::new(Offset(10), LeaderEpoch(3), vec![7, 8, 9], None, false, false).unwrap();
+/// assert_eq!(b.last_offset(), Offset(12));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RecordBatch {
+    base_offset: Offset,
+    partition_leader_epoch: LeaderEpoch,
+    producer: Option<ProducerFields>,
+    is_transactional: bool,
+    is_control: bool,
+    records: Vec<u64>,
+}
+
+impl RecordBatch {
+    /// Builds a batch, refusing one that cannot exist: no records, a last offset past the
+    /// offset domain, a transactional or control batch without producer fields, a control
+    /// batch that is not exactly one ABORT (0) or COMMIT (1) record.
+    pub fn new(
+        base_offset: Offset,
+        partition_leader_epoch: LeaderEpoch,
+        records: Vec<u64>,
+        producer: Option<ProducerFields>,
+        is_transactional: bool,
+        is_control: bool,
+    ) -> Result<Self, LogError> {
+        validate_shape(base_offset, records.len(), producer.is_some(), is_transactional, is_control)?;
+        if is_control && records[0] > COMMIT_MARKER {
+            return Err(invalid(format!(
+                "control batch record must be 0 (ABORT) or 1 (COMMIT), got {}",
+                records[0]
+            )));
+        }
+        Ok(Self { base_offset, partition_leader_epoch, producer, is_transactional, is_control, records })
+    }
+
+    pub fn base_offset(&self) -> Offset {
+        self.base_offset
+    }
+    pub fn last_offset(&self) -> Offset {
+        Offset(self.base_offset.0 + self.records.len() as u64 - 1)
+    }
+    pub fn partition_leader_epoch(&self) -> LeaderEpoch {
+        self.partition_leader_epoch
+    }
+    pub fn producer(&self) -> Option<ProducerFields> {
+        self.producer
+    }
+    /// `base_sequence + records - 1`, wrapping past `Sequence::MAX` to 0.
+    pub fn last_sequence(&self) -> Option<Sequence> {
+        self.producer.map(|p| p.base_sequence.increment(self.records.len() as u32 - 1))
+    }
+    pub fn is_transactional(&self) -> bool {
+        self.is_transactional
+    }
+    pub fn is_control(&self) -> bool {
+        self.is_control
+    }
+    pub fn records(&self) -> &[u64] {
+        &self.records
+    }
+    pub fn record_count(&self) -> usize {
+        self.records.len()
+    }
+
+    /// The same batch at another base offset (what a leader does when it assigns offsets).
+    pub fn with_base_offset(&self, base_offset: Offset) -> Result<Self, LogError> {
+        validate_shape(base_offset, self.records.len(), self.producer.is_some(), self.is_transactional, self.is_control)?;
+        Ok(Self { base_offset, ..self.clone() })
+    }
+
+    /// Assembles a batch from trusted parts (the log's own columns).
+    pub(crate) fn from_parts(
+        base_offset: Offset,
+        partition_leader_epoch: LeaderEpoch,
+        records: Vec<u64>,
+        producer: Option<ProducerFields>,
+        is_transactional: bool,
+        is_control: bool,
+    ) -> Self {
+        debug_assert!(!records.is_empty());
+        Self { base_offset, partition_leader_epoch, producer, is_transactional, is_control, records }
+    }
+}
+
+fn invalid(reason: String) -> LogError {
+    LogError::InvalidRecordBatch { reason }
+}
+
+fn validate_shape(
+    base_offset: Offset,
+    count: usize,
+    has_producer: bool,
+    is_transactional: bool,
+    is_control: bool,
+) -> Result<(), LogError> {
+    if count == 0 {
+        return Err(invalid("a batch needs at least one record".into()));
+    }
+    if count as u64 > u32::MAX as u64 || base_offset.checked_add(count as u64 - 1).is_none() {
+        return Err(invalid(format!(
+            "{count} records from base offset {base_offset} overflow the offset domain"
+        )));
+    }
+    if (is_transactional || is_control) && !has_producer {
+        return Err(invalid("transactional and control batches need producer_id, producer_epoch and base_sequence".into()));
+    }
+    if is_control && count != 1 {
+        return Err(invalid(format!("a control batch holds exactly one record, got {count}")));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pf(seq: u32) -> Option<ProducerFields> {
+        Some(ProducerFields { producer_id: ProducerId(7), producer_epoch: ProducerEpoch(0), base_sequence: Sequence(seq) })
+    }
+
+    #[test]
+    fn last_offset_and_sequence() {
+        let b = RecordBatch::new(Offset(10), LeaderEpoch(1), vec![1, 2, 3], pf(Sequence::MAX - 1), false, false).unwrap();
+        assert_eq!(b.last_offset(), Offset(12));
+        assert_eq!(b.last_sequence(), Some(Sequence(0)));
+    }
+
+    #[test]
+    fn refuses_impossible_batches() {
+        assert!(RecordBatch::new(Offset(0), LeaderEpoch(0), vec![], None, false, false).is_err());
+        assert!(RecordBatch::new(Offset(0), LeaderEpoch(0), vec![1], None, true, false).is_err());
+        assert!(RecordBatch::new(Offset(0), LeaderEpoch(0), vec![2], pf(0), true, true).is_err());
+        assert!(RecordBatch::new(Offset(Offset::MAX), LeaderEpoch(0), vec![1, 2], None, false, false).is_err());
+        assert!(RecordBatch::new(Offset(0), LeaderEpoch(0), vec![1], pf(0), true, true).is_ok());
+    }
+}

@@ -1,0 +1,433 @@
+//! One replica's partition log, as Kafka's `UnifiedLog` holds it: batches, log start and end
+//! offsets, high watermark, recovery point, leader-epoch cache and producer state.
+
+mod batch;
+mod store;
+
+pub use batch::{ProducerFields, RecordBatch, ABORT_MARKER, COMMIT_MARKER};
+
+use crate::epoch::LeaderEpochCache;
+use crate::error::{ArgumentError, Error, LogError};
+use crate::producer_state::{AppendCheck, BatchMetadata, ProducerStateManager};
+use crate::types::{LeaderEpoch, Offset};
+pub(crate) use store::BatchStore;
+
+/// What an append did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LogAppendInfo {
+    pub base_offset: Offset,
+    pub last_offset: Offset,
+    /// A retried batch recognised by producer state: nothing appended, original offsets.
+    pub duplicate: bool,
+}
+
+/// A partition log replica.
+///
+/// Offsets below the log end offset are contiguous, with one exception kept because Kafka has
+/// it: a truncation target inside a batch removes the whole batch but sets the log end offset
+/// to the target (`LocalLog.truncateTo`), leaving a hole ([`ReplicaLog::holes`]). In record
+/// format v2 targets are batch-aligned unless the protocol itself went wrong (seed 004's
+/// second KIP-101 problem), which is why the hole is modelled rather than refused.
+///
+/// ```
+/// use epochlab::{ReplicaLog, LeaderEpoch, Offset};
+/// let mut log = ReplicaLog::new(Offset(0), false);
+/// let info = log.append_as_leader(vec![1, 2, 3], LeaderEpoch(0), None, false).unwrap();
+/// assert_eq!((info.base_offset, info.last_offset), (Offset(0), Offset(2)));
+/// assert_eq!(log.log_end_offset(), Offset(3));
+/// ```
+#[derive(Clone, Debug)]
+pub struct ReplicaLog {
+    store: BatchStore,
+    log_start_offset: Offset,
+    log_end_offset: Offset,
+    high_watermark: Offset,
+    recovery_point: Offset,
+    epoch_cache: LeaderEpochCache,
+    producer_state: ProducerStateManager,
+    kip101_epoch_cache: bool,
+}
+
+impl ReplicaLog {
+    /// An empty log starting at `log_start_offset`. `kip101_epoch_cache` selects the 0.11-2.0
+    /// epoch-cache assign rule (no eviction of conflicting entries).
+    pub fn new(log_start_offset: Offset, kip101_epoch_cache: bool) -> Self {
+        Self {
+            store: BatchStore::default(),
+            log_start_offset,
+            log_end_offset: log_start_offset,
+            high_watermark: log_start_offset,
+            recovery_point: log_start_offset,
+            epoch_cache: LeaderEpochCache::new(),
+            producer_state: ProducerStateManager::new(),
+            kip101_epoch_cache,
+        }
+    }
+
+    pub fn log_start_offset(&self) -> Offset {
+        self.log_start_offset
+    }
+    pub fn log_end_offset(&self) -> Offset {
+        self.log_end_offset
+    }
+    pub fn high_watermark(&self) -> Offset {
+        self.high_watermark
+    }
+    pub fn recovery_point(&self) -> Offset {
+        self.recovery_point
+    }
+    pub fn batch_count(&self) -> usize {
+        self.store.len()
+    }
+    pub fn record_count(&self) -> usize {
+        self.store.record_count()
+    }
+    pub fn kip101_epoch_cache(&self) -> bool {
+        self.kip101_epoch_cache
+    }
+    pub fn epoch_cache(&self) -> &LeaderEpochCache {
+        &self.epoch_cache
+    }
+    pub fn producer_state(&self) -> &ProducerStateManager {
+        &self.producer_state
+    }
+    pub fn latest_epoch(&self) -> Option<LeaderEpoch> {
+        self.epoch_cache.latest_epoch()
+    }
+    pub(crate) fn store(&self) -> &BatchStore {
+        &self.store
+    }
+    /// Approximate heap bytes of the batch columns and records.
+    pub fn heap_bytes(&self) -> usize {
+        self.store.heap_bytes()
+    }
+
+    /// Assigns `start_offset` to `epoch` in the cache with this log's rule.
+    pub fn assign_epoch(&mut self, epoch: LeaderEpoch, start_offset: Offset) -> bool {
+        if self.kip101_epoch_cache {
+            self.epoch_cache.assign_kip101(epoch, start_offset)
+        } else {
+            self.epoch_cache.assign(epoch, start_offset)
+        }
+    }
+
+    /// The cache's current `end_offset_for` with this log's end offset.
+    pub fn end_offset_for_epoch(&self, requested: Option<LeaderEpoch>) -> Option<(LeaderEpoch, Offset)> {
+        self.epoch_cache.end_offset_for(requested, self.log_end_offset)
+    }
+
+    pub fn epoch_for_offset(&self, offset: Offset) -> Option<LeaderEpoch> {
+        self.epoch_cache.epoch_for_offset(offset)
+    }
+
+    /// Appends a client batch as the leader: offsets from the log end offset, `leader_epoch`
+    /// stamped, producer state validated first (a duplicate appends nothing and answers the
+    /// original offsets; a refused batch changes nothing).
+    pub fn append_as_leader(
+        &mut self,
+        records: Vec<u64>,
+        leader_epoch: LeaderEpoch,
+        producer: Option<ProducerFields>,
+        is_transactional: bool,
+    ) -> Result<LogAppendInfo, Error> {
+        let batch = RecordBatch::new(self.log_end_offset, leader_epoch, records, producer, is_transactional, false)?;
+        if let AppendCheck::Duplicate { base_offset, last_offset } = self.producer_state.check_leader_append(&batch)? {
+            return Ok(LogAppendInfo { base_offset, last_offset, duplicate: true });
+        }
+        self.push(&batch);
+        Ok(LogAppendInfo { base_offset: batch.base_offset(), last_offset: batch.last_offset(), duplicate: false })
+    }
+
+    /// Appends a batch the caller built with its own offsets after leader-side validation
+    /// (control markers written by a coordinator, batches rebuilt by a replay). The batch
+    /// must start at the log end offset.
+    pub fn append_validated(&mut self, batch: &RecordBatch) -> Result<(), LogError> {
+        self.check_starts_at_end(batch.base_offset())?;
+        self.push(batch);
+        Ok(())
+    }
+
+    /// Bulk path: appends one plain batch per entry of `batch_sizes`, taking `records` in
+    /// order, all stamped `leader_epoch`. All or nothing. Returns the new log end offset.
+    pub fn append_many_as_leader(&mut self, leader_epoch: LeaderEpoch, batch_sizes: &[u32], records: &[u64]) -> Result<Offset, Error> {
+        let total: u64 = batch_sizes.iter().map(|&s| s as u64).sum();
+        if total != records.len() as u64 {
+            return Err(ArgumentError::Invalid {
+                argument: "batch_sizes",
+                value: total as i128,
+                reason: format!("batch sizes sum to {total} but {} records were given", records.len()),
+            }
+            .into());
+        }
+        if let Some(i) = batch_sizes.iter().position(|&s| s == 0) {
+            return Err(ArgumentError::Invalid { argument: "batch_sizes", value: 0, reason: format!("batch {i} has no records") }.into());
+        }
+        if self.log_end_offset.checked_add(total).is_none() {
+            return Err(LogError::InvalidRecordBatch { reason: format!("{total} records from offset {} overflow the offset domain", self.log_end_offset) }.into());
+        }
+        if batch_sizes.is_empty() {
+            return Ok(self.log_end_offset);
+        }
+        self.store.reserve(batch_sizes.len(), records.len());
+        let first = self.log_end_offset;
+        let mut next = first.0;
+        let mut consumed = 0usize;
+        for &size in batch_sizes {
+            let size = size as usize;
+            self.store.push_plain(next, leader_epoch.0, &records[consumed..consumed + size]);
+            consumed += size;
+            next += size as u64;
+        }
+        self.log_end_offset = Offset(next);
+        self.assign_epoch(leader_epoch, first);
+        Ok(self.log_end_offset)
+    }
+
+    /// Appends a replicated batch with its own offsets and epoch. No producer validation
+    /// (origin REPLICATION, KAFKA-6003). The batch must start exactly at the log end offset.
+    pub fn append_as_follower(&mut self, batch: &RecordBatch) -> Result<(), LogError> {
+        self.append_validated(batch)
+    }
+
+    /// Appends several replicated batches, all or nothing. Returns the new log end offset.
+    pub fn append_batches_as_follower(&mut self, batches: &[RecordBatch]) -> Result<Offset, LogError> {
+        let mut expected = self.log_end_offset;
+        for b in batches {
+            if b.base_offset() != expected {
+                return Err(LogError::UnexpectedAppendOffset { first_offset: b.base_offset().0, log_end_offset: expected.0 });
+            }
+            expected = Offset(b.last_offset().0 + 1);
+        }
+        for b in batches {
+            self.push(b);
+        }
+        Ok(self.log_end_offset)
+    }
+
+    fn check_starts_at_end(&self, base: Offset) -> Result<(), LogError> {
+        if base != self.log_end_offset {
+            return Err(LogError::UnexpectedAppendOffset { first_offset: base.0, log_end_offset: self.log_end_offset.0 });
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, batch: &RecordBatch) {
+        self.store.push(batch);
+        self.log_end_offset = Offset(batch.last_offset().0 + 1);
+        self.assign_epoch(batch.partition_leader_epoch(), batch.base_offset());
+        self.producer_state.update(batch);
+    }
+
+    /// Batch indices `[first, end)` that a read from `from_offset` returns: batches whose last
+    /// offset is >= `from_offset`, stopping before the first whose last offset is >=
+    /// `max_offset`, at most `max_batches`. Out of `[log_start, log_end]` is OFFSET_OUT_OF_RANGE.
+    pub fn read_range(&self, from_offset: Offset, max_batches: Option<usize>, max_offset: Option<Offset>) -> Result<(usize, usize), LogError> {
+        if from_offset < self.log_start_offset || from_offset > self.log_end_offset {
+            return Err(LogError::OffsetOutOfRange {
+                offset: from_offset.0,
+                log_start_offset: self.log_start_offset.0,
+                log_end_offset: self.log_end_offset.0,
+            });
+        }
+        let first = self.store.first_ending_at_or_after(from_offset.0);
+        let mut end = self.store.len();
+        if let Some(m) = max_offset {
+            end = end.min(self.store.first_ending_at_or_after(m.0)).max(first);
+        }
+        if let Some(n) = max_batches {
+            end = end.min(first.saturating_add(n));
+        }
+        Ok((first, end))
+    }
+
+    /// The batches of [`Self::read_range`], materialised.
+    pub fn read(&self, from_offset: Offset, max_batches: Option<usize>, max_offset: Option<Offset>) -> Result<Vec<RecordBatch>, LogError> {
+        let (first, end) = self.read_range(from_offset, max_batches, max_offset)?;
+        Ok((first..end).map(|i| self.store.batch(i)).collect())
+    }
+
+    pub fn batch(&self, index: usize) -> RecordBatch {
+        self.store.batch(index)
+    }
+    pub fn batches(&self) -> Vec<RecordBatch> {
+        (0..self.store.len()).map(|i| self.store.batch(i)).collect()
+    }
+    pub fn batch_containing(&self, offset: Offset) -> Option<RecordBatch> {
+        self.store.containing(offset.0).map(|i| self.store.batch(i))
+    }
+    pub fn value_at(&self, offset: Offset) -> Option<u64> {
+        let i = self.store.containing(offset.0)?;
+        Some(self.store.records(i)[(offset.0 - self.store.base(i)) as usize])
+    }
+
+    /// `[start, end)` ranges within `[log_start, log_end)` that no batch covers.
+    pub fn holes(&self) -> Vec<(Offset, Offset)> {
+        let mut holes = Vec::new();
+        let mut next = self.log_start_offset.0;
+        for i in 0..self.store.len() {
+            let base = self.store.base(i);
+            if base > next {
+                holes.push((Offset(next), Offset(base)));
+            }
+            next = next.max(self.store.last(i) + 1);
+        }
+        if self.log_end_offset.0 > next {
+            holes.push((Offset(next), self.log_end_offset));
+        }
+        holes
+    }
+
+    /// Kafka's `UnifiedLog.truncateTo`. Drops every batch whose last offset is >= `target`
+    /// (a batch straddling the target goes whole), sets the log end offset to `target`,
+    /// clamps HW and recovery point, truncates the epoch cache from the end and rebuilds
+    /// producer state. A target at or past the log end only drops a trailing data-less epoch
+    /// entry (KAFKA-10706) and returns `false`; below the log start it truncates fully.
+    pub fn truncate_to(&mut self, target: Offset) -> bool {
+        if target >= self.log_end_offset {
+            self.epoch_cache.truncate_from_end(self.log_end_offset);
+            return false;
+        }
+        if target < self.log_start_offset {
+            self.truncate_fully_and_start_at(target);
+            return true;
+        }
+        let keep = self.store.first_ending_at_or_after(target.0);
+        self.store.truncate_batches(keep);
+        self.log_end_offset = target;
+        self.epoch_cache.truncate_from_end(target);
+        self.high_watermark = self.high_watermark.min(target);
+        self.recovery_point = self.recovery_point.min(target);
+        self.rebuild_producer_state();
+        true
+    }
+
+    /// Deletes everything and restarts the log at `new_offset` (a follower whose fetch offset
+    /// fell below the leader's log start).
+    pub fn truncate_fully_and_start_at(&mut self, new_offset: Offset) {
+        self.store.clear();
+        self.log_start_offset = new_offset;
+        self.log_end_offset = new_offset;
+        self.high_watermark = new_offset;
+        self.recovery_point = new_offset;
+        self.epoch_cache.clear();
+        self.producer_state.clear();
+    }
+
+    /// Advances the recovery point (flushed prefix) to `up_to`, default the log end offset.
+    pub fn flush(&mut self, up_to: Option<Offset>) {
+        let target = up_to.unwrap_or(self.log_end_offset).min(self.log_end_offset);
+        self.recovery_point = self.recovery_point.max(target);
+    }
+
+    /// A crash that loses the page cache: batches not wholly below the recovery point are
+    /// gone (a torn batch whole), then recovery re-derives the end offset, epoch cache and
+    /// producer state. Returns the number of records lost.
+    pub fn drop_unflushed(&mut self) -> usize {
+        let keep = self.store.first_ending_at_or_after(self.recovery_point.0);
+        let lost = self.store.records_in(keep, self.store.len());
+        self.store.truncate_batches(keep);
+        self.log_end_offset = match self.store.len() {
+            0 => self.log_start_offset,
+            n => Offset(self.store.last(n - 1) + 1),
+        };
+        self.recovery_point = self.log_end_offset;
+        self.high_watermark = self.high_watermark.min(self.log_end_offset);
+        self.epoch_cache.truncate_from_end(self.log_end_offset);
+        self.rebuild_producer_state();
+        lost
+    }
+
+    fn clamp(&self, offset: Offset) -> Offset {
+        offset.max(self.log_start_offset).min(self.log_end_offset)
+    }
+
+    /// Sets HW to `offset` clamped into `[log_start, log_end]`; may go down (a follower
+    /// taking a new leader's smaller HW). Returns the new HW.
+    pub fn update_high_watermark(&mut self, offset: Offset) -> Offset {
+        self.high_watermark = self.clamp(offset);
+        self.high_watermark
+    }
+
+    /// Leader variant: raises HW to `offset` (clamped) only if that is larger.
+    pub fn maybe_increment_high_watermark(&mut self, offset: Offset) -> bool {
+        let c = self.clamp(offset);
+        if c > self.high_watermark {
+            self.high_watermark = c;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Recomputes producer state by replaying every batch (what recovery and truncation do;
+    /// Kafka starts from the nearest snapshot, the result is the same).
+    pub fn rebuild_producer_state(&mut self) {
+        self.producer_state.clear();
+        for i in 0..self.store.len() {
+            if let Some(p) = self.store.producer(i) {
+                let n = self.store.records(i).len() as u32;
+                let meta = BatchMetadata {
+                    first_seq: p.base_sequence,
+                    last_seq: p.base_sequence.increment(n - 1),
+                    base_offset: Offset(self.store.base(i)),
+                    last_offset: Offset(self.store.last(i)),
+                };
+                self.producer_state.update_parts(p.producer_id, p.producer_epoch, meta, self.store.is_control(i));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plain(log: &mut ReplicaLog, n: usize, epoch: u32) -> LogAppendInfo {
+        log.append_as_leader(vec![7; n], LeaderEpoch(epoch), None, false).unwrap()
+    }
+
+    #[test]
+    fn mid_batch_truncation_leaves_a_hole_like_kafka() {
+        let mut log = ReplicaLog::new(Offset(0), false);
+        plain(&mut log, 5, 0);
+        plain(&mut log, 5, 1);
+        assert!(log.truncate_to(Offset(7)));
+        assert_eq!(log.log_end_offset(), Offset(7));
+        assert_eq!(log.batch_count(), 1);
+        assert_eq!(log.holes(), vec![(Offset(5), Offset(7))]);
+        assert_eq!(log.epoch_cache().latest_epoch(), Some(LeaderEpoch(1)));
+    }
+
+    #[test]
+    fn truncate_at_end_drops_dataless_epoch() {
+        let mut log = ReplicaLog::new(Offset(0), false);
+        plain(&mut log, 3, 0);
+        log.assign_epoch(LeaderEpoch(1), Offset(3));
+        assert!(!log.truncate_to(Offset(3)));
+        assert_eq!(log.latest_epoch(), Some(LeaderEpoch(0)));
+    }
+
+    #[test]
+    fn crash_drops_unflushed_tail_and_torn_batch() {
+        let mut log = ReplicaLog::new(Offset(0), false);
+        plain(&mut log, 3, 0);
+        plain(&mut log, 3, 0);
+        log.flush(Some(Offset(4)));
+        plain(&mut log, 2, 1);
+        log.update_high_watermark(Offset(8));
+        assert_eq!(log.drop_unflushed(), 5);
+        assert_eq!((log.log_end_offset(), log.high_watermark(), log.recovery_point()), (Offset(3), Offset(3), Offset(3)));
+        assert_eq!(log.latest_epoch(), Some(LeaderEpoch(0)));
+    }
+
+    #[test]
+    fn read_bounds() {
+        let mut log = ReplicaLog::new(Offset(0), false);
+        plain(&mut log, 3, 0);
+        plain(&mut log, 3, 0);
+        let (a, b) = log.read_range(Offset(1), None, Some(Offset(4))).unwrap();
+        assert_eq!((a, b), (0, 1));
+        assert!(log.read(Offset(7), None, None).is_err());
+        assert!(log.read(Offset(6), None, None).unwrap().is_empty());
+    }
+}

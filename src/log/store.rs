@@ -1,0 +1,163 @@
+//! Columnar batch storage: one vector per batch field, one flat vector of record values.
+//!
+//! Per batch: base offset (8 bytes), leader epoch (4), end index into the values (8), producer
+//! id (8), producer epoch (2), base sequence (4), flags (1): 35 bytes, plus 8 bytes per record.
+//! Batches are sorted by base offset and never overlap, so offset lookups are binary searches
+//! and truncation is a `Vec::truncate` of every column.
+
+use super::batch::{ProducerFields, RecordBatch};
+use crate::types::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence};
+
+const HAS_PRODUCER: u8 = 1;
+const TRANSACTIONAL: u8 = 2;
+const CONTROL: u8 = 4;
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct BatchStore {
+    base: Vec<u64>,
+    epoch: Vec<u32>,
+    rec_end: Vec<u64>,
+    producer_id: Vec<u64>,
+    producer_epoch: Vec<u16>,
+    base_sequence: Vec<u32>,
+    flags: Vec<u8>,
+    values: Vec<u64>,
+}
+
+impl BatchStore {
+    pub fn len(&self) -> usize {
+        self.base.len()
+    }
+    pub fn record_count(&self) -> usize {
+        self.values.len()
+    }
+    pub fn clear(&mut self) {
+        self.truncate_batches(0);
+    }
+    pub fn reserve(&mut self, batches: usize, records: usize) {
+        self.base.reserve(batches);
+        self.epoch.reserve(batches);
+        self.rec_end.reserve(batches);
+        self.producer_id.reserve(batches);
+        self.producer_epoch.reserve(batches);
+        self.base_sequence.reserve(batches);
+        self.flags.reserve(batches);
+        self.values.reserve(records);
+    }
+
+    fn rec_start(&self, i: usize) -> usize {
+        if i == 0 { 0 } else { self.rec_end[i - 1] as usize }
+    }
+    pub fn base(&self, i: usize) -> u64 {
+        self.base[i]
+    }
+    pub fn last(&self, i: usize) -> u64 {
+        self.base[i] + (self.rec_end[i] as usize - self.rec_start(i)) as u64 - 1
+    }
+    pub fn epoch(&self, i: usize) -> u32 {
+        self.epoch[i]
+    }
+    pub fn records(&self, i: usize) -> &[u64] {
+        &self.values[self.rec_start(i)..self.rec_end[i] as usize]
+    }
+    pub fn is_control(&self, i: usize) -> bool {
+        self.flags[i] & CONTROL != 0
+    }
+    pub fn producer(&self, i: usize) -> Option<ProducerFields> {
+        (self.flags[i] & HAS_PRODUCER != 0).then(|| ProducerFields {
+            producer_id: ProducerId(self.producer_id[i]),
+            producer_epoch: ProducerEpoch(self.producer_epoch[i]),
+            base_sequence: Sequence(self.base_sequence[i]),
+        })
+    }
+
+    pub fn batch(&self, i: usize) -> RecordBatch {
+        RecordBatch::from_parts(
+            Offset(self.base[i]),
+            LeaderEpoch(self.epoch[i]),
+            self.records(i).to_vec(),
+            self.producer(i),
+            self.flags[i] & TRANSACTIONAL != 0,
+            self.is_control(i),
+        )
+    }
+
+    pub fn push(&mut self, b: &RecordBatch) {
+        let mut flags = 0;
+        let (pid, pepoch, seq) = match b.producer() {
+            Some(p) => {
+                flags |= HAS_PRODUCER;
+                (p.producer_id.0, p.producer_epoch.0, p.base_sequence.0)
+            }
+            None => (0, 0, 0),
+        };
+        if b.is_transactional() {
+            flags |= TRANSACTIONAL;
+        }
+        if b.is_control() {
+            flags |= CONTROL;
+        }
+        self.push_columns(b.base_offset().0, b.partition_leader_epoch().0, b.records(), pid, pepoch, seq, flags);
+    }
+
+    /// Appends a plain (non-idempotent) batch; the bulk path.
+    pub fn push_plain(&mut self, base: u64, epoch: u32, records: &[u64]) {
+        self.push_columns(base, epoch, records, 0, 0, 0, 0);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn push_columns(&mut self, base: u64, epoch: u32, records: &[u64], pid: u64, pepoch: u16, seq: u32, flags: u8) {
+        debug_assert!(!records.is_empty());
+        debug_assert!(self.base.last().is_none_or(|_| self.last(self.len() - 1) < base), "batches overlap");
+        self.base.push(base);
+        self.epoch.push(epoch);
+        self.values.extend_from_slice(records);
+        self.rec_end.push(self.values.len() as u64);
+        self.producer_id.push(pid);
+        self.producer_epoch.push(pepoch);
+        self.base_sequence.push(seq);
+        self.flags.push(flags);
+    }
+
+    /// Keeps the first `n` batches.
+    pub fn truncate_batches(&mut self, n: usize) {
+        let keep_values = self.rec_start(n.min(self.len()));
+        self.base.truncate(n);
+        self.epoch.truncate(n);
+        self.rec_end.truncate(n);
+        self.producer_id.truncate(n);
+        self.producer_epoch.truncate(n);
+        self.base_sequence.truncate(n);
+        self.flags.truncate(n);
+        self.values.truncate(keep_values);
+    }
+
+    /// Index of the first batch whose last offset is >= `offset` (`len()` if none).
+    pub fn first_ending_at_or_after(&self, offset: u64) -> usize {
+        let j = self.base.partition_point(|b| *b <= offset);
+        if j > 0 && self.last(j - 1) >= offset { j - 1 } else { j }
+    }
+
+    /// Index of the batch holding `offset`, if any.
+    pub fn containing(&self, offset: u64) -> Option<usize> {
+        let j = self.base.partition_point(|b| *b <= offset);
+        (j > 0 && self.last(j - 1) >= offset).then(|| j - 1)
+    }
+
+    /// Record count of batches `[from, to)`.
+    pub fn records_in(&self, from: usize, to: usize) -> usize {
+        if from >= to { 0 } else { self.rec_end[to - 1] as usize - self.rec_start(from) }
+    }
+
+    /// Approximate heap bytes held per batch column set and per record, for reports.
+    pub fn heap_bytes(&self) -> usize {
+        self.base.capacity() * 8
+            + self.epoch.capacity() * 4
+            + self.rec_end.capacity() * 8
+            + self.producer_id.capacity() * 8
+            + self.producer_epoch.capacity() * 2
+            + self.base_sequence.capacity() * 4
+            + self.flags.capacity()
+            + self.values.capacity() * 8
+    }
+}
