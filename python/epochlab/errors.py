@@ -29,6 +29,8 @@ __all__ = [
     "CheckpointError",
     "CorruptCheckpointError",
     "StorageError",
+    "ConfigError",
+    "ScenarioError",
 ]
 
 
@@ -129,3 +131,19 @@ class CorruptCheckpointError(CheckpointError):
 
 class StorageError(EpochlabError, OSError):
     """Reading or writing a file failed. Attributes: ``path``, ``reason``."""
+
+
+class ConfigError(EpochlabError, ValueError):
+    """A configuration value is unknown or out of range.
+
+    Attributes: ``where`` (file or object being read), ``field`` (Kafka's dotted name when it
+    has one), ``expected`` (what would be accepted), ``got`` (what was given).
+    """
+
+
+class ScenarioError(EpochlabError, ValueError):
+    """A scenario (file or Python object) is malformed.
+
+    Attributes: ``where`` (the file path, or ``"<python>"``), ``field`` (a dotted path such as
+    ``steps[3].broker``), ``expected``, ``got``.
+    """

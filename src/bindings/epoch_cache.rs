@@ -31,8 +31,9 @@ impl PyLeaderEpochCache {
 #[pymethods]
 impl PyLeaderEpochCache {
     #[new]
-    #[pyo3(signature = (entries=Vec::new()))]
-    fn new(entries: Vec<(i128, i128)>) -> PyResult<Self> {
+    #[pyo3(signature = (entries=None))]
+    fn new(entries: Option<Vec<(i128, i128)>>) -> PyResult<Self> {
+        let entries = entries.unwrap_or_default();
         let mut parsed = Vec::with_capacity(entries.len());
         for (e, s) in entries {
             parsed.push(EpochEntry { epoch: args::epoch(e, "entries")?, start_offset: args::offset(s, "entries")? });
