@@ -12,6 +12,8 @@ pub enum ArgumentError {
     OutOfDomain { argument: &'static str, value: i128, domain: &'static str },
     /// `value` is in its domain but not acceptable here (`reason` says why).
     Invalid { argument: &'static str, value: i128, reason: String },
+    /// A text argument (a name or code) that is not one of the accepted values.
+    InvalidText { argument: &'static str, value: String, reason: String },
 }
 
 /// A partition-log operation was refused.
@@ -80,6 +82,9 @@ impl fmt::Display for ArgumentError {
             }
             ArgumentError::Invalid { argument, value, reason } => {
                 write!(f, "argument '{argument}' = {value} is invalid: {reason}")
+            }
+            ArgumentError::InvalidText { argument, value, reason } => {
+                write!(f, "argument '{argument}' = {value:?} is invalid: {reason}")
             }
         }
     }

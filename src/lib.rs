@@ -10,7 +10,8 @@
 //! - **Record batch**: the unit of append and replication; `[base_offset, last_offset]`
 //!   inclusive, stamped with the *partition leader epoch* of the leader that appended it.
 //! - **Leader epoch**: a number bumped by the controller on every leader change.
-//! - **Leader-epoch cache**: `epoch -> first offset written in it`, strictly increasing in both.
+//! - **Leader-epoch cache**: `epoch -> first offset written in it`; epochs strictly increase,
+//!   start offsets never decrease.
 //! - **Generation**: the follower-truncation rules of one period of Kafka (G0 high watermark,
 //!   G1 KIP-101, G2 KIP-279, G3 KIP-320, G4 truncate on fetch): see [`divergence`].
 //! - **Producer state**: per producer id its epoch and last 5 batches ([`producer_state`]).

@@ -110,7 +110,8 @@ class LogAppendInfo:
 class LeaderEpochCache:
     """Kafka's ``LeaderEpochFileCache``: epoch -> first offset written in that epoch.
 
-    Entries are strictly increasing in both epoch and start offset.
+    Epochs strictly increase; start offsets never decrease (Kafka 0.11's assign rule could give
+    two epochs the same start offset).
 
     >>> c = LeaderEpochCache()
     >>> c.assign(0, 0); c.assign(1, 120)
@@ -285,8 +286,9 @@ class ReplicaLog:
         """Advance the recovery point to ``up_to`` (default: the log end offset)."""
     def drop_unflushed(self) -> int:
         """Crash that loses the page cache: drop every batch not wholly below the recovery
-        point (a torn batch is dropped whole), rebuild epoch cache and producer state as log
-        recovery does. Returns the number of records removed."""
+        point (a torn batch is dropped whole); the log end offset becomes the end of the last
+        remaining batch, the epoch cache is truncated there and producer state is rebuilt.
+        Returns the number of records removed."""
     def update_high_watermark(self, offset: int) -> int:
         """Set HW to ``offset`` clamped into ``[log_start_offset, log_end_offset]`` (may go
         down, as on a follower). Returns the new HW."""

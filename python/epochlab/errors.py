@@ -56,7 +56,8 @@ def _rebuild(cls: type[EpochlabError], message: str, details: dict[str, Any]) ->
 class InvalidArgumentError(EpochlabError, ValueError):
     """An argument is outside its domain (negative offset, epoch above Int32.MAX, ...).
 
-    Attributes: ``argument`` (the parameter's name), ``value``.
+    Attributes: ``argument`` (the parameter's name), ``value``, and either ``domain`` (the
+    accepted range) or ``reason`` (why an in-range value is refused here).
     """
 
 
@@ -81,7 +82,9 @@ class UnexpectedAppendOffsetError(LogError):
 
 
 class InvalidRecordBatchError(LogError):
-    """A batch that cannot exist: no records, inconsistent producer fields, offsets overflow."""
+    """A batch that cannot exist: no records, inconsistent producer fields, offsets overflow.
+
+    Attribute: ``reason``."""
 
 
 class ProducerStateError(EpochlabError):
@@ -92,7 +95,7 @@ class OutOfOrderSequenceError(ProducerStateError):
     """Kafka's OUT_OF_ORDER_SEQUENCE_NUMBER.
 
     Attributes: ``producer_id``, ``producer_epoch``, ``base_sequence``, ``expected_sequence``
-    (``None`` when only sequence 0 is acceptable after an epoch bump).
+    (0 after an epoch bump or when no batch of the producer is retained).
     """
 
 

@@ -158,9 +158,9 @@ fn kip320_truncation(
         Some("fenced_leader_epoch") => Some(LeaderAnswerError::FencedLeaderEpoch),
         Some("unknown_leader_epoch") => Some(LeaderAnswerError::UnknownLeaderEpoch),
         Some(other) => {
-            return Err(ArgumentError::Invalid {
+            return Err(ArgumentError::InvalidText {
                 argument: "error",
-                value: 0,
+                value: other.to_owned(),
                 reason: format!("unknown answer code {other:?}; expected None, \"fenced_leader_epoch\" or \"unknown_leader_epoch\""),
             })
             .py()

@@ -36,6 +36,9 @@ pub(crate) fn to_py_err(err: impl Into<Error>) -> PyErr {
         Error::Argument(ArgumentError::Invalid { argument, value, reason }) => raise(
             py, "InvalidArgumentError", message, &kv!(py; "argument" => argument, "value" => value, "reason" => reason),
         ),
+        Error::Argument(ArgumentError::InvalidText { argument, value, reason }) => raise(
+            py, "InvalidArgumentError", message, &kv!(py; "argument" => argument, "value" => value, "reason" => reason),
+        ),
         Error::Log(LogError::OffsetOutOfRange { offset, log_start_offset, log_end_offset }) => raise(
             py, "OffsetOutOfRangeError", message,
             &kv!(py; "offset" => offset, "log_start_offset" => log_start_offset, "log_end_offset" => log_end_offset),

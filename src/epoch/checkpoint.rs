@@ -27,52 +27,68 @@ pub fn format(cache: &LeaderEpochCache) -> String {
     out
 }
 
-/// Parses checkpoint text. Errors name the 1-based line; `path` is only used in errors.
+/// Java's `\s` minus the line terminators: what separates the two fields of an entry line.
+fn is_field_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\x0b' | '\x0c')
+}
+
+/// One or more ASCII digits, nothing else (no sign, no spaces, no underscores).
+fn digits<T: std::str::FromStr>(s: &str) -> Option<T> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// Parses checkpoint text. Lines end with `\n` (a `\r` before it is dropped, so CRLF files
+/// read); the version line is exactly `0`; the count and both fields of each entry are ASCII
+/// digits; entries have strictly increasing epochs and non-decreasing start offsets. Errors
+/// name the 1-based line; `path` is only used in errors.
 pub fn parse(text: &str, path: Option<&str>) -> Result<LeaderEpochCache, CheckpointError> {
     let corrupt = |line: usize, reason: String| CheckpointError::Corrupt { path: path.map(str::to_owned), line, reason };
-    let mut lines: Vec<&str> = text.split('\n').collect();
+    let mut lines: Vec<&str> = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).collect();
     if lines.last() == Some(&"") {
         lines.pop();
     }
-    let line_at = |i: usize| lines.get(i).copied();
-
-    match line_at(0) {
+    match lines.first() {
         None => return Err(corrupt(1, "missing format version".into())),
-        Some(v) if v.trim() != "0" => return Err(corrupt(1, format!("unsupported version {:?}, expected 0", v))),
+        Some(v) if *v != "0" => return Err(corrupt(1, format!("unsupported version {v:?}, expected 0"))),
         Some(_) => {}
     }
-    let count: usize = match line_at(1) {
+    let count: usize = match lines.get(1) {
         None => return Err(corrupt(2, "missing entry count".into())),
-        Some(c) => c.trim().parse().map_err(|_| corrupt(2, format!("entry count {:?} is not a non-negative integer", c)))?,
+        Some(c) => digits(c).ok_or_else(|| corrupt(2, format!("entry count {c:?} is not a non-negative integer")))?,
     };
     let mut entries: Vec<EpochEntry> = Vec::with_capacity(count.min(1 << 20));
     for i in 0..count {
         let n = i + 3;
-        let Some(line) = line_at(i + 2) else {
+        let Some(line) = lines.get(i + 2) else {
             return Err(corrupt(n, format!("expected {count} entries, found {i}")));
         };
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        if fields.len() != 2 {
-            return Err(corrupt(n, format!("expected \"<epoch> <start_offset>\", got {:?}", line)));
-        }
-        let epoch = fields[0].parse::<u32>().ok().filter(|e| *e <= LeaderEpoch::MAX)
-            .ok_or_else(|| corrupt(n, format!("epoch {:?} is not an integer in 0..=2^31-1", fields[0])))?;
-        let start = fields[1].parse::<u64>().ok().filter(|s| *s <= Offset::MAX)
-            .ok_or_else(|| corrupt(n, format!("start offset {:?} is not an integer in 0..=2^63-1", fields[1])))?;
-        let entry = EpochEntry { epoch: LeaderEpoch(epoch), start_offset: Offset(start) };
-        if let Some(prev) = entries.last() {
-            if entry.epoch <= prev.epoch || entry.start_offset <= prev.start_offset {
-                return Err(corrupt(n, format!(
-                    "entry ({epoch}, {start}) does not increase on ({}, {})", prev.epoch, prev.start_offset
-                )));
-            }
-        }
-        entries.push(entry);
+        entries.push(parse_entry(line, entries.last()).map_err(|reason| corrupt(n, reason))?);
     }
     if lines.len() > count + 2 {
         return Err(corrupt(count + 3, "expected end of file".into()));
     }
     Ok(LeaderEpochCache { entries })
+}
+
+fn parse_entry(line: &str, previous: Option<&EpochEntry>) -> Result<EpochEntry, String> {
+    let fields: Vec<&str> = line.split(is_field_space).filter(|f| !f.is_empty()).collect();
+    if fields.len() != 2 {
+        return Err(format!("expected \"<epoch> <start_offset>\", got {line:?}"));
+    }
+    let epoch = digits::<u32>(fields[0]).filter(|e| *e <= LeaderEpoch::MAX)
+        .ok_or_else(|| format!("epoch {:?} is not an integer in 0..=2^31-1", fields[0]))?;
+    let start = digits::<u64>(fields[1]).filter(|s| *s <= Offset::MAX)
+        .ok_or_else(|| format!("start offset {:?} is not an integer in 0..=2^63-1", fields[1]))?;
+    let entry = EpochEntry { epoch: LeaderEpoch(epoch), start_offset: Offset(start) };
+    if let Some(prev) = previous {
+        if entry.epoch <= prev.epoch || entry.start_offset < prev.start_offset {
+            return Err(format!("entry ({epoch}, {start}) does not follow ({}, {})", prev.epoch, prev.start_offset));
+        }
+    }
+    Ok(entry)
 }
 
 fn io_error(path: &Path, e: std::io::Error) -> CheckpointError {
@@ -85,9 +101,10 @@ pub fn write(cache: &LeaderEpochCache, path: &Path) -> Result<(), CheckpointErro
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = Path::new(&tmp);
-    let mut f = fs::File::create(tmp).map_err(|e| io_error(tmp, e))?;
-    f.write_all(format(cache).as_bytes()).map_err(|e| io_error(tmp, e))?;
-    f.sync_all().map_err(|e| io_error(tmp, e))?;
+    // Errors name the checkpoint being written, whichever step failed.
+    let mut f = fs::File::create(tmp).map_err(|e| io_error(path, e))?;
+    f.write_all(format(cache).as_bytes()).map_err(|e| io_error(path, e))?;
+    f.sync_all().map_err(|e| io_error(path, e))?;
     drop(f);
     fs::rename(tmp, path).map_err(|e| io_error(path, e))?;
     let dir = match path.parent() {
@@ -102,10 +119,16 @@ pub fn write(cache: &LeaderEpochCache, path: &Path) -> Result<(), CheckpointErro
     Ok(())
 }
 
-/// Reads and parses the checkpoint at `path`.
+/// Reads and parses the checkpoint at `path`. Bytes that are not UTF-8 are corrupt content,
+/// reported at the line where they start.
 pub fn read(path: &Path) -> Result<LeaderEpochCache, CheckpointError> {
-    let text = fs::read_to_string(path).map_err(|e| io_error(path, e))?;
-    parse(&text, Some(&path.display().to_string()))
+    let bytes = fs::read(path).map_err(|e| io_error(path, e))?;
+    let shown = path.display().to_string();
+    let text = std::str::from_utf8(&bytes).map_err(|e| {
+        let line = bytes[..e.valid_up_to()].iter().filter(|b| **b == b'\n').count() + 1;
+        CheckpointError::Corrupt { path: Some(shown.clone()), line, reason: "invalid UTF-8".into() }
+    })?;
+    parse(text, Some(&shown))
 }
 
 #[cfg(test)]
@@ -137,7 +160,10 @@ mod tests {
         assert_eq!(line("0\nx\n"), 2);
         assert_eq!(line("0\n2\n0 0\n"), 4);
         assert_eq!(line("0\n1\n0 0\n1 5\n"), 4);
-        assert_eq!(line("0\n2\n0 5\n1 5\n"), 4);
+        assert_eq!(line("0\n2\n0 5\n1 4\n"), 4);
+        assert_eq!(line("0\n+1\n0 5\n"), 2);
+        assert_eq!(line(" 0\n0\n"), 1);
+        assert!(parse("0\r\n2\r\n0 5\r\n1 5\r\n", None).is_ok());
         assert_eq!(line("0\n1\n-1 0\n"), 3);
         assert_eq!(line(""), 1);
     }

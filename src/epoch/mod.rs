@@ -1,8 +1,11 @@
 //! The leader-epoch cache (Kafka's `LeaderEpochFileCache`) and its checkpoint file.
 //!
 //! An entry `(epoch, start_offset)` says that the first offset written in `epoch` is
-//! `start_offset`. Entries are strictly increasing in both coordinates; every operation keeps
-//! that true. Lookups are binary searches, O(log entries).
+//! `start_offset`. Epochs are strictly increasing and start offsets non-decreasing. The current
+//! assign rule keeps start offsets strictly increasing too; the 0.11-2.0 rule
+//! ([`LeaderEpochCache::assign_kip101`]) could record two epochs at the same start offset (a
+//! leader elected twice with no write in between), so equal starts are representable.
+//! Lookups are binary searches, O(log entries).
 
 pub mod checkpoint;
 
@@ -34,12 +37,12 @@ impl LeaderEpochCache {
         Self::default()
     }
 
-    /// A cache holding `entries`, or `Err(index)` of the first entry that is not strictly
-    /// greater than its predecessor in both epoch and start offset.
+    /// A cache holding `entries`, or `Err(index)` of the first entry whose epoch is not greater
+    /// than its predecessor's or whose start offset is smaller.
     pub fn from_entries(entries: Vec<EpochEntry>) -> Result<Self, usize> {
         for i in 1..entries.len() {
             let (a, b) = (entries[i - 1], entries[i]);
-            if b.epoch <= a.epoch || b.start_offset <= a.start_offset {
+            if b.epoch <= a.epoch || b.start_offset < a.start_offset {
                 return Err(i);
             }
         }

@@ -120,7 +120,8 @@ fn validate_shape(
     if count == 0 {
         return Err(invalid("a batch needs at least one record".into()));
     }
-    if count as u64 > u32::MAX as u64 || base_offset.checked_add(count as u64 - 1).is_none() {
+    // The log end offset after this batch (last offset + 1) must itself be an offset.
+    if count as u64 > u32::MAX as u64 || base_offset.checked_add(count as u64).is_none() {
         return Err(invalid(format!(
             "{count} records from base offset {base_offset} overflow the offset domain"
         )));
@@ -155,6 +156,8 @@ mod tests {
         assert!(RecordBatch::new(Offset(0), LeaderEpoch(0), vec![1], None, true, false).is_err());
         assert!(RecordBatch::new(Offset(0), LeaderEpoch(0), vec![2], pf(0), true, true).is_err());
         assert!(RecordBatch::new(Offset(Offset::MAX), LeaderEpoch(0), vec![1, 2], None, false, false).is_err());
+        assert!(RecordBatch::new(Offset(Offset::MAX - 1), LeaderEpoch(0), vec![1], None, false, false).is_ok());
+        assert!(RecordBatch::new(Offset(Offset::MAX - 1), LeaderEpoch(0), vec![1, 2], None, false, false).is_err());
         assert!(RecordBatch::new(Offset(0), LeaderEpoch(0), vec![1], pf(0), true, true).is_ok());
     }
 }

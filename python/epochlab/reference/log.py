@@ -1,0 +1,326 @@
+"""One replica's partition log (Kafka's ``UnifiedLog``), written plainly as the oracle."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from epochlab.errors import OffsetOutOfRangeError, UnexpectedAppendOffsetError
+
+from . import _validate as v
+from .batch import LogAppendInfo, RecordBatch
+from .epoch_cache import LeaderEpochCache
+from .producer_state import ProducerStateManager
+
+
+class ReplicaLog:
+    """Batches, log start and end offsets, high watermark, recovery point, epoch cache and
+    producer state. Offsets below the log end offset are contiguous except after a mid-batch
+    truncation, which Kafka answers by dropping the whole batch (see :meth:`holes`).
+
+    >>> log = ReplicaLog()
+    >>> log.append_as_leader([1, 2, 3], 0).last_offset
+    2
+    >>> log.log_end_offset
+    3
+    """
+
+    def __init__(self, log_start_offset: int = 0, *, kip101_epoch_cache: bool = False) -> None:
+        """``kip101_epoch_cache`` selects the 0.11-2.0 epoch-cache assign rule (no eviction)."""
+        v.offset(log_start_offset, "log_start_offset")
+        v.require_bool(kip101_epoch_cache, "kip101_epoch_cache")
+        self._batches: list[RecordBatch] = []
+        self._log_start_offset = log_start_offset
+        self._log_end_offset = log_start_offset
+        self._high_watermark = log_start_offset
+        self._recovery_point = log_start_offset
+        self._epoch_cache = LeaderEpochCache()
+        self._producer_state = ProducerStateManager()
+        self._kip101 = kip101_epoch_cache
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @property
+    def recovery_point(self) -> int:
+        """End (exclusive) of the flushed prefix; what survives a crash that loses the page cache."""
+        return self._recovery_point
+
+    @property
+    def batch_count(self) -> int:
+        return len(self._batches)
+
+    @property
+    def record_count(self) -> int:
+        return sum(len(b) for b in self._batches)
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self._epoch_cache.latest_epoch
+
+    @property
+    def kip101_epoch_cache(self) -> bool:
+        return self._kip101
+
+    def append_as_leader(
+        self,
+        records: Sequence[int],
+        leader_epoch: int,
+        *,
+        producer_id: int | None = None,
+        producer_epoch: int | None = None,
+        base_sequence: int | None = None,
+        is_transactional: bool = False,
+    ) -> LogAppendInfo:
+        """Build the batch at the log end offset stamped ``leader_epoch``, validate it against
+        producer state (a duplicate appends nothing and returns the original offsets; an error
+        changes nothing), then append it."""
+        values = v.record_values(records, "records")
+        v.leader_epoch(leader_epoch, "leader_epoch")
+        batch = RecordBatch(
+            self._log_end_offset, leader_epoch, values,
+            producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence,
+            is_transactional=is_transactional,
+        )
+        original = self._producer_state.check_leader_append(batch)
+        if original is not None:
+            return LogAppendInfo(original[0], original[1], True)
+        self._append(batch)
+        return LogAppendInfo(batch.base_offset, batch.last_offset, False)
+
+    def append_many_as_leader(self, leader_epoch: int, batch_sizes: Sequence[int], records: Sequence[int]) -> int:
+        """Append ``len(batch_sizes)`` plain batches cut from ``records`` in order; the sizes
+        must be >= 1 and sum to ``len(records)``, else nothing is appended. Returns the new log
+        end offset."""
+        v.leader_epoch(leader_epoch, "leader_epoch")
+        if isinstance(batch_sizes, (str, bytes)):
+            raise TypeError("argument 'batch_sizes' must be a sequence of int")
+        sizes = [v.count(size, "batch_sizes") for size in batch_sizes]
+        values = v.record_values(records, "records")
+        if sum(sizes) != len(values):
+            raise v.invalid("batch_sizes", sum(sizes),
+                            f"batch sizes sum to {sum(sizes)} but {len(values)} records were given")
+        if 0 in sizes:
+            raise v.invalid("batch_sizes", 0, f"batch {sizes.index(0)} has no records")
+        # Build every batch before appending any, so an overflow leaves the log unchanged.
+        batches, base, cut = [], self._log_end_offset, 0
+        for size in sizes:
+            batches.append(RecordBatch(base, leader_epoch, values[cut:cut + size]))
+            base, cut = base + size, cut + size
+        for batch in batches:
+            self._append(batch)
+        return self._log_end_offset
+
+    def append_as_follower(self, batch: RecordBatch) -> None:
+        """Append a replicated batch with its own offsets and epoch, without producer checks;
+        :class:`UnexpectedAppendOffsetError` unless it starts at the log end offset."""
+        self.append_batches_as_follower([batch])
+
+    def append_batches_as_follower(self, batches: Sequence[RecordBatch]) -> int:
+        """Append replicated batches, all or nothing: the first must start at the log end
+        offset and each next one right after the previous. Returns the new log end offset."""
+        chain = list(batches)
+        expected = self._log_end_offset
+        for batch in chain:
+            if not isinstance(batch, RecordBatch):
+                raise TypeError(f"argument 'batch' must be RecordBatch, not {type(batch).__name__}")
+            if batch.base_offset != expected:
+                raise UnexpectedAppendOffsetError(
+                    f"replicated batch starts at offset {batch.base_offset} but the log end "
+                    f"offset is {expected}",
+                    first_offset=batch.base_offset, log_end_offset=expected,
+                )
+            expected = batch.last_offset + 1
+        for batch in chain:
+            self._append(batch)
+        return self._log_end_offset
+
+    def _append(self, batch: RecordBatch) -> None:
+        self._batches.append(batch)
+        self._log_end_offset = batch.last_offset + 1
+        self._assign(batch.partition_leader_epoch, batch.base_offset)
+        self._producer_state.update(batch)
+
+    def _assign(self, epoch: int, start_offset: int) -> bool:
+        if self._kip101:
+            return self._epoch_cache.assign_kip101(epoch, start_offset)
+        return self._epoch_cache.assign(epoch, start_offset)
+
+    def read(self, from_offset: int, *, max_batches: int | None = None,
+             max_offset: int | None = None) -> list[RecordBatch]:
+        """Batches whose last offset is >= ``from_offset`` (the first may start before it), at
+        most ``max_batches``, stopping before the first batch whose last offset is >=
+        ``max_offset``. :class:`OffsetOutOfRangeError` outside ``[log_start, log_end]``."""
+        v.offset(from_offset, "from_offset")
+        v.optional(v.count, max_batches, "max_batches")
+        v.optional(v.offset, max_offset, "max_offset")
+        if from_offset < self._log_start_offset or from_offset > self._log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {from_offset} is out of range [{self._log_start_offset}, "
+                f"{self._log_end_offset}]",
+                offset=from_offset, log_start_offset=self._log_start_offset,
+                log_end_offset=self._log_end_offset,
+            )
+        result: list[RecordBatch] = []
+        for batch in self._batches:
+            if batch.last_offset < from_offset:
+                continue
+            if max_offset is not None and batch.last_offset >= max_offset:
+                break
+            if max_batches is not None and len(result) >= max_batches:
+                break
+            result.append(batch)
+        return result
+
+    def batches(self) -> list[RecordBatch]:
+        return list(self._batches)
+
+    def batch_containing(self, offset: int) -> RecordBatch | None:
+        v.offset(offset, "offset")
+        for batch in self._batches:
+            if batch.base_offset <= offset <= batch.last_offset:
+                return batch
+        return None
+
+    def value_at(self, offset: int) -> int | None:
+        """The record value at ``offset``, ``None`` if no batch holds that offset."""
+        batch = self.batch_containing(offset)
+        return None if batch is None else batch.records[offset - batch.base_offset]
+
+    def holes(self) -> list[tuple[int, int]]:
+        """Maximal ``[start, end)`` ranges within ``[log_start, log_end)`` that no batch covers."""
+        holes, position = [], self._log_start_offset
+        for batch in self._batches:
+            if batch.base_offset > position:
+                holes.append((position, min(batch.base_offset, self._log_end_offset)))
+            position = max(position, batch.last_offset + 1)
+        if position < self._log_end_offset:
+            holes.append((position, self._log_end_offset))
+        return holes
+
+    def truncate_to(self, target_offset: int) -> bool:
+        """Kafka's ``truncateTo``: drop every batch whose last offset is >= the target (a
+        mid-batch target leaves a hole), set the log end offset to it, clamp HW and recovery
+        point, truncate the epoch cache and rebuild producer state. At or beyond the log end
+        only the epoch cache is truncated at the log end (KAFKA-10706). Returns whether data was
+        removed."""
+        v.offset(target_offset, "target_offset")
+        if target_offset >= self._log_end_offset:
+            self._epoch_cache.truncate_from_end(self._log_end_offset)
+            return False
+        if target_offset < self._log_start_offset:
+            self.truncate_fully_and_start_at(target_offset)
+            return True
+        self._batches = [b for b in self._batches if b.last_offset < target_offset]
+        self._log_end_offset = target_offset
+        self._epoch_cache.truncate_from_end(target_offset)
+        self._high_watermark = min(self._high_watermark, target_offset)
+        self._recovery_point = min(self._recovery_point, target_offset)
+        self.rebuild_producer_state()
+        return True
+
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Delete everything; log start = log end = HW = recovery point = ``new_offset``."""
+        v.offset(new_offset, "new_offset")
+        self._batches = []
+        self._log_start_offset = self._log_end_offset = new_offset
+        self._high_watermark = self._recovery_point = new_offset
+        self._epoch_cache.clear()
+        self._producer_state.clear()
+
+    def flush(self, up_to: int | None = None) -> None:
+        """Advance the recovery point to ``up_to`` (default: the log end offset), never past the
+        log end offset and never backwards."""
+        v.optional(v.offset, up_to, "up_to")
+        target = self._log_end_offset if up_to is None else min(up_to, self._log_end_offset)
+        self._recovery_point = max(self._recovery_point, target)
+
+    def drop_unflushed(self) -> int:
+        """Crash that loses the page cache: drop every batch not wholly below the recovery
+        point (a torn batch goes whole), then recover. Returns the number of records dropped."""
+        kept = [b for b in self._batches if b.last_offset < self._recovery_point]
+        dropped = sum(len(b) for b in self._batches) - sum(len(b) for b in kept)
+        self._batches = kept
+        self._log_end_offset = kept[-1].last_offset + 1 if kept else self._log_start_offset
+        self._recovery_point = self._log_end_offset
+        self._high_watermark = min(self._high_watermark, self._log_end_offset)
+        self._epoch_cache.truncate_from_end(self._log_end_offset)
+        self.rebuild_producer_state()
+        return dropped
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set HW to ``offset`` clamped into ``[log_start, log_end]`` (may go down, as on a
+        follower). Returns the new HW."""
+        v.offset(offset, "offset")
+        self._high_watermark = self._clamp(offset)
+        return self._high_watermark
+
+    def maybe_increment_high_watermark(self, offset: int) -> bool:
+        """Leader variant: raise HW to ``offset`` (clamped) only if that is larger."""
+        v.offset(offset, "offset")
+        candidate = self._clamp(offset)
+        if candidate > self._high_watermark:
+            self._high_watermark = candidate
+            return True
+        return False
+
+    def _clamp(self, offset: int) -> int:
+        return max(self._log_start_offset, min(offset, self._log_end_offset))
+
+    def assign_epoch(self, epoch: int, start_offset: int) -> bool:
+        """Assign in the epoch cache with this log's rule (what ``makeLeader`` does at the log
+        end offset)."""
+        v.leader_epoch(epoch, "epoch")
+        v.offset(start_offset, "start_offset")
+        return self._assign(epoch, start_offset)
+
+    def end_offset_for_epoch(self, requested_epoch: int | None) -> tuple[int, int] | None:
+        """The cache's ``end_offset_for`` with this log's end offset."""
+        return self._epoch_cache.end_offset_for(requested_epoch, self._log_end_offset)
+
+    def epoch_for_offset(self, offset: int) -> int | None:
+        return self._epoch_cache.epoch_for_offset(offset)
+
+    def epoch_cache(self) -> LeaderEpochCache:
+        """A copy of the epoch cache."""
+        return self._epoch_cache.copy()
+
+    def epoch_entries(self) -> list[tuple[int, int]]:
+        return self._epoch_cache.entries()
+
+    def producer_state(self) -> ProducerStateManager:
+        """A copy of the producer state."""
+        return self._producer_state.copy()
+
+    def rebuild_producer_state(self) -> None:
+        """Recompute producer state by replaying every batch in order."""
+        self._producer_state.clear()
+        for batch in self._batches:
+            self._producer_state.update(batch)
+
+    def copy(self) -> ReplicaLog:
+        clone = ReplicaLog(self._log_start_offset, kip101_epoch_cache=self._kip101)
+        clone._batches = list(self._batches)  # batches are frozen, sharing them is safe
+        clone._log_end_offset = self._log_end_offset
+        clone._high_watermark = self._high_watermark
+        clone._recovery_point = self._recovery_point
+        clone._epoch_cache = self._epoch_cache.copy()
+        clone._producer_state = self._producer_state.copy()
+        return clone
+
+    def __len__(self) -> int:
+        """The number of batches."""
+        return len(self._batches)
+
+    def __repr__(self) -> str:
+        return (f"ReplicaLog(log_start_offset={self._log_start_offset}, "
+                f"log_end_offset={self._log_end_offset}, high_watermark={self._high_watermark}, "
+                f"batches={len(self._batches)})")
