@@ -141,3 +141,17 @@ def test_kip101_caches_with_a_shared_start_offset_round_trip(impl, tmp_path):
 def test_crlf_checkpoints_read_like_kafka(impl):
     text = "0\r\n2\r\n0 0\r\n1 120\r\n"
     assert impl.LeaderEpochCache.from_checkpoint_text(text).entries() == [(0, 0), (1, 120)]
+
+
+def test_failed_write_leaves_no_temporary_file(impl, tmp_path):
+    target = tmp_path / "is-a-directory"
+    target.mkdir()
+    with pytest.raises(StorageError) as info:
+        impl.LeaderEpochCache([(0, 0)]).write_checkpoint(target)
+    assert info.value.path == str(target)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["is-a-directory"]
+
+
+def test_empty_checkpoint_path_is_a_storage_error(impl):
+    with pytest.raises(StorageError):
+        impl.LeaderEpochCache().write_checkpoint("")

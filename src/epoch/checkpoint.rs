@@ -98,15 +98,19 @@ fn io_error(path: &Path, e: std::io::Error) -> CheckpointError {
 /// Writes `cache` to `path` atomically: `<path>.tmp`, fsync, rename, fsync the directory, so a
 /// crash leaves either the old or the new file, never a torn one.
 pub fn write(cache: &LeaderEpochCache, path: &Path) -> Result<(), CheckpointError> {
+    if path.as_os_str().is_empty() {
+        return Err(CheckpointError::Io { path: String::new(), reason: "empty path".into() });
+    }
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = Path::new(&tmp);
+    let written = write_and_rename(cache, tmp, path);
+    if written.is_err() {
+        // Leave no half-written temporary behind.
+        let _ = fs::remove_file(tmp);
+    }
     // Errors name the checkpoint being written, whichever step failed.
-    let mut f = fs::File::create(tmp).map_err(|e| io_error(path, e))?;
-    f.write_all(format(cache).as_bytes()).map_err(|e| io_error(path, e))?;
-    f.sync_all().map_err(|e| io_error(path, e))?;
-    drop(f);
-    fs::rename(tmp, path).map_err(|e| io_error(path, e))?;
+    written.map_err(|e| io_error(path, e))?;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -117,6 +121,14 @@ pub fn write(cache: &LeaderEpochCache, path: &Path) -> Result<(), CheckpointErro
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+fn write_and_rename(cache: &LeaderEpochCache, tmp: &Path, path: &Path) -> std::io::Result<()> {
+    let mut f = fs::File::create(tmp)?;
+    f.write_all(format(cache).as_bytes())?;
+    f.sync_all()?;
+    drop(f);
+    fs::rename(tmp, path)
 }
 
 /// Reads and parses the checkpoint at `path`. Bytes that are not UTF-8 are corrupt content,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Sequence
@@ -171,6 +172,8 @@ class LeaderEpochCache:
         """Atomic write: ``<path>.tmp``, fsync, rename over ``path``, fsync the directory.
         An I/O failure is a :class:`StorageError`."""
         target = os.fspath(path)
+        if not target:
+            raise StorageError("checkpoint : empty path", path="", reason="empty path")
         tmp = target + ".tmp"
         try:
             with open(tmp, "w", encoding="utf-8", newline="\n") as f:
@@ -180,6 +183,8 @@ class LeaderEpochCache:
             os.replace(tmp, target)
             _fsync_directory(os.path.dirname(os.path.abspath(target)))
         except OSError as e:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)  # leave no half-written temporary behind
             raise StorageError(f"checkpoint {target}: {e}", path=target, reason=str(e)) from e
 
     @staticmethod
