@@ -1,49 +1,89 @@
-//! Conversion of Python arguments into core domain types. Arguments arrive as `i128` so that
-//! a negative or too-wide `int` becomes `InvalidArgumentError` naming the argument, not a bare
+//! Conversion of Python arguments into core domain types. Integer arguments arrive as [`Int`]
+//! (any Python `int`, however large) so that a negative or too-wide value becomes
+//! `InvalidArgumentError` naming the argument and carrying the value, never a bare
 //! `OverflowError`; a non-`int` is pyo3's `TypeError`, which names the argument too.
 
 use std::sync::{Mutex, MutexGuard};
 
+use pyo3::exceptions::PyOverflowError;
 use pyo3::prelude::*;
 
-use super::errors::IntoPyResult;
+use super::errors::{out_of_domain_object, IntoPyResult};
 use crate::error::ArgumentError;
 use crate::log::ProducerFields;
 use crate::types::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence};
 
-pub(crate) fn offset(v: i128, name: &'static str) -> PyResult<Offset> {
-    Offset::try_new(v, name).py()
+
+/// A Python `int` of any size: the `i128` it fits in, or the object itself when it does not
+/// (it is then outside every domain, and the error shows it as given).
+pub(crate) enum Int {
+    Fits(i128),
+    Huge(Py<PyAny>),
 }
-pub(crate) fn epoch(v: i128, name: &'static str) -> PyResult<LeaderEpoch> {
-    LeaderEpoch::try_new(v, name).py()
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Int {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        match obj.extract::<i128>() {
+            Ok(v) => Ok(Int::Fits(v)),
+            Err(e) if e.is_instance_of::<PyOverflowError>(obj.py()) => Ok(Int::Huge(obj.to_owned().unbind())),
+            Err(e) => Err(e),
+        }
+    }
 }
-pub(crate) fn opt_epoch(v: Option<i128>, name: &'static str) -> PyResult<Option<LeaderEpoch>> {
+
+/// Applies a domain constructor to `v`, turning a huge `int` into the same error.
+fn domain<T>(
+    v: Int,
+    name: &'static str,
+    domain: &'static str,
+    check: impl FnOnce(i128, &'static str) -> Result<T, ArgumentError>,
+) -> PyResult<T> {
+    match v {
+        Int::Fits(x) => check(x, name).py(),
+        Int::Huge(obj) => Err(out_of_domain_object(name, obj, domain)),
+    }
+}
+
+pub(crate) fn offset(v: Int, name: &'static str) -> PyResult<Offset> {
+    domain(v, name, "0..=2^63-1", Offset::try_new)
+}
+pub(crate) fn epoch(v: Int, name: &'static str) -> PyResult<LeaderEpoch> {
+    domain(v, name, "0..=2^31-1", LeaderEpoch::try_new)
+}
+pub(crate) fn producer_id(v: Int, name: &'static str) -> PyResult<ProducerId> {
+    domain(v, name, "0..=2^63-1", ProducerId::try_new)
+}
+pub(crate) fn opt_epoch(v: Option<Int>, name: &'static str) -> PyResult<Option<LeaderEpoch>> {
     v.map(|v| epoch(v, name)).transpose()
 }
-pub(crate) fn opt_offset(v: Option<i128>, name: &'static str) -> PyResult<Option<Offset>> {
+pub(crate) fn opt_offset(v: Option<Int>, name: &'static str) -> PyResult<Option<Offset>> {
     v.map(|v| offset(v, name)).transpose()
 }
 
 /// A count (`max_batches`, batch sizes): 0..=2^32-1.
-pub(crate) fn count(v: i128, name: &'static str) -> PyResult<u32> {
-    if !(0..=u32::MAX as i128).contains(&v) {
-        return Err(ArgumentError::OutOfDomain { argument: name, value: v, domain: "0..=2^32-1" }).py();
-    }
-    Ok(v as u32)
+pub(crate) fn count(v: Int, name: &'static str) -> PyResult<u32> {
+    domain(v, name, "0..=2^32-1", |x, name| {
+        if !(0..=u32::MAX as i128).contains(&x) {
+            return Err(ArgumentError::OutOfDomain { argument: name, value: x, domain: "0..=2^32-1" });
+        }
+        Ok(x as u32)
+    })
 }
 
 /// Producer fields: all three or none (`InvalidRecordBatchError` otherwise).
 pub(crate) fn producer_fields(
-    producer_id: Option<i128>,
-    producer_epoch: Option<i128>,
-    base_sequence: Option<i128>,
+    producer_id: Option<Int>,
+    producer_epoch: Option<Int>,
+    base_sequence: Option<Int>,
 ) -> PyResult<Option<ProducerFields>> {
     match (producer_id, producer_epoch, base_sequence) {
         (None, None, None) => Ok(None),
         (Some(id), Some(ep), Some(seq)) => Ok(Some(ProducerFields {
-            producer_id: ProducerId::try_new(id, "producer_id").py()?,
-            producer_epoch: ProducerEpoch::try_new(ep, "producer_epoch").py()?,
-            base_sequence: Sequence::try_new(seq, "base_sequence").py()?,
+            producer_id: domain(id, "producer_id", "0..=2^63-1", ProducerId::try_new)?,
+            producer_epoch: domain(ep, "producer_epoch", "0..=32767", ProducerEpoch::try_new)?,
+            base_sequence: domain(seq, "base_sequence", "0..=2^31-1", Sequence::try_new)?,
         })),
         _ => Err(crate::error::LogError::InvalidRecordBatch {
             reason: "producer_id, producer_epoch and base_sequence must be given together".into(),
@@ -59,10 +99,12 @@ pub(crate) fn records(obj: &Bound<'_, PyAny>, name: &'static str) -> PyResult<Ve
         return Ok(v);
     }
     for item in obj.try_iter()? {
-        let value: i128 = item?.extract()?;
-        if !(0..=u64::MAX as i128).contains(&value) {
-            return Err(ArgumentError::OutOfDomain { argument: name, value, domain: "0..=2^64-1" }).py();
-        }
+        domain(item?.extract::<Int>()?, name, "0..=2^64-1", |value, argument| {
+            if !(0..=u64::MAX as i128).contains(&value) {
+                return Err(ArgumentError::OutOfDomain { argument, value, domain: "0..=2^64-1" });
+            }
+            Ok(())
+        })?;
     }
     obj.extract::<Vec<u64>>()
 }
@@ -74,7 +116,7 @@ pub(crate) fn counts(obj: &Bound<'_, PyAny>, name: &'static str) -> PyResult<Vec
     }
     let mut out = Vec::new();
     for item in obj.try_iter()? {
-        out.push(count(item?.extract()?, name)?);
+        out.push(count(item?.extract::<Int>()?, name)?);
     }
     Ok(out)
 }

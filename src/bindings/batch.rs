@@ -3,7 +3,7 @@
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use super::args;
+use super::args::{self, Int};
 use super::errors::IntoPyResult;
 use crate::log::{LogAppendInfo, RecordBatch};
 
@@ -17,12 +17,12 @@ impl PyRecordBatch {
     #[pyo3(signature = (base_offset, partition_leader_epoch, records, *, producer_id=None, producer_epoch=None, base_sequence=None, is_transactional=false, is_control=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
-        base_offset: i128,
-        partition_leader_epoch: i128,
+        base_offset: Int,
+        partition_leader_epoch: Int,
         records: &Bound<'_, PyAny>,
-        producer_id: Option<i128>,
-        producer_epoch: Option<i128>,
-        base_sequence: Option<i128>,
+        producer_id: Option<Int>,
+        producer_epoch: Option<Int>,
+        base_sequence: Option<Int>,
         is_transactional: bool,
         is_control: bool,
     ) -> PyResult<Self> {
@@ -77,7 +77,7 @@ impl PyRecordBatch {
     fn record_count(&self) -> usize {
         self.0.record_count()
     }
-    fn with_base_offset(&self, base_offset: i128) -> PyResult<Self> {
+    fn with_base_offset(&self, base_offset: Int) -> PyResult<Self> {
         self.0.with_base_offset(args::offset(base_offset, "base_offset")?).py().map(Self)
     }
     fn __len__(&self) -> usize {

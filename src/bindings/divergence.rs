@@ -2,7 +2,7 @@
 
 use pyo3::prelude::*;
 
-use super::args::{self, lock};
+use super::args::{self, lock, Int};
 use super::epoch_cache::PyLeaderEpochCache;
 use super::errors::IntoPyResult;
 use super::log::PyReplicaLog;
@@ -36,11 +36,11 @@ impl PyTruncationOutcome {
         }
     }
     #[staticmethod]
-    fn truncate(offset: i128) -> PyResult<Self> {
+    fn truncate(offset: Int) -> PyResult<Self> {
         Ok(Self(TruncationOutcome::Truncate(args::offset(offset, "offset")?)))
     }
     #[staticmethod]
-    fn truncate_and_retry(offset: i128) -> PyResult<Self> {
+    fn truncate_and_retry(offset: Int) -> PyResult<Self> {
         Ok(Self(TruncationOutcome::TruncateAndRetry(args::offset(offset, "offset")?)))
     }
     #[staticmethod]
@@ -89,7 +89,7 @@ impl PyFetchCheck {
         Self(FetchCheck::Read)
     }
     #[staticmethod]
-    fn diverging(epoch: i128, end_offset: i128) -> PyResult<Self> {
+    fn diverging(epoch: Int, end_offset: Int) -> PyResult<Self> {
         Ok(Self(FetchCheck::Diverging { epoch: args::epoch(epoch, "epoch")?, end_offset: args::offset(end_offset, "end_offset")? }))
     }
     #[staticmethod]
@@ -104,22 +104,22 @@ impl PyFetchCheck {
     }
 }
 
-fn answer(a: Option<(i128, i128)>) -> PyResult<Option<(LeaderEpoch, Offset)>> {
+fn answer(a: Option<(Int, Int)>) -> PyResult<Option<(LeaderEpoch, Offset)>> {
     a.map(|(e, o)| Ok((args::epoch(e, "leader_answer")?, args::offset(o, "leader_answer")?))).transpose()
 }
 
-fn leo_hw(leo: i128, hw: i128) -> PyResult<(Offset, Offset)> {
+fn leo_hw(leo: Int, hw: Int) -> PyResult<(Offset, Offset)> {
     Ok((args::offset(leo, "log_end_offset")?, args::offset(hw, "high_watermark")?))
 }
 
 #[pyfunction]
-fn truncate_to_high_watermark(high_watermark: i128, log_end_offset: i128) -> PyResult<PyTruncationOutcome> {
+fn truncate_to_high_watermark(high_watermark: Int, log_end_offset: Int) -> PyResult<PyTruncationOutcome> {
     let (leo, hw) = leo_hw(log_end_offset, high_watermark)?;
     core::truncate_to_high_watermark(hw, leo).py().map(PyTruncationOutcome)
 }
 
 #[pyfunction]
-fn kip101_truncation(leader_end_offset: Option<i128>, log_end_offset: i128, high_watermark: i128) -> PyResult<PyTruncationOutcome> {
+fn kip101_truncation(leader_end_offset: Option<Int>, log_end_offset: Int, high_watermark: Int) -> PyResult<PyTruncationOutcome> {
     let off = args::opt_offset(leader_end_offset, "leader_end_offset")?;
     let (leo, hw) = leo_hw(log_end_offset, high_watermark)?;
     core::kip101_truncation(off, leo, hw).py().map(PyTruncationOutcome)
@@ -127,10 +127,10 @@ fn kip101_truncation(leader_end_offset: Option<i128>, log_end_offset: i128, high
 
 #[pyfunction]
 fn kip279_truncation(
-    leader_answer: Option<(i128, i128)>,
+    leader_answer: Option<(Int, Int)>,
     follower: &PyLeaderEpochCache,
-    log_end_offset: i128,
-    high_watermark: i128,
+    log_end_offset: Int,
+    high_watermark: Int,
 ) -> PyResult<PyTruncationOutcome> {
     let a = answer(leader_answer)?;
     let (leo, hw) = leo_hw(log_end_offset, high_watermark)?;
@@ -141,12 +141,12 @@ fn kip279_truncation(
 #[pyo3(signature = (leader_answer, follower, log_end_offset, high_watermark, *, request_epoch, current_epoch, error=None))]
 #[allow(clippy::too_many_arguments)]
 fn kip320_truncation(
-    leader_answer: Option<(i128, i128)>,
+    leader_answer: Option<(Int, Int)>,
     follower: &PyLeaderEpochCache,
-    log_end_offset: i128,
-    high_watermark: i128,
-    request_epoch: i128,
-    current_epoch: i128,
+    log_end_offset: Int,
+    high_watermark: Int,
+    request_epoch: Int,
+    current_epoch: Int,
     error: Option<&str>,
 ) -> PyResult<PyTruncationOutcome> {
     let a = answer(leader_answer)?;
@@ -171,10 +171,10 @@ fn kip320_truncation(
 
 #[pyfunction]
 fn diverging_epoch_truncation(
-    diverging_epoch: (i128, i128),
+    diverging_epoch: (Int, Int),
     follower: &PyLeaderEpochCache,
-    log_end_offset: i128,
-    high_watermark: i128,
+    log_end_offset: Int,
+    high_watermark: Int,
 ) -> PyResult<PyTruncationOutcome> {
     let d = (args::epoch(diverging_epoch.0, "diverging_epoch")?, args::offset(diverging_epoch.1, "diverging_epoch")?);
     let (leo, hw) = leo_hw(log_end_offset, high_watermark)?;
@@ -184,10 +184,10 @@ fn diverging_epoch_truncation(
 #[pyfunction]
 fn leader_fetch_check(
     leader: &PyLeaderEpochCache,
-    leader_log_end_offset: i128,
-    leader_log_start_offset: i128,
-    fetch_offset: i128,
-    last_fetched_epoch: i128,
+    leader_log_end_offset: Int,
+    leader_log_start_offset: Int,
+    fetch_offset: Int,
+    last_fetched_epoch: Int,
 ) -> PyResult<PyFetchCheck> {
     let leo = args::offset(leader_log_end_offset, "leader_log_end_offset")?;
     let start = args::offset(leader_log_start_offset, "leader_log_start_offset")?;
@@ -197,7 +197,7 @@ fn leader_fetch_check(
 }
 
 #[pyfunction]
-fn check_current_leader_epoch(request_epoch: Option<i128>, current_epoch: i128) -> PyResult<()> {
+fn check_current_leader_epoch(request_epoch: Option<Int>, current_epoch: Int) -> PyResult<()> {
     let r = args::opt_epoch(request_epoch, "request_epoch")?;
     let c = args::epoch(current_epoch, "current_epoch")?;
     core::check_current_leader_epoch(r, c).py()

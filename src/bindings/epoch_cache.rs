@@ -4,7 +4,7 @@ use std::sync::Mutex;
 
 use pyo3::prelude::*;
 
-use super::args::{self, lock};
+use super::args::{self, lock, Int};
 use super::errors::IntoPyResult;
 use crate::epoch::{checkpoint, EpochEntry, LeaderEpochCache};
 use crate::error::ArgumentError;
@@ -32,7 +32,7 @@ impl PyLeaderEpochCache {
 impl PyLeaderEpochCache {
     #[new]
     #[pyo3(signature = (entries=None))]
-    fn new(entries: Option<Vec<(i128, i128)>>) -> PyResult<Self> {
+    fn new(entries: Option<Vec<(Int, Int)>>) -> PyResult<Self> {
         let entries = entries.unwrap_or_default();
         let mut parsed = Vec::with_capacity(entries.len());
         for (e, s) in entries {
@@ -48,40 +48,40 @@ impl PyLeaderEpochCache {
             .map(Self::wrap)
     }
 
-    fn assign(&self, epoch: i128, start_offset: i128) -> PyResult<bool> {
+    fn assign(&self, epoch: Int, start_offset: Int) -> PyResult<bool> {
         let (e, s) = (args::epoch(epoch, "epoch")?, args::offset(start_offset, "start_offset")?);
         Ok(lock(&self.inner).assign(e, s))
     }
-    fn assign_kip101(&self, epoch: i128, start_offset: i128) -> PyResult<bool> {
+    fn assign_kip101(&self, epoch: Int, start_offset: Int) -> PyResult<bool> {
         let (e, s) = (args::epoch(epoch, "epoch")?, args::offset(start_offset, "start_offset")?);
         Ok(lock(&self.inner).assign_kip101(e, s))
     }
-    fn end_offset_for(&self, requested_epoch: Option<i128>, log_end_offset: i128) -> PyResult<Option<(u32, u64)>> {
+    fn end_offset_for(&self, requested_epoch: Option<Int>, log_end_offset: Int) -> PyResult<Option<(u32, u64)>> {
         let r = args::opt_epoch(requested_epoch, "requested_epoch")?;
         let leo = args::offset(log_end_offset, "log_end_offset")?;
         Ok(lock(&self.inner).end_offset_for(r, leo).map(|(e, o)| (e.0, o.0)))
     }
-    fn end_offset_for_kip279(&self, requested_epoch: Option<i128>, log_end_offset: i128) -> PyResult<Option<(u32, u64)>> {
+    fn end_offset_for_kip279(&self, requested_epoch: Option<Int>, log_end_offset: Int) -> PyResult<Option<(u32, u64)>> {
         let r = args::opt_epoch(requested_epoch, "requested_epoch")?;
         let leo = args::offset(log_end_offset, "log_end_offset")?;
         Ok(lock(&self.inner).end_offset_for_kip279(r, leo).map(|(e, o)| (e.0, o.0)))
     }
-    fn end_offset_for_kip101(&self, requested_epoch: Option<i128>, log_end_offset: i128) -> PyResult<Option<u64>> {
+    fn end_offset_for_kip101(&self, requested_epoch: Option<Int>, log_end_offset: Int) -> PyResult<Option<u64>> {
         let r = args::opt_epoch(requested_epoch, "requested_epoch")?;
         let leo = args::offset(log_end_offset, "log_end_offset")?;
         Ok(lock(&self.inner).end_offset_for_kip101(r, leo).map(|o| o.0))
     }
-    fn truncate_from_end(&self, end_offset: i128) -> PyResult<()> {
+    fn truncate_from_end(&self, end_offset: Int) -> PyResult<()> {
         let o = args::offset(end_offset, "end_offset")?;
         lock(&self.inner).truncate_from_end(o);
         Ok(())
     }
-    fn truncate_from_start(&self, start_offset: i128) -> PyResult<()> {
+    fn truncate_from_start(&self, start_offset: Int) -> PyResult<()> {
         let o = args::offset(start_offset, "start_offset")?;
         lock(&self.inner).truncate_from_start(o);
         Ok(())
     }
-    fn epoch_for_offset(&self, offset: i128) -> PyResult<Option<u32>> {
+    fn epoch_for_offset(&self, offset: Int) -> PyResult<Option<u32>> {
         let o = args::offset(offset, "offset")?;
         Ok(lock(&self.inner).epoch_for_offset(o).map(|e| e.0))
     }

@@ -76,6 +76,14 @@ pub(crate) fn to_py_err(err: impl Into<Error>) -> PyErr {
     })
 }
 
+/// `InvalidArgumentError` for an `int` too large for any domain, carrying the object as given.
+pub(crate) fn out_of_domain_object(argument: &'static str, value: Py<PyAny>, domain: &'static str) -> PyErr {
+    Python::attach(|py| {
+        let message = format!("argument '{argument}' = {} is outside its domain {domain}", value.bind(py));
+        raise(py, "InvalidArgumentError", message, &kv!(py; "argument" => argument, "value" => value, "domain" => domain))
+    })
+}
+
 /// `result.map_err(to_py_err)` as a method.
 pub(crate) trait IntoPyResult<T> {
     fn py(self) -> PyResult<T>;

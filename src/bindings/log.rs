@@ -4,7 +4,7 @@ use std::sync::Mutex;
 
 use pyo3::prelude::*;
 
-use super::args::{self, lock};
+use super::args::{self, lock, Int};
 use super::batch::{PyLogAppendInfo, PyRecordBatch};
 use super::epoch_cache::{entry_pairs, PyLeaderEpochCache};
 use super::errors::IntoPyResult;
@@ -19,8 +19,9 @@ pub(crate) struct PyReplicaLog {
 #[pymethods]
 impl PyReplicaLog {
     #[new]
-    #[pyo3(signature = (log_start_offset=0, *, kip101_epoch_cache=false))]
-    fn new(log_start_offset: i128, kip101_epoch_cache: bool) -> PyResult<Self> {
+    #[pyo3(signature = (log_start_offset=Int::Fits(0), *, kip101_epoch_cache=false))]
+    #[pyo3(text_signature = "(log_start_offset=0, *, kip101_epoch_cache=False)")]
+    fn new(log_start_offset: Int, kip101_epoch_cache: bool) -> PyResult<Self> {
         let start = args::offset(log_start_offset, "log_start_offset")?;
         Ok(Self { inner: Mutex::new(ReplicaLog::new(start, kip101_epoch_cache)) })
     }
@@ -62,10 +63,10 @@ impl PyReplicaLog {
     fn append_as_leader(
         &self,
         records: &Bound<'_, PyAny>,
-        leader_epoch: i128,
-        producer_id: Option<i128>,
-        producer_epoch: Option<i128>,
-        base_sequence: Option<i128>,
+        leader_epoch: Int,
+        producer_id: Option<Int>,
+        producer_epoch: Option<Int>,
+        base_sequence: Option<Int>,
         is_transactional: bool,
     ) -> PyResult<PyLogAppendInfo> {
         let values = args::records(records, "records")?;
@@ -77,7 +78,7 @@ impl PyReplicaLog {
     fn append_many_as_leader(
         &self,
         py: Python<'_>,
-        leader_epoch: i128,
+        leader_epoch: Int,
         batch_sizes: &Bound<'_, PyAny>,
         records: &Bound<'_, PyAny>,
     ) -> PyResult<u64> {
@@ -98,7 +99,7 @@ impl PyReplicaLog {
     }
 
     #[pyo3(signature = (from_offset, *, max_batches=None, max_offset=None))]
-    fn read(&self, from_offset: i128, max_batches: Option<i128>, max_offset: Option<i128>) -> PyResult<Vec<PyRecordBatch>> {
+    fn read(&self, from_offset: Int, max_batches: Option<Int>, max_offset: Option<Int>) -> PyResult<Vec<PyRecordBatch>> {
         let from = args::offset(from_offset, "from_offset")?;
         let max_batches = max_batches.map(|n| args::count(n, "max_batches")).transpose()?;
         let max_offset = args::opt_offset(max_offset, "max_offset")?;
@@ -109,28 +110,28 @@ impl PyReplicaLog {
     fn batches(&self) -> Vec<PyRecordBatch> {
         lock(&self.inner).batches().into_iter().map(PyRecordBatch).collect()
     }
-    fn batch_containing(&self, offset: i128) -> PyResult<Option<PyRecordBatch>> {
+    fn batch_containing(&self, offset: Int) -> PyResult<Option<PyRecordBatch>> {
         let o = args::offset(offset, "offset")?;
         Ok(lock(&self.inner).batch_containing(o).map(PyRecordBatch))
     }
-    fn value_at(&self, offset: i128) -> PyResult<Option<u64>> {
+    fn value_at(&self, offset: Int) -> PyResult<Option<u64>> {
         let o = args::offset(offset, "offset")?;
         Ok(lock(&self.inner).value_at(o))
     }
     fn holes(&self) -> Vec<(u64, u64)> {
         lock(&self.inner).holes().into_iter().map(|(a, b)| (a.0, b.0)).collect()
     }
-    fn truncate_to(&self, target_offset: i128) -> PyResult<bool> {
+    fn truncate_to(&self, target_offset: Int) -> PyResult<bool> {
         let t = args::offset(target_offset, "target_offset")?;
         Ok(lock(&self.inner).truncate_to(t))
     }
-    fn truncate_fully_and_start_at(&self, new_offset: i128) -> PyResult<()> {
+    fn truncate_fully_and_start_at(&self, new_offset: Int) -> PyResult<()> {
         let o = args::offset(new_offset, "new_offset")?;
         lock(&self.inner).truncate_fully_and_start_at(o);
         Ok(())
     }
     #[pyo3(signature = (up_to=None))]
-    fn flush(&self, up_to: Option<i128>) -> PyResult<()> {
+    fn flush(&self, up_to: Option<Int>) -> PyResult<()> {
         let up_to = args::opt_offset(up_to, "up_to")?;
         lock(&self.inner).flush(up_to);
         Ok(())
@@ -138,23 +139,23 @@ impl PyReplicaLog {
     fn drop_unflushed(&self) -> usize {
         lock(&self.inner).drop_unflushed()
     }
-    fn update_high_watermark(&self, offset: i128) -> PyResult<u64> {
+    fn update_high_watermark(&self, offset: Int) -> PyResult<u64> {
         let o = args::offset(offset, "offset")?;
         Ok(lock(&self.inner).update_high_watermark(o).0)
     }
-    fn maybe_increment_high_watermark(&self, offset: i128) -> PyResult<bool> {
+    fn maybe_increment_high_watermark(&self, offset: Int) -> PyResult<bool> {
         let o = args::offset(offset, "offset")?;
         Ok(lock(&self.inner).maybe_increment_high_watermark(o))
     }
-    fn assign_epoch(&self, epoch: i128, start_offset: i128) -> PyResult<bool> {
+    fn assign_epoch(&self, epoch: Int, start_offset: Int) -> PyResult<bool> {
         let (e, s) = (args::epoch(epoch, "epoch")?, args::offset(start_offset, "start_offset")?);
         Ok(lock(&self.inner).assign_epoch(e, s))
     }
-    fn end_offset_for_epoch(&self, requested_epoch: Option<i128>) -> PyResult<Option<(u32, u64)>> {
+    fn end_offset_for_epoch(&self, requested_epoch: Option<Int>) -> PyResult<Option<(u32, u64)>> {
         let r = args::opt_epoch(requested_epoch, "requested_epoch")?;
         Ok(lock(&self.inner).end_offset_for_epoch(r).map(|(e, o)| (e.0, o.0)))
     }
-    fn epoch_for_offset(&self, offset: i128) -> PyResult<Option<u32>> {
+    fn epoch_for_offset(&self, offset: Int) -> PyResult<Option<u32>> {
         let o = args::offset(offset, "offset")?;
         Ok(lock(&self.inner).epoch_for_offset(o).map(|e| e.0))
     }

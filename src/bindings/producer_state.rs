@@ -4,11 +4,10 @@ use std::sync::Mutex;
 
 use pyo3::prelude::*;
 
-use super::args::lock;
+use super::args::{self, lock, Int};
 use super::batch::PyRecordBatch;
 use super::errors::IntoPyResult;
 use crate::producer_state::{AppendCheck, ProducerStateEntry, ProducerStateManager};
-use crate::types::ProducerId;
 
 type EntryTuple = (u16, Vec<(u32, u32, u64, u64)>);
 
@@ -43,8 +42,8 @@ impl PyProducerStateManager {
     fn update(&self, batch: &PyRecordBatch) {
         lock(&self.inner).update(&batch.0);
     }
-    fn entry(&self, producer_id: i128) -> PyResult<Option<EntryTuple>> {
-        let pid = ProducerId::try_new(producer_id, "producer_id").py()?;
+    fn entry(&self, producer_id: Int) -> PyResult<Option<EntryTuple>> {
+        let pid = args::producer_id(producer_id, "producer_id")?;
         Ok(lock(&self.inner).entry(pid).map(entry_tuple))
     }
     fn producer_ids(&self) -> Vec<u64> {

@@ -1,0 +1,331 @@
+"""A broker node: hosts one :class:`~epochlab.sim.replica.Replica` and drives it with timers
+and messages (``PROTOCOL.md`` 1.5-1.10).
+
+Timers (phase-aligned from the broker's start): heartbeat to the controller every
+``heartbeat_interval_ms``; ISR expiration every ``replica_lag_time_max_ms / 2``; HW checkpoint
+every ``high_watermark_checkpoint_interval_ms``; fsync every ``flush_interval_ms`` if set;
+AlterPartition resent every ``heartbeat_interval_ms`` until answered.
+
+Purgatories: acks=all produce requests wait until HW >= their last offset + 1 (or time out
+with REQUEST_TIMED_OUT after the request's timeout, or fail with NOT_LEADER_OR_FOLLOWER when
+leadership is lost); follower fetches that find no data wait up to
+``replica_fetch_wait_max_ms`` or until new data is appended (Kafka's DelayedFetch with
+minBytes = 1: a HW change alone does not complete it, so followers learn the HW one round
+trip late).
+
+Zombies: a leader cut off from the controller keeps serving in its old epoch until a newer
+LeaderAndIsr reaches it; nothing here consults global state. A follower whose leader is down
+gets "connection refused" at once and backs off (a partitioned leader is only noticed by the
+30 s request timeout, ``replica.socket.timeout.ms``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from epochlab.generations import Generation
+from epochlab.sim.config import ClusterConfig
+from epochlab.sim.kernel import Timer
+from epochlab.sim.messages import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    BrokerHeartbeat,
+    ConsumerFetchRequest,
+    ControlledShutdownRequest,
+    FetchRequest,
+    FetchResponse,
+    LeaderAndIsr,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
+    ProduceRequest,
+    ProduceResponse,
+)
+from epochlab.sim.replica import Replica
+
+if TYPE_CHECKING:
+    from epochlab.sim.cluster import Cluster
+
+__all__ = ["Broker"]
+
+REPLICA_REQUEST_TIMEOUT_MS = 30000
+CONTROLLED_SHUTDOWN_TIMEOUT_MS = 5000
+
+
+class Broker:
+    """Broker ``broker_id``; ``alive`` and ``incarnation`` change with crash/restart."""
+
+    def __init__(self, cluster: Cluster, broker_id: int, config: ClusterConfig,
+                 generation: Generation) -> None:
+        self.cluster = cluster
+        self.broker_id = broker_id
+        self.config = config
+        self.replica = Replica(broker_id, config.replicas or (), generation,
+                               config.min_insync_replicas, config.replica_lag_time_max_ms)
+        self.alive = False
+        self.incarnation = 0
+        self.clean_shutdown = True
+        self._fetch_token = 0
+        self._fetch_timer: Timer | None = None
+        self._parked_fetches: list[tuple[int, FetchRequest, Timer]] = []
+        self._parked_produces: list[tuple[int, ProduceRequest, Timer, ProduceResponse]] = []
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def start(self) -> None:
+        """Boot (first start or restart): new incarnation, timers, register with the
+        controller by a first heartbeat."""
+        self.alive = True
+        self.incarnation += 1
+        self.cluster.network.set_alive(self.broker_id, True)
+        inc, c = self.incarnation, self.config
+        self._every(c.heartbeat_interval_ms, self._heartbeat, inc, now=True)
+        self._every(max(1, c.replica_lag_time_max_ms // 2), self._isr_expiration, inc)
+        self._every(c.high_watermark_checkpoint_interval_ms, self.replica.checkpoint_high_watermark, inc)
+        self._every(c.heartbeat_interval_ms, self._resend_alter_partition, inc)
+        if c.flush_interval_ms is not None:
+            self._every(c.flush_interval_ms, self.replica.flush, inc)
+
+    def crash(self, lose_unflushed: bool) -> None:
+        """Stop at once; in-memory state, parked requests and timers are gone."""
+        if not self.alive:
+            return
+        self.alive = False
+        self.clean_shutdown = False
+        self.cluster.network.set_alive(self.broker_id, False)
+        self._parked_fetches.clear()
+        self._parked_produces.clear()
+        lost = self.replica.crash(lose_unflushed)
+        self.cluster.log_event("crash", f"broker {self.broker_id} crashed"
+                               + (f", lost {lost} unflushed records" if lose_unflushed else ""))
+        self._drain_events()
+
+    def shutdown_cleanly(self) -> None:
+        """Final step of a controlled shutdown: flush, checkpoint, stop."""
+        if not self.alive:
+            return
+        self._answer_parked_produces(force_error="NOT_LEADER_OR_FOLLOWER")
+        self.alive = False
+        self.clean_shutdown = True
+        self.cluster.network.set_alive(self.broker_id, False)
+        self._parked_fetches.clear()
+        self.replica.clean_shutdown()
+        self.cluster.log_event("shutdown", f"broker {self.broker_id} shut down cleanly")
+
+    def request_controlled_shutdown(self) -> None:
+        """Ask the controller to move leadership away; stop on the answer or after 5 s."""
+        if not self.alive:
+            return
+        inc = self.incarnation
+        self.cluster.post(self.broker_id, "controller", "on_controlled_shutdown",
+                          ControlledShutdownRequest(self.broker_id, inc))
+        self.cluster.kernel.schedule(CONTROLLED_SHUTDOWN_TIMEOUT_MS,
+                                     lambda: self._if_alive(inc, self.shutdown_cleanly))
+
+    def on_controlled_shutdown_response(self, msg: LeaderAndIsr, src: object) -> None:
+        self.on_leader_and_isr(msg, src)
+        self.shutdown_cleanly()
+
+    def _every(self, period_ms: int, action: object, inc: int, now: bool = False) -> None:
+        def tick() -> None:
+            if self.alive and self.incarnation == inc:
+                action()  # type: ignore[operator]
+                self.cluster.kernel.schedule(period_ms, tick)
+        self.cluster.kernel.schedule(0 if now else period_ms, tick)
+
+    def _if_alive(self, inc: int, action: object) -> None:
+        if self.alive and self.incarnation == inc:
+            action()  # type: ignore[operator]
+
+    def _drain_events(self) -> None:
+        for message in self.replica.events:
+            self.cluster.log_event("replica", f"broker {self.broker_id}: {message}")
+        self.replica.events.clear()
+
+    # -- controller traffic -----------------------------------------------------------------
+    def _heartbeat(self) -> None:
+        self.cluster.post(self.broker_id, "controller", "on_heartbeat",
+                          BrokerHeartbeat(self.broker_id, self.incarnation, self.clean_shutdown))
+
+    def on_leader_and_isr(self, msg: LeaderAndIsr, src: object) -> None:
+        """Apply a controller decision (also carried by heartbeat responses)."""
+        before = (self.replica.role, self.replica.leader_epoch)
+        outcome = self.replica.apply_leader_and_isr(msg, self.cluster.now_ms)
+        self._drain_events()
+        if outcome == "ignored":
+            return
+        if outcome in ("leader", "follower"):
+            self.cluster.log_event("role", f"broker {self.broker_id} is {outcome} in epoch "
+                                   f"{msg.leader_epoch} (was {before[0]} in epoch {before[1]}), "
+                                   f"ISR {list(msg.isr)}, LEO {self.replica.log.log_end_offset}")
+        if outcome != "leader":
+            self._answer_parked_fetches()
+        if outcome == "follower":
+            self._start_fetcher()
+        self._check_parked_produces()
+
+    def _isr_expiration(self) -> None:
+        proposal = self.replica.maybe_shrink_isr(self.cluster.now_ms)
+        if proposal is not None:
+            self._send_alter_partition(proposal)
+        if self.replica.maybe_increment_high_watermark(self.cluster.now_ms):
+            self._check_parked_produces()
+
+    def _send_alter_partition(self, req: AlterPartitionRequest) -> None:
+        self.cluster.log_event("isr", f"broker {self.broker_id} proposes ISR {list(req.new_isr)} "
+                               f"(leader epoch {req.leader_epoch}, partition epoch {req.partition_epoch})")
+        self.cluster.post(self.broker_id, "controller", "on_alter_partition", req)
+
+    def _resend_alter_partition(self) -> None:
+        req = self.replica.pending_alter_partition()
+        if req is not None:
+            self.cluster.post(self.broker_id, "controller", "on_alter_partition", req)
+
+    def on_alter_partition_response(self, resp: AlterPartitionResponse, src: object) -> None:
+        self.replica.handle_alter_partition_response(resp, self.cluster.now_ms)
+        self._check_parked_produces()
+
+    # -- follower fetcher -------------------------------------------------------------------
+    def _start_fetcher(self) -> None:
+        self._fetch_token += 1
+        if self._fetch_timer is not None:
+            self._fetch_timer.cancel()
+        self._send_next_fetch()
+
+    def _send_next_fetch(self) -> None:
+        if not self.alive:
+            return
+        req = self.replica.next_request()
+        leader = self.replica.leader_id
+        if req is None or leader is None:
+            return
+        self._fetch_token += 1
+        token, inc = self._fetch_token, self.incarnation
+        if not self.cluster.network.is_alive(leader):
+            self._backoff(token)
+            return
+        if isinstance(req, FetchRequest):
+            self.cluster.post(self.broker_id, leader, "on_fetch", req, kind="fetch")
+        else:
+            self.cluster.post(self.broker_id, leader, "on_offsets_for_leader_epoch", req, kind="fetch")
+        self._fetch_timer = self.cluster.kernel.schedule(
+            REPLICA_REQUEST_TIMEOUT_MS, lambda: self._if_alive(inc, lambda: self._fetch_timeout(token)))
+
+    def _fetch_timeout(self, token: int) -> None:
+        if token == self._fetch_token:
+            self._backoff(token)
+
+    def _backoff(self, token: int) -> None:
+        inc = self.incarnation
+
+        def retry() -> None:
+            if self.alive and self.incarnation == inc and token == self._fetch_token:
+                self._send_next_fetch()
+        self._fetch_timer = self.cluster.kernel.schedule(self.config.replica_fetch_backoff_ms, retry)
+
+    def _after_response(self, action: str) -> None:
+        self._drain_events()
+        if action == "discard":
+            return
+        if self._fetch_timer is not None:
+            self._fetch_timer.cancel()
+        if action == "continue":
+            self._send_next_fetch()
+        elif action == "backoff":
+            self._backoff(self._fetch_token)
+
+    def on_fetch_response(self, resp: FetchResponse, src: object) -> None:
+        self._after_response(self.replica.handle_fetch_response(resp))
+
+    def on_offsets_for_leader_epoch_response(self, resp: OffsetsForLeaderEpochResponse,
+                                             src: object) -> None:
+        self._after_response(self.replica.handle_offsets_for_leader_epoch_response(resp))
+
+    # -- leader: fetch serving --------------------------------------------------------------
+    def on_fetch(self, req: FetchRequest, src: object) -> None:
+        """Serve a follower fetch now, or park it if it would return no data."""
+        resp, proposal = self.replica.handle_fetch(req, self.cluster.now_ms)
+        if proposal is not None:
+            self._send_alter_partition(proposal)
+        self._check_parked_produces()
+        if resp.error is None and not resp.batches and resp.diverging_epoch is None \
+                and self.config.replica_fetch_wait_max_ms > 0:
+            inc = self.incarnation
+            timer = self.cluster.kernel.schedule(
+                self.config.replica_fetch_wait_max_ms,
+                lambda: self._if_alive(inc, lambda: self._expire_fetch(req)))
+            self._parked_fetches.append((req.replica_id, req, timer))
+            return
+        self.cluster.post(self.broker_id, req.replica_id, "on_fetch_response", resp)
+
+    def _expire_fetch(self, req: FetchRequest) -> None:
+        for i, (_, parked, _timer) in enumerate(self._parked_fetches):
+            if parked is req:
+                del self._parked_fetches[i]
+                self._complete_fetch(req)
+                return
+
+    def _complete_fetch(self, req: FetchRequest) -> None:
+        resp, proposal = self.replica.handle_fetch(req, self.cluster.now_ms)
+        if proposal is not None:
+            self._send_alter_partition(proposal)
+        self.cluster.post(self.broker_id, req.replica_id, "on_fetch_response", resp)
+        self._check_parked_produces()
+
+    def _answer_parked_fetches(self) -> None:
+        parked, self._parked_fetches = self._parked_fetches, []
+        for _, req, timer in parked:
+            timer.cancel()
+            self._complete_fetch(req)
+
+    def on_offsets_for_leader_epoch(self, req: OffsetsForLeaderEpochRequest, src: object) -> None:
+        resp = self.replica.handle_offsets_for_leader_epoch(req)
+        self.cluster.post(self.broker_id, req.replica_id, "on_offsets_for_leader_epoch_response", resp)
+
+    def on_consumer_fetch(self, req: ConsumerFetchRequest, src: object) -> None:
+        resp = self.replica.handle_consumer_fetch(req)
+        self.cluster.post(self.broker_id, req.client, "on_fetch_response", resp)
+
+    # -- leader: produce --------------------------------------------------------------------
+    def on_produce(self, req: ProduceRequest, src: object) -> None:
+        """Append as leader; answer at once (acks=1, errors), never (acks=0) or when the HW
+        covers the batch (acks=all, purgatory)."""
+        resp = self.replica.handle_produce(req, self.cluster.now_ms)
+        self._drain_events()
+        if resp.error is None and not resp.duplicate:
+            self._answer_parked_fetches()
+        if req.acks == "0":
+            self._check_parked_produces()
+            return
+        if req.acks == "1" or resp.error is not None:
+            self.cluster.post(self.broker_id, req.client, "on_produce_response", resp)
+            self._check_parked_produces()
+            return
+        assert resp.last_offset is not None
+        inc = self.incarnation
+        timer = self.cluster.kernel.schedule(
+            req.timeout_ms, lambda: self._if_alive(inc, lambda: self._expire_produce(req)))
+        self._parked_produces.append((resp.last_offset + 1, req, timer, resp))
+        self._check_parked_produces()
+
+    def _expire_produce(self, req: ProduceRequest) -> None:
+        for i, (_, parked, _timer, _resp) in enumerate(self._parked_produces):
+            if parked is req:
+                del self._parked_produces[i]
+                self.cluster.post(self.broker_id, req.client, "on_produce_response",
+                                  ProduceResponse(req.request_id, "REQUEST_TIMED_OUT"))
+                return
+
+    def _check_parked_produces(self) -> None:
+        self._answer_parked_produces(force_error=None)
+
+    def _answer_parked_produces(self, force_error: str | None) -> None:
+        waiting: list[tuple[int, ProduceRequest, Timer, ProduceResponse]] = []
+        for entry in self._parked_produces:
+            required, req, timer, ok = entry
+            done, error = (True, force_error) if force_error else self.replica.produce_completion(required)
+            if not done:
+                waiting.append(entry)
+                continue
+            timer.cancel()
+            resp = ok if error is None else ProduceResponse(req.request_id, error)
+            self.cluster.post(self.broker_id, req.client, "on_produce_response", resp)
+        self._parked_produces = waiting

@@ -1,0 +1,219 @@
+"""The :class:`Cluster` facade of ``docs/sim-api.md``: builds the kernel, network,
+controller, brokers and clients, and exposes time, faults, client creation and observation.
+
+>>> from epochlab.generations import Generation
+>>> from epochlab.sim.config import ClusterConfig, ProducerConfig
+>>> c = Cluster(ClusterConfig(), Generation.DIVERGING_EPOCH, seed=1)
+>>> p = c.producer("p", ProducerConfig(acks="all"))
+>>> _ = p.send(42); p.flush(5000)
+True
+>>> c.state().replicas[1].values()
+[42]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from epochlab.errors import ConfigError, ScenarioError
+from epochlab.generations import Generation
+from epochlab.sim.broker import Broker
+from epochlab.sim.clients import Consumer, Producer
+from epochlab.sim.config import ClusterConfig, ConsumerConfig, ProducerConfig
+from epochlab.sim.controller import Controller
+from epochlab.sim.history import Event, HistoryOp, history_to_jsonl
+from epochlab.sim.kernel import Kernel
+from epochlab.sim.network import Network, Node
+from epochlab.sim.state import ClusterState, ReplicaState
+
+__all__ = ["Cluster"]
+
+
+class Cluster:
+    """One simulated partition ``partition`` replicated on ``config.replicas``.
+
+    Everything is deterministic given ``seed`` and the sequence of calls. Time only moves in
+    :meth:`run_for`, :meth:`run_until` and the client helpers that call them.
+    """
+
+    def __init__(self, config: ClusterConfig, generation: Generation | int | str,
+                 seed: int = 0, partition: str = "orders-0") -> None:
+        self.config = config
+        self.generation = Generation.parse(generation)
+        self.seed = seed
+        self.topic_partition = partition
+        self.kernel = Kernel(seed)
+        self.network = Network(self.kernel, config.network_delay_ms, config.controller_delay_ms)
+        self.history: list[HistoryOp] = []
+        self.events: list[Event] = []
+        self.clients: dict[str, Producer | Consumer] = {}
+        self.network.set_alive("controller", True)
+        self.controller = Controller(self, config, self.generation)
+        self.brokers: dict[int, Broker] = {b: Broker(self, b, config, self.generation)
+                                           for b in config.brokers}
+        for broker in self.brokers.values():
+            broker.start()
+        self.log_event("controller", f"controller: initial leader {self.controller.leader} "
+                       f"epoch 0 ISR {list(self.controller.isr)} ({self.generation.label})")
+
+    # -- plumbing used by the nodes ---------------------------------------------------------
+    @property
+    def now_ms(self) -> int:
+        return self.kernel.now_ms
+
+    def node(self, name: Node) -> Any:
+        if name == "controller":
+            return self.controller
+        if isinstance(name, int):
+            return self.brokers[name]
+        return self.clients[name]
+
+    def post(self, src: Node, dst: Node, method: str, msg: object, kind: str = "") -> None:
+        """Send ``msg`` from ``src``; on arrival call ``dst.<method>(msg, src)``."""
+        if not self._known(dst):
+            return
+        self.network.send(src, dst, lambda: getattr(self.node(dst), method)(msg, src), kind)
+
+    def _known(self, name: Node) -> bool:
+        return name == "controller" or name in self.brokers or name in self.clients
+
+    def log_event(self, kind: str, message: str) -> None:
+        self.events.append(Event(self.now_ms, kind, message))
+
+    def record(self, process: str, type_: str, f: str, value: Any = None, offset: int | None = None,
+               error: str | None = None, acks: str | None = None) -> HistoryOp:
+        op = HistoryOp(len(self.history), self.now_ms, process, type_, f, value, offset, error, acks)
+        self.history.append(op)
+        return op
+
+    def history_jsonl(self) -> str:
+        """The history as JSON Lines (sorted keys)."""
+        return history_to_jsonl(self.history)
+
+    # -- clients ----------------------------------------------------------------------------
+    def producer(self, name: str, config: ProducerConfig | None = None) -> Producer:
+        self._check_client_name(name)
+        client = Producer(self, name, config or ProducerConfig())
+        self.clients[name] = client
+        return client
+
+    def consumer(self, name: str, config: ConsumerConfig | None = None) -> Consumer:
+        self._check_client_name(name)
+        self.clients[name] = None  # type: ignore[assignment]  # reserve: start() sends at once
+        client = Consumer(self, name, config or ConsumerConfig())
+        self.clients[name] = client
+        return client
+
+    def _check_client_name(self, name: str) -> None:
+        if not isinstance(name, str) or not name or name == "controller" or name in self.clients:
+            raise ScenarioError(f"client name {name!r} is empty, reserved or already used",
+                                where="<python>", field="name", expected="a new client name",
+                                got=repr(name))
+
+    # -- time -------------------------------------------------------------------------------
+    def run_for(self, ms: int) -> None:
+        """Advance virtual time by ``ms`` (>= 0), running every event due."""
+        if ms < 0:
+            raise ScenarioError("run_for needs ms >= 0", where="<python>", field="ms",
+                                expected=">= 0", got=repr(ms))
+        self.kernel.run_until(self.now_ms + ms)
+
+    def run_until(self, predicate: Callable[[Cluster], bool], timeout_ms: int) -> bool:
+        """Run until ``predicate(cluster)`` holds (checked after every event) or
+        ``timeout_ms`` passed; returns whether it held. Time stops at the first event after
+        which it held."""
+        return self.kernel.run_until(self.now_ms + max(0, timeout_ms), lambda: predicate(self))
+
+    # -- faults -----------------------------------------------------------------------------
+    def _broker(self, broker: int) -> Broker:
+        if broker not in self.brokers:
+            raise ScenarioError(f"unknown broker {broker!r}", where="<python>", field="broker",
+                                expected=f"one of {list(self.brokers)}", got=repr(broker))
+        return self.brokers[broker]
+
+    def crash(self, broker: int, lose_unflushed: bool = False) -> None:
+        """Kill the broker; with ``lose_unflushed`` its page cache is lost too (1.10)."""
+        self._broker(broker).crash(lose_unflushed)
+
+    def restart(self, broker: int) -> None:
+        """Boot a crashed broker from its disk state (stale HW checkpoint)."""
+        b = self._broker(broker)
+        if not b.alive:
+            self.log_event("restart", f"broker {broker} restarts with LEO "
+                           f"{b.replica.log.log_end_offset}, HW {b.replica.log.high_watermark}")
+            b.start()
+
+    def partition(self, groups: Sequence[Sequence[Node]]) -> None:
+        """Cut the network into groups; unlisted nodes form one more group together."""
+        for group in groups:
+            for node in group:
+                if not self._known(node):
+                    raise ScenarioError(f"unknown node {node!r}", where="<python>", field="groups",
+                                        expected="broker ids, 'controller' or client names",
+                                        got=repr(node))
+        self.network.partition(groups)
+        self.log_event("network", f"partition {[list(g) for g in groups]}")
+
+    def heal(self) -> None:
+        self.network.heal()
+        self.log_event("network", "heal")
+
+    def isolate(self, broker: int) -> None:
+        """The broker alone on one side, every other node on the other."""
+        self._broker(broker)
+        others: list[Node] = [b for b in self.brokers if b != broker]
+        self.partition([[broker], [*others, "controller", *sorted(self.clients)]])
+
+    def slow_follower(self, broker: int, extra_delay_ms: int) -> None:
+        """Delay every fetch the broker sends by ``extra_delay_ms`` more."""
+        self._broker(broker)
+        self.network.slow_node(broker, extra_delay_ms)
+        self.log_event("network", f"broker {broker} fetches slowed by {extra_delay_ms} ms")
+
+    def set_link(self, a: Node, b: Node, delay_ms: tuple[int, int] | None = None,
+                 drop: float = 0.0, duplicate: float = 0.0, reorder: bool = False) -> None:
+        """Per-link delay range and drop/duplicate probabilities (both directions);
+        ``reorder=True`` (addition) lets messages on the link overtake each other."""
+        for node in (a, b):
+            if not self._known(node):
+                raise ScenarioError(f"unknown node {node!r}", where="<python>", field="link",
+                                    expected="broker ids, 'controller' or client names", got=repr(node))
+        for name, p in (("drop", drop), ("duplicate", duplicate)):
+            if not 0.0 <= p <= 1.0:
+                raise ConfigError(f"{name} must be in [0, 1]", where="set_link", field=name,
+                                  expected="a probability in [0, 1]", got=repr(p))
+        self.network.set_link(a, b, delay_ms, drop, duplicate, reorder)
+
+    def controlled_shutdown(self, broker: int) -> None:
+        self._broker(broker).request_controlled_shutdown()
+
+    def elect_preferred_leader(self) -> bool:
+        return self.controller.elect_preferred_leader()
+
+    def elect(self, broker: int, unclean: bool = False) -> bool:
+        self._broker(broker)
+        return self.controller.elect(broker, unclean)
+
+    # -- observation ------------------------------------------------------------------------
+    def state(self) -> ClusterState:
+        """A frozen snapshot of the controller's view and every replica."""
+        c = self.controller
+        unavailable = c.unavailable_ms + (self.now_ms - c.offline_since_ms
+                                          if c.offline_since_ms is not None else 0)
+        controller = {"leader": c.leader, "leader_epoch": c.leader_epoch, "isr": list(c.isr),
+                      "partition_epoch": c.partition_epoch, "offline": c.leader is None,
+                      "elr": list(c.elr), "unavailable_ms": unavailable}
+        replicas: dict[int, ReplicaState] = {}
+        for b in self.config.brokers:
+            broker = self.brokers[b]
+            r, log = broker.replica, broker.replica.log
+            role = r.role if broker.alive and r.role in ("leader", "follower") else "offline"
+            if b not in (self.config.replicas or ()):
+                continue
+            replicas[b] = ReplicaState(
+                b, broker.alive, role, r.leader_epoch, log.log_start_offset, log.log_end_offset,
+                log.high_watermark, tuple(log.epoch_entries()),
+                tuple((x.base_offset, x.last_offset, x.partition_leader_epoch, x.records)
+                      for x in log.batches()))
+        return ClusterState(self.now_ms, controller, replicas)

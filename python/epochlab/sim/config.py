@@ -1,0 +1,234 @@
+"""Configuration of a simulated cluster and its clients, with Kafka's names and defaults.
+
+Every dataclass is frozen. ``from_dict(mapping, where)`` accepts Kafka's dotted names
+(``"min.insync.replicas"``) or the snake_case field names and raises
+:class:`~epochlab.errors.ConfigError` (``where``, ``field``, ``expected``, ``got``) for an
+unknown key or a bad value; constructing a dataclass directly validates the same way.
+
+>>> ClusterConfig.from_dict({"min.insync.replicas": 2}, "example").min_insync_replicas
+2
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from epochlab.errors import ConfigError
+
+__all__ = ["ClusterConfig", "ConsumerConfig", "ProducerConfig"]
+
+_T = TypeVar("_T")
+
+
+def _fail(where: str, field: str, expected: str, got: object) -> ConfigError:
+    return ConfigError(
+        f"{where}: {field} must be {expected}, got {got!r}",
+        where=where,
+        field=field.replace("_", "."),
+        expected=expected,
+        got=repr(got),
+    )
+
+
+def _int(where: str, field: str, value: object, lo: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < lo:
+        raise _fail(where, field, f"an integer >= {lo}", value)
+    return value
+
+
+def _bool(where: str, field: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise _fail(where, field, "a boolean", value)
+    return value
+
+
+def _range(where: str, field: str, value: object) -> tuple[int, int]:
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise _fail(where, field, "a pair [min, max] of integers", value)
+    lo, hi = (_int(where, field, v) for v in value)
+    if lo > hi:
+        raise _fail(where, field, "a pair with min <= max", value)
+    return (lo, hi)
+
+
+def _from_dict(cls: type[_T], mapping: Mapping[str, Any], where: str) -> _T:
+    """Map dotted or snake_case keys to fields; unknown keys are a ConfigError."""
+    if not isinstance(mapping, Mapping):
+        raise _fail(where, cls.__name__, "a mapping", mapping)
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    kwargs: dict[str, Any] = {}
+    for key in sorted(mapping):
+        name = str(key).replace(".", "_").replace("-", "_")
+        if name not in names:
+            raise ConfigError(
+                f"{where}: unknown configuration key {key!r}",
+                where=where,
+                field=str(key),
+                expected="one of " + ", ".join(sorted(n.replace("_", ".") for n in names)),
+                got=repr(key),
+            )
+        value = mapping[key]
+        kwargs[name] = tuple(value) if isinstance(value, list) and name.endswith("_ms") else value
+    try:
+        return cls(**kwargs, _where=where)  # type: ignore[call-arg]
+    except TypeError as exc:  # pragma: no cover - guarded by the names check above
+        raise _fail(where, cls.__name__, "valid keys", str(exc)) from exc
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterConfig:
+    """Brokers, replica assignment and broker/controller settings (``PROTOCOL.md`` 1.5-1.10).
+
+    ``replicas`` is the assignment order used by elections (default: ``brokers``);
+    ``flush_interval_ms=None`` means Kafka's default of never fsyncing (1.10), so a lossy crash
+    drops everything written since start; ``network_delay_ms`` / ``controller_delay_ms`` are the
+    ``(min, max)`` one-way delay of broker/client links and of controller links.
+    """
+
+    brokers: tuple[int, ...] = (1, 2, 3)
+    replicas: tuple[int, ...] | None = None
+    min_insync_replicas: int = 1
+    unclean_leader_election_enable: bool | None = None
+    replica_lag_time_max_ms: int = 30000
+    session_timeout_ms: int = 6000
+    heartbeat_interval_ms: int = 2000
+    replica_fetch_wait_max_ms: int = 500
+    replica_fetch_backoff_ms: int = 1000
+    high_watermark_checkpoint_interval_ms: int = 5000
+    flush_interval_ms: int | None = None
+    eligible_leader_replicas_enable: bool = False
+    network_delay_ms: tuple[int, int] = (1, 5)
+    controller_delay_ms: tuple[int, int] = (1, 10)
+    _where: dataclasses.InitVar[str] = "ClusterConfig"
+
+    def __post_init__(self, _where: str) -> None:
+        w = _where
+        brokers = self.brokers
+        if not isinstance(brokers, (list, tuple)) or not brokers:
+            raise _fail(w, "brokers", "a non-empty list of broker ids", brokers)
+        ids = tuple(_int(w, "brokers", b) for b in brokers)
+        if len(set(ids)) != len(ids):
+            raise _fail(w, "brokers", "distinct broker ids", brokers)
+        object.__setattr__(self, "brokers", ids)
+        replicas = ids if self.replicas is None else self.replicas
+        if not isinstance(replicas, (list, tuple)) or not replicas:
+            raise _fail(w, "replicas", "a non-empty list of broker ids", replicas)
+        reps = tuple(_int(w, "replicas", r) for r in replicas)
+        if len(set(reps)) != len(reps) or any(r not in ids for r in reps):
+            raise _fail(w, "replicas", "distinct ids among brokers", replicas)
+        object.__setattr__(self, "replicas", reps)
+        _int(w, "min_insync_replicas", self.min_insync_replicas, 1)
+        if self.unclean_leader_election_enable is not None:
+            _bool(w, "unclean_leader_election_enable", self.unclean_leader_election_enable)
+        for name in ("replica_lag_time_max_ms", "session_timeout_ms", "heartbeat_interval_ms",
+                     "replica_fetch_backoff_ms", "high_watermark_checkpoint_interval_ms"):
+            _int(w, name, getattr(self, name), 1)
+        _int(w, "replica_fetch_wait_max_ms", self.replica_fetch_wait_max_ms, 0)
+        if self.flush_interval_ms is not None:
+            _int(w, "flush_interval_ms", self.flush_interval_ms, 1)
+        _bool(w, "eligible_leader_replicas_enable", self.eligible_leader_replicas_enable)
+        object.__setattr__(self, "network_delay_ms", _range(w, "network_delay_ms", self.network_delay_ms))
+        object.__setattr__(
+            self, "controller_delay_ms", _range(w, "controller_delay_ms", self.controller_delay_ms)
+        )
+
+    @property
+    def replication_factor(self) -> int:
+        return len(self.replicas or ())
+
+    @classmethod
+    def from_dict(cls, mapping: Mapping[str, Any], where: str = "cluster") -> ClusterConfig:
+        """Build from Kafka dotted names or snake_case (``replication.factor`` is accepted and
+        must equal the number of ``replicas``)."""
+        data = dict(mapping)
+        rf = data.pop("replication.factor", data.pop("replication_factor", None))
+        config = _from_dict(cls, data, where)
+        if rf is not None and rf != config.replication_factor:
+            raise _fail(where, "replication_factor", f"{config.replication_factor} (len(replicas))", rf)
+        return config
+
+
+_ACKS = {"0": "0", "1": "1", "all": "all", "-1": "all", 0: "0", 1: "1", -1: "all"}
+
+
+@dataclasses.dataclass(frozen=True)
+class ProducerConfig:
+    """Producer settings (``PROTOCOL.md`` 1.8, 1.11). ``acks`` is normalised to ``"0"``,
+    ``"1"`` or ``"all"``. As in the Java client (3.x), explicitly enabling idempotence requires
+    ``acks=all`` and at most 5 in-flight requests; a transactional id implies idempotence.
+    ``buffer_memory_records`` / ``batch_size_records`` count records instead of bytes."""
+
+    acks: str = "1"
+    retries: int = 2147483647
+    retry_backoff_ms: int = 100
+    request_timeout_ms: int = 30000
+    delivery_timeout_ms: int = 120000
+    max_in_flight_requests_per_connection: int = 5
+    enable_idempotence: bool = False
+    transactional_id: str | None = None
+    buffer_memory_records: int = 10000
+    max_block_ms: int = 60000
+    linger_ms: int = 0
+    batch_size_records: int = 1
+    _where: dataclasses.InitVar[str] = "ProducerConfig"
+
+    def __post_init__(self, _where: str) -> None:
+        w = _where
+        acks = _ACKS.get(self.acks) if isinstance(self.acks, (str, int)) else None
+        if acks is None:
+            raise _fail(w, "acks", '"0", "1", "all" or "-1"', self.acks)
+        object.__setattr__(self, "acks", acks)
+        _int(w, "retries", self.retries)
+        for name in ("retry_backoff_ms", "request_timeout_ms", "delivery_timeout_ms",
+                     "max_in_flight_requests_per_connection", "buffer_memory_records",
+                     "batch_size_records"):
+            _int(w, name, getattr(self, name), 1)
+        _int(w, "max_block_ms", self.max_block_ms)
+        _int(w, "linger_ms", self.linger_ms)
+        _bool(w, "enable_idempotence", self.enable_idempotence)
+        if self.transactional_id is not None:
+            if not isinstance(self.transactional_id, str) or not self.transactional_id:
+                raise _fail(w, "transactional_id", "a non-empty string", self.transactional_id)
+            object.__setattr__(self, "enable_idempotence", True)
+        if self.enable_idempotence and acks != "all":
+            raise _fail(w, "acks", '"all" when enable.idempotence is true', self.acks)
+        if self.enable_idempotence and self.max_in_flight_requests_per_connection > 5:
+            raise _fail(w, "max_in_flight_requests_per_connection",
+                        "<= 5 when enable.idempotence is true",
+                        self.max_in_flight_requests_per_connection)
+
+    @classmethod
+    def from_dict(cls, mapping: Mapping[str, Any], where: str = "producer") -> ProducerConfig:
+        return _from_dict(cls, mapping, where)
+
+
+@dataclasses.dataclass(frozen=True)
+class ConsumerConfig:
+    """Consumer settings. ``isolation_level="read_committed"`` reads up to the HW like
+    ``read_uncommitted`` for now: transactions (LSO, ``PROTOCOL.md`` 1.12) are not modelled yet."""
+
+    enable_auto_commit: bool = True
+    auto_commit_interval_ms: int = 5000
+    auto_offset_reset: str = "latest"
+    isolation_level: str = "read_uncommitted"
+    fetch_max_records: int = 500
+    poll_interval_ms: int = 100
+    _where: dataclasses.InitVar[str] = "ConsumerConfig"
+
+    def __post_init__(self, _where: str) -> None:
+        w = _where
+        _bool(w, "enable_auto_commit", self.enable_auto_commit)
+        _int(w, "auto_commit_interval_ms", self.auto_commit_interval_ms, 1)
+        if self.auto_offset_reset not in ("earliest", "latest", "none"):
+            raise _fail(w, "auto_offset_reset", '"earliest", "latest" or "none"', self.auto_offset_reset)
+        if self.isolation_level not in ("read_uncommitted", "read_committed"):
+            raise _fail(w, "isolation_level", '"read_uncommitted" or "read_committed"',
+                        self.isolation_level)
+        _int(w, "fetch_max_records", self.fetch_max_records, 1)
+        _int(w, "poll_interval_ms", self.poll_interval_ms, 1)
+
+    @classmethod
+    def from_dict(cls, mapping: Mapping[str, Any], where: str = "consumer") -> ConsumerConfig:
+        return _from_dict(cls, mapping, where)

@@ -1,0 +1,243 @@
+"""The simulated consumer: one partition, fixed assignment, fetch from the leader.
+
+A background fetcher (every ``poll_interval_ms`` while nothing is in flight and the buffer
+holds fewer than ``fetch_max_records``) fills a buffer; :meth:`Consumer.poll` hands the buffer
+to the application and advances the consumed position. Reads stop below the leader's HW
+(read_uncommitted). ``isolation_level="read_committed"`` also stops at the HW for now:
+transactions and the LSO (``PROTOCOL.md`` 1.12) are not modelled yet, so LSO = HW.
+
+Offsets: the start position is the committed offset (OffsetFetch; the controller plays the
+group coordinator), else ``auto_offset_reset`` (earliest = log start, latest = HW; ``none``
+records an ``info`` poll with ``NO_OFFSET_FOR_PARTITION`` and stops). Auto-commit commits the
+consumed position every ``auto_commit_interval_ms`` (a timer instead of Java's check inside
+``poll``); :meth:`commit` commits it now. A crash loses the buffer and position; the restart
+resumes from the committed offset, so records consumed after the last commit are processed
+again. OFFSET_OUT_OF_RANGE resets by ``auto_offset_reset``.
+
+KIP-320 (G3+, consumer 2.3+): fetches carry the current leader epoch; after learning a newer
+leader epoch the consumer validates its position with OffsetsForLeaderEpoch for the epoch of
+the last consumed record; if the leader's end offset for that epoch is below the position,
+the log was truncated under it: an ``info`` poll op with error ``LOG_TRUNCATION`` and
+``offset`` = the end offset is recorded and the position moves back to it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from epochlab.sim.config import ConsumerConfig
+from epochlab.sim.messages import ConsumerFetchRequest, ConsumerFetchResponse
+
+if TYPE_CHECKING:
+    from epochlab.sim.cluster import Cluster
+
+__all__ = ["Consumer"]
+
+REQUEST_TIMEOUT_MS = 30000
+METADATA_TIMEOUT_MS = 1000
+
+
+class Consumer:
+    """A consumer client named ``name`` (its network node and its group)."""
+
+    def __init__(self, cluster: Cluster, name: str, config: ConsumerConfig) -> None:
+        self.cluster = cluster
+        self.name = name
+        self.config = config
+        self.session = 0
+        self._ids = 0
+        self.alive = False
+        self.start()
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def start(self) -> None:
+        self.session += 1
+        self.alive = True
+        self.cluster.network.set_alive(self.name, True)
+        self.position: int | None = None      # next offset to fetch
+        self.consumed: int | None = None      # next offset after what poll() returned
+        self.committed: int | None = None
+        self.last_consumed_epoch: int | None = None
+        self._buffer: list[tuple[int, int, int]] = []
+        self._leader: int | None = None
+        self._leader_epoch: int | None = None
+        self._validate = False
+        self._stopped = False
+        self._ready = False
+        self._pending: int | None = None
+        self._offset_fetch()
+        session = self.session
+        self._every(self.config.poll_interval_ms, self._fetch, session)
+        if self.config.enable_auto_commit:
+            self._every(self.config.auto_commit_interval_ms, self._auto_commit, session)
+
+    def crash(self) -> None:
+        """The consumer process dies: buffer and position are lost."""
+        if not self.alive:
+            return
+        self.cluster.record(self.name, "info", "crash")
+        self.alive = False
+        self.session += 1
+        self.cluster.network.set_alive(self.name, False)
+
+    def restart(self) -> None:
+        """Start again from the committed offset (crashing first if still running)."""
+        if self.alive:
+            self.crash()
+        self.cluster.record(self.name, "info", "restart")
+        self.start()
+
+    def _every(self, period_ms: int, action: object, session: int) -> None:
+        def tick() -> None:
+            if self.session == session:
+                action()  # type: ignore[operator]
+                self.cluster.kernel.schedule(period_ms, tick)
+        self.cluster.kernel.schedule(period_ms, tick)
+
+    def _next_id(self) -> int:
+        self._ids += 1
+        return self._ids
+
+    # -- application API --------------------------------------------------------------------
+    def poll(self) -> list[tuple[int, int]]:
+        """Records fetched so far, in offset order (at most ``fetch_max_records``); records
+        an ``invoke`` and an ``ok`` poll op. Empty if the consumer is down."""
+        if not self.alive:
+            return []
+        self.cluster.record(self.name, "invoke", "poll")
+        out, self._buffer = (self._buffer[:self.config.fetch_max_records],
+                             self._buffer[self.config.fetch_max_records:])
+        if out:
+            self.consumed = out[-1][0] + 1
+            self.last_consumed_epoch = out[-1][2]
+        records = [(o, v) for o, v, _ in out]
+        self.cluster.record(self.name, "ok", "poll", value=[[o, v] for o, v in records])
+        return records
+
+    def commit(self) -> None:
+        """Commit the consumed position now (``invoke``, then ``ok`` when acknowledged)."""
+        if self.alive and self.consumed is not None:
+            self._commit(self.consumed)
+
+    def _auto_commit(self) -> None:
+        if self.consumed is not None and self.consumed != self.committed:
+            self._commit(self.consumed)
+
+    def _commit(self, offset: int) -> None:
+        self.cluster.record(self.name, "invoke", "commit", value=offset)
+        self.cluster.post(self.name, "controller", "on_offset_commit", (self.name, self._next_id(), offset))
+
+    def on_offset_commit_response(self, msg: tuple[int, int], src: object) -> None:
+        _, offset = msg
+        self.committed = offset
+        self.cluster.record(self.name, "ok", "commit", value=offset)
+
+    # -- offsets and metadata ---------------------------------------------------------------
+    def _offset_fetch(self) -> None:
+        request_id = self._pending = self._next_id()
+        self.cluster.post(self.name, "controller", "on_offset_fetch", (self.name, request_id))
+        self._arm_timeout(request_id, METADATA_TIMEOUT_MS)
+
+    def on_offset_fetch_response(self, msg: tuple[int, int | None], src: object) -> None:
+        request_id, offset = msg
+        if request_id != self._pending:
+            return
+        self._pending = None
+        self._ready = True
+        self.committed = offset
+        self.position = self.consumed = offset
+
+    def _arm_timeout(self, request_id: int, timeout_ms: int) -> None:
+        session = self.session
+
+        def expire() -> None:
+            if session == self.session and self._pending == request_id:
+                self._pending = None
+                if not self._ready:
+                    self._offset_fetch()
+                elif self._leader is not None:
+                    self._leader = None
+        self.cluster.kernel.schedule(timeout_ms, expire)
+
+    def on_metadata_response(self, msg: tuple[int, int | None, int], src: object) -> None:
+        request_id, leader, epoch = msg
+        if request_id != self._pending:
+            return
+        self._pending = None
+        if leader is None:
+            return
+        if self._leader_epoch is not None and epoch > self._leader_epoch \
+                and self.cluster.generation.fences_current_epoch and self.last_consumed_epoch is not None:
+            self._validate = True
+        self._leader, self._leader_epoch = leader, epoch
+
+    # -- fetching ---------------------------------------------------------------------------
+    def _fetch(self) -> None:
+        """One fetcher tick: metadata, reset, validation or a fetch, one request at a time."""
+        if self._pending is not None or not self._ready or self._stopped:
+            return
+        if len(self._buffer) >= self.config.fetch_max_records:
+            return
+        request_id = self._pending = self._next_id()
+        if self._leader is None:
+            self.cluster.post(self.name, "controller", "on_metadata", (self.name, request_id))
+            self._arm_timeout(request_id, METADATA_TIMEOUT_MS)
+            return
+        if self.position is None and self.config.auto_offset_reset == "none":
+            self._pending = None
+            self._stopped = True
+            self.cluster.record(self.name, "info", "poll", error="NO_OFFSET_FOR_PARTITION")
+            return
+        current = self._leader_epoch if self.cluster.generation.fences_current_epoch else None
+        validate = self.last_consumed_epoch if self._validate else None
+        req = ConsumerFetchRequest(self.name, request_id, self.position, current,
+                                   self.config.fetch_max_records, self.config.auto_offset_reset,
+                                   validate)
+        if not self.cluster.network.is_alive(self._leader):
+            self._pending, self._leader = None, None
+            return
+        self.cluster.post(self.name, self._leader, "on_consumer_fetch", req)
+        self._arm_timeout(request_id, REQUEST_TIMEOUT_MS)
+
+    def on_fetch_response(self, resp: ConsumerFetchResponse, src: object) -> None:
+        if resp.request_id != self._pending:
+            return
+        self._pending = None
+        if resp.error in ("NOT_LEADER_OR_FOLLOWER", "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH"):
+            self._leader = None
+        elif resp.error == "OFFSET_OUT_OF_RANGE":
+            self._reset("OFFSET_OUT_OF_RANGE")
+        elif resp.error is None and resp.reset_offset is not None:
+            self.position = self.consumed = resp.reset_offset
+        elif resp.error is None and self._validate:
+            self._validate = False
+            self._check_truncation(resp.epoch_end)
+        elif resp.error is None:
+            self._take(resp.records)
+
+    def _reset(self, why: str) -> None:
+        self.cluster.log_event("client", f"consumer {self.name}: {why} at {self.position}, "
+                               f"reset {self.config.auto_offset_reset}")
+        if self.config.auto_offset_reset == "none":
+            self._stopped = True
+            self.cluster.record(self.name, "info", "poll", error=why)
+            return
+        self.position = None
+        self._buffer.clear()
+
+    def _check_truncation(self, epoch_end: tuple[int, int] | None) -> None:
+        position = self.consumed
+        if epoch_end is None or position is None or epoch_end[1] >= position:
+            return
+        end = epoch_end[1]
+        self.cluster.record(self.name, "info", "poll", offset=end, error="LOG_TRUNCATION")
+        self.cluster.log_event("client", f"consumer {self.name}: truncation detected, position "
+                               f"{position} > end offset {end} of epoch {self.last_consumed_epoch}")
+        self.position = self.consumed = end
+        self._buffer.clear()
+
+    def _take(self, records: tuple[tuple[int, int, int], ...]) -> None:
+        for offset, value, epoch in records:
+            if self.position is not None and offset == self.position:
+                self._buffer.append((offset, value, epoch))
+                self.position = offset + 1

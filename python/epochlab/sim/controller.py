@@ -1,0 +1,301 @@
+"""The controller: failure detection, elections, ISR changes, epochs (``PROTOCOL.md`` 1.7,
+1.9, 1.10) for the one simulated partition, plus the coordinators clients need.
+
+* Failure detection: a broker is declared dead ``session_timeout_ms`` after its last
+  heartbeat. A heartbeat from a new incarnation of a broker believed alive is a fast restart:
+  in the ZK generations (G0-G4) it goes unnoticed (ZooKeeper's "ABA" re-registration, 1.10;
+  the controller just resends the partition state), in KRaft (G5) the new broker epoch fences
+  the old incarnation first.
+* Elections (1.9): clean = first live ISR replica in assignment order; else ELR (KIP-966, G5
+  with ``eligible_leader_replicas_enable``); else unclean if enabled (ISR := [leader]); else
+  OFFLINE, with the unavailable time recorded. The leader epoch is bumped on every leader
+  change; controller-initiated ISR removals bump it too in G0-G4 (ZK ``newLeaderAndIsr``) but
+  only the partition epoch in G5; a size-1 ISR is never shrunk (ZK rule; KRaft keeps the last
+  member as well unless ELR is enabled).
+* AlterPartition (1.7) is validated by leader epoch and partition epoch; a retry whose ISR is
+  already committed is answered with the current state (idempotent resend). G5 rejects
+  adding a broker that is not alive (INELIGIBLE_REPLICA, KIP-903).
+* Decisions go out as :class:`LeaderAndIsr` messages through the network (delayable,
+  droppable); every heartbeat answer carries the current state too, so brokers converge.
+
+Simplifications: the controller is one always-up node (no controller failover); it also acts
+as transaction coordinator (producer ids and epochs) and group coordinator (committed offsets),
+both kept durably; the metadata clients fetch is the controller's current state.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from epochlab.generations import Generation
+from epochlab.sim.config import ClusterConfig
+from epochlab.sim.kernel import Timer
+from epochlab.sim.messages import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    BrokerHeartbeat,
+    ControlledShutdownRequest,
+    LeaderAndIsr,
+)
+
+if TYPE_CHECKING:
+    from epochlab.sim.cluster import Cluster
+
+__all__ = ["Controller"]
+
+
+class Controller:
+    """The partition's metadata authority; node name ``"controller"``."""
+
+    def __init__(self, cluster: Cluster, config: ClusterConfig, generation: Generation) -> None:
+        self.cluster = cluster
+        self.config = config
+        self.generation = generation
+        self.replicas: tuple[int, ...] = config.replicas or ()
+        unclean = config.unclean_leader_election_enable
+        self.unclean_enabled = generation.unclean_default if unclean is None else unclean
+        self.elr_enabled = config.eligible_leader_replicas_enable and generation.kraft
+        self.leader: int | None = self.replicas[0]
+        self.leader_epoch = 0
+        self.partition_epoch = 0
+        self.isr: tuple[int, ...] = self.replicas
+        self.elr: tuple[int, ...] = ()
+        self.live: dict[int, bool] = {b: True for b in config.brokers}
+        self.incarnation: dict[int, int] = {b: 1 for b in config.brokers}
+        self.shutting_down: set[int] = set()
+        self.unclean_shutdown: set[int] = set()
+        self._session_timers: dict[int, Timer] = {}
+        self.offline_since_ms: int | None = None
+        self.unavailable_ms = 0
+        self.elections: list[tuple[int, int, int, bool]] = []  # (time, epoch, leader, unclean)
+        self.next_producer_id = 1000
+        self.transactional_ids: dict[str, tuple[int, int]] = {}
+        self.committed_offsets: dict[str, int] = {}
+        for b in config.brokers:
+            self._arm_session(b)
+
+    # -- state and delivery -----------------------------------------------------------------
+    def state(self) -> LeaderAndIsr:
+        return LeaderAndIsr(self.leader, self.leader_epoch, self.isr, self.partition_epoch, self.replicas)
+
+    def _broadcast(self) -> None:
+        msg = self.state()
+        for r in self.replicas:
+            self.cluster.post("controller", r, "on_leader_and_isr", msg)
+
+    def _order(self, members: set[int] | tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r in set(members))
+
+    def _commit(self, leader: int | None, isr: tuple[int, ...], why: str,
+                unclean: bool = False, bump_epoch: bool = False) -> None:
+        """Install a new partition state: the leader epoch bumps on a leader change (or when
+        ``bump_epoch``), the partition epoch always; offline time is accounted."""
+        now = self.cluster.now_ms
+        if leader != self.leader or bump_epoch:
+            self.leader_epoch += 1
+        old_isr = self.isr
+        self.leader, self.isr = leader, isr
+        self.partition_epoch += 1
+        self.unclean_shutdown -= set(isr)
+        self._update_elr(old_isr)
+        if leader is None and self.offline_since_ms is None:
+            self.offline_since_ms = now
+            self.cluster.log_event("offline", f"partition OFFLINE: no eligible leader ({why})")
+        elif leader is not None and self.offline_since_ms is not None:
+            self.unavailable_ms += now - self.offline_since_ms
+            self.offline_since_ms = None
+        if leader is not None and (not self.elections or self.elections[-1][2] != leader
+                                   or self.elections[-1][1] != self.leader_epoch):
+            self.elections.append((now, self.leader_epoch, leader, unclean))
+        self.cluster.log_event(
+            "election" if why.startswith("elect") or unclean else "controller",
+            f"controller: {why}: leader {leader} epoch {self.leader_epoch} ISR {list(isr)} "
+            f"partition epoch {self.partition_epoch}" + (" (UNCLEAN)" if unclean else ""))
+        self._broadcast()
+
+    def _update_elr(self, old_isr: tuple[int, ...]) -> None:
+        """KIP-966 ``maybePopulateTargetElr`` (1.9), only with ELR enabled."""
+        if not self.elr_enabled:
+            return
+        if len(self.isr) >= self.config.min_insync_replicas:
+            self.elr = ()
+        else:
+            members = (set(self.elr) | set(old_isr)) - set(self.isr) - self.unclean_shutdown
+            self.elr = self._order(members)
+
+    # -- failure detection ------------------------------------------------------------------
+    def _arm_session(self, broker: int) -> None:
+        old = self._session_timers.get(broker)
+        if old is not None:
+            old.cancel()
+        self._session_timers[broker] = self.cluster.kernel.schedule(
+            self.config.session_timeout_ms + 1, lambda: self._session_expired(broker))
+
+    def _session_expired(self, broker: int) -> None:
+        if self.live.get(broker):
+            self.cluster.log_event("controller", f"controller: broker {broker} session expired")
+            self.live[broker] = False
+            self._handle_broker_failure(broker)
+
+    def on_heartbeat(self, hb: BrokerHeartbeat, src: object) -> None:
+        """Liveness, (re-)registration, and the current state back to the broker."""
+        b = hb.broker_id
+        if b not in self.live:
+            return
+        known = self.incarnation.get(b)
+        if not self.live[b] or known != hb.incarnation:
+            self._register(b, hb, restarted_while_alive=self.live[b] and known != hb.incarnation)
+        self._arm_session(b)
+        self.cluster.post("controller", b, "on_leader_and_isr", self.state())
+
+    def _register(self, b: int, hb: BrokerHeartbeat, restarted_while_alive: bool) -> None:
+        if restarted_while_alive and self.generation.kraft:
+            self.live[b] = False
+            self._handle_broker_failure(b)  # new broker epoch fences the old incarnation
+        elif restarted_while_alive:
+            self.cluster.log_event("controller", f"controller: broker {b} restarted unnoticed (ZK ABA)")
+        self.incarnation[b] = hb.incarnation
+        self.shutting_down.discard(b)
+        if not hb.clean_shutdown and self.elr_enabled and b in self.elr:
+            self.unclean_shutdown.add(b)
+            self.elr = tuple(r for r in self.elr if r != b)
+        if not self.live[b]:
+            self.live[b] = True
+            self.cluster.log_event("controller", f"controller: broker {b} registered")
+        if self.leader is None:
+            self._elect("elect after broker registration")
+
+    def _handle_broker_failure(self, b: int) -> None:
+        """``onBrokerFailure`` / broker fenced: re-elect if it led, else shrink the ISR."""
+        if b not in self.replicas:
+            return
+        if self.leader == b:
+            self._elect(f"elect after leader {b} failed", failed=b)
+        elif b in self.isr:
+            self._shrink(b, f"broker {b} removed from ISR")
+
+    def _shrink(self, b: int, why: str) -> None:
+        new_isr = tuple(r for r in self.isr if r != b)
+        if not new_isr and not self.elr_enabled:
+            return  # never shrink a size-1 ISR
+        self._commit(self.leader, new_isr, why, bump_epoch=not self.generation.kraft)
+
+    # -- elections --------------------------------------------------------------------------
+    def _eligible(self, r: int) -> bool:
+        return self.live.get(r, False) and r not in self.shutting_down
+
+    def _elect(self, why: str, failed: int | None = None) -> None:
+        """Offline-partition election (1.9): live ISR first, then ELR, then unclean."""
+        live_isr = tuple(r for r in self.isr if self._eligible(r))
+        for r in self.replicas:
+            if r in live_isr:
+                self._commit(r, self._order(live_isr), why)
+                return
+        for r in self.elr:
+            if self._eligible(r):
+                self.elr = tuple(x for x in self.elr if x != r)
+                self._commit(r, (r,), why + " from ELR")
+                return
+        if self.unclean_enabled:
+            for r in self.replicas:
+                if self._eligible(r):
+                    self.elr = ()
+                    self._commit(r, (r,), why, unclean=True)
+                    return
+        if self.leader is None:
+            return
+        keep = tuple(r for r in self.isr if r != failed) or (self.isr if not self.elr_enabled else ())
+        self._commit(None, keep, why)
+
+    def elect_preferred_leader(self) -> bool:
+        """Preferred election: ``replicas[0]`` if live, in ISR and not leading already."""
+        first = self.replicas[0]
+        if self.leader == first or first not in self.isr or not self._eligible(first):
+            return False
+        self._commit(first, self.isr, "elect preferred leader")
+        return True
+
+    def elect(self, broker: int, unclean: bool = False) -> bool:
+        """Operator-forced election of ``broker``: allowed if live and in the ISR, or with
+        ``unclean`` (then ISR := [broker]). Returns whether it happened."""
+        if broker not in self.replicas or not self._eligible(broker) or broker == self.leader:
+            return False
+        if broker in self.isr:
+            self._commit(broker, self.isr, f"elect {broker} (operator)")
+            return True
+        if not unclean:
+            return False
+        self.elr = ()
+        self._commit(broker, (broker,), f"elect {broker} (operator, unclean)", unclean=True)
+        return True
+
+    def on_controlled_shutdown(self, req: ControlledShutdownRequest, src: object) -> None:
+        """Move leadership to another live ISR member, drop the broker from a larger ISR
+        (1.9), answer with the new state; the broker then stops."""
+        b = req.broker_id
+        if not self.live.get(b) or self.incarnation.get(b) != req.incarnation:
+            return
+        self.shutting_down.add(b)
+        if self.leader == b:
+            candidates = [r for r in self.replicas if r in self.isr and self._eligible(r)]
+            if candidates:
+                isr = tuple(r for r in self.isr if r != b)
+                self._commit(candidates[0], isr, f"elect after controlled shutdown of {b}")
+        elif b in self.isr and len(self.isr) > 1:
+            self._shrink(b, f"broker {b} removed from ISR (controlled shutdown)")
+        self.cluster.post("controller", b, "on_controlled_shutdown_response", self.state())
+
+    # -- AlterPartition ---------------------------------------------------------------------
+    def on_alter_partition(self, req: AlterPartitionRequest, src: object) -> None:
+        error: str | None = None
+        if req.broker_id != self.leader or req.leader_epoch != self.leader_epoch:
+            error = "FENCED_LEADER_EPOCH"
+        elif req.partition_epoch != self.partition_epoch:
+            error = None if req.new_isr == self.isr else "INVALID_UPDATE_VERSION"
+        elif self.generation.kraft and any(
+                not self._eligible(r) for r in req.new_isr if r not in self.isr):
+            error = "INELIGIBLE_REPLICA"
+        elif req.new_isr != self.isr:
+            self._commit(self.leader, self._order(req.new_isr),
+                         f"AlterPartition from {req.broker_id}")
+        if error is not None:
+            self.cluster.log_event("isr", f"controller rejects AlterPartition {list(req.new_isr)} "
+                                   f"from {req.broker_id}: {error}")
+        resp = AlterPartitionResponse(req, error, self.leader_epoch, self.partition_epoch, self.isr)
+        self.cluster.post("controller", req.broker_id, "on_alter_partition_response", resp)
+
+    # -- coordinators (simplification: hosted by the controller) ---------------------------
+    def init_producer_id(self, transactional_id: str | None) -> tuple[int, int]:
+        """InitProducerId: a new id per session; with a transactional id the same id and a
+        bumped epoch (the fencing event, 1.12)."""
+        if transactional_id is None:
+            self.next_producer_id += 1
+            return (self.next_producer_id, 0)
+        known = self.transactional_ids.get(transactional_id)
+        if known is None:
+            self.next_producer_id += 1
+            known = (self.next_producer_id, 0)
+        else:
+            known = (known[0], known[1] + 1)
+        self.transactional_ids[transactional_id] = known
+        return known
+
+    def on_init_producer_id(self, msg: tuple[str, int, str | None], src: object) -> None:
+        client, request_id, tid = msg
+        self.cluster.post("controller", client, "on_init_producer_id_response",
+                          (request_id, self.init_producer_id(tid)))
+
+    def on_metadata(self, msg: tuple[str, int], src: object) -> None:
+        client, request_id = msg
+        self.cluster.post("controller", client, "on_metadata_response",
+                          (request_id, self.leader, self.leader_epoch))
+
+    def on_offset_commit(self, msg: tuple[str, int, int], src: object) -> None:
+        client, request_id, offset = msg
+        self.committed_offsets[client] = offset
+        self.cluster.post("controller", client, "on_offset_commit_response", (request_id, offset))
+
+    def on_offset_fetch(self, msg: tuple[str, int], src: object) -> None:
+        client, request_id = msg
+        self.cluster.post("controller", client, "on_offset_fetch_response",
+                          (request_id, self.committed_offsets.get(client)))

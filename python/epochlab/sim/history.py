@@ -1,0 +1,70 @@
+"""Client history (Jepsen style) and the engine's event log.
+
+A :class:`HistoryOp` is one client operation step: ``type`` is ``"invoke"`` when it starts,
+then ``"ok"``, ``"fail"`` (definitely did not happen) or ``"info"`` (outcome unknown, or an
+informational record such as a crash, a restart or a detected log truncation). ``f`` is
+``"send"``, ``"poll"``, ``"commit"``, ``"crash"`` or ``"restart"``. One JSON object per line,
+keys sorted, every key present (``null`` when not applicable).
+
+>>> HistoryOp(0, 5, "p", "ok", "send", value=7, offset=0, acks="all").to_json()
+'{"acks": "all", "error": null, "f": "send", "index": 0, "offset": 0, "process": "p", "time_ms": 5, "type": "ok", "value": 7}'
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Event", "HistoryOp", "history_to_jsonl"]
+
+
+@dataclass(frozen=True)
+class HistoryOp:
+    """One history entry. ``value``: the sent value (send), a list of ``[offset, value]``
+    pairs (poll), the committed offset (commit). ``offset``: the acknowledged offset of a
+    send (``None`` for acks=0), or the truncation point of a ``"LOG_TRUNCATION"`` info."""
+
+    index: int
+    time_ms: int
+    process: str
+    type: str
+    f: str
+    value: Any = None
+    offset: int | None = None
+    error: str | None = None
+    acks: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        value = self.value
+        if isinstance(value, tuple):
+            value = [list(v) if isinstance(v, tuple) else v for v in value]
+        elif isinstance(value, list):
+            value = [list(v) if isinstance(v, tuple) else v for v in value]
+        return {"index": self.index, "time_ms": self.time_ms, "process": self.process,
+                "type": self.type, "f": self.f, "value": value, "offset": self.offset,
+                "error": self.error, "acks": self.acks}
+
+    def to_json(self) -> str:
+        """One JSON line (no newline), keys sorted."""
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+
+@dataclass(frozen=True)
+class Event:
+    """A notable engine event: ``kind`` is one of ``"crash"``, ``"restart"``, ``"shutdown"``,
+    ``"election"``, ``"controller"``, ``"offline"``, ``"isr"``, ``"role"``, ``"replica"``
+    (truncations, lost tails, stuck appends, rejected produces), ``"network"``, ``"client"``."""
+
+    time_ms: int
+    kind: str
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"time_ms": self.time_ms, "kind": self.kind, "message": self.message}
+
+
+def history_to_jsonl(ops: Iterable[HistoryOp]) -> str:
+    """The whole history as JSON Lines (each line ends with ``\\n``)."""
+    return "".join(op.to_json() + "\n" for op in ops)

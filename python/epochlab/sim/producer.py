@@ -1,0 +1,352 @@
+"""The simulated producer (``PROTOCOL.md`` 1.8, 1.11; Java client semantics).
+
+Records go into an accumulator (``buffer_memory_records`` records; a full buffer blocks the
+send up to ``max_block_ms``, then it fails with ``BUFFER_EXHAUSTED``), are grouped into
+batches of ``batch_size_records`` after ``linger_ms``, and sent to the partition leader with
+at most ``max_in_flight_requests_per_connection`` requests in flight. Retriable errors
+(NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+REQUEST_TIMED_OUT, connection refused = NETWORK_EXCEPTION, an out-of-order sequence behind an
+unresolved earlier batch) are retried after ``retry_backoff_ms`` while ``retries`` and
+``delivery_timeout_ms`` allow; leader-related ones refresh metadata first. A request without
+an answer after ``request_timeout_ms`` counts as REQUEST_TIMED_OUT. A batch still unsent or
+waiting for a retry when ``delivery_timeout_ms`` expires fails with ``DELIVERY_TIMEOUT``
+(Java's TimeoutException).
+
+Idempotence: a producer id and epoch from InitProducerId (the controller plays the
+coordinator), a per-partition sequence assigned when a batch is first sent and kept across
+retries, so the leader's producer state deduplicates a retry (also after failover, if the new
+leader's log holds the original). ``restart()`` starts a new session: a new producer id, or
+with ``transactional_id`` the same id with a bumped epoch, which fences the old session's late
+batches (INVALID_PRODUCER_EPOCH at the leader once it has seen the new epoch).
+
+History: ``invoke`` at ``send``, then ``ok`` (offset; ``None`` for acks=0, which completes
+when sent), ``fail`` (no attempt can have been appended) or ``info`` (outcome unknown: a
+timeout, NOT_ENOUGH_REPLICAS_AFTER_APPEND, a possibly-parked NOT_LEADER_OR_FOLLOWER, a
+restart with the request in flight).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from epochlab.sim.config import ProducerConfig
+from epochlab.sim.kernel import Timer
+from epochlab.sim.messages import ProduceRequest, ProduceResponse
+
+if TYPE_CHECKING:
+    from epochlab.sim.cluster import Cluster
+
+__all__ = ["Producer"]
+
+METADATA_TIMEOUT_MS = 1000
+_RETRIABLE = {"NOT_LEADER_OR_FOLLOWER", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+              "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION", "UNKNOWN_LEADER_EPOCH",
+              "FENCED_LEADER_EPOCH"}
+_REFRESH = {"NOT_LEADER_OR_FOLLOWER", "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION",
+            "UNKNOWN_LEADER_EPOCH", "FENCED_LEADER_EPOCH"}
+_INDETERMINATE = {"REQUEST_TIMED_OUT", "NOT_ENOUGH_REPLICAS_AFTER_APPEND", "NOT_LEADER_OR_FOLLOWER"}
+
+
+@dataclass
+class _Batch:
+    batch_id: int
+    send_ids: list[int]
+    values: list[int]
+    created_ms: int
+    base_sequence: int | None = None
+    attempts: int = 0
+    indeterminate: bool = False
+    done: bool = False
+    expiry: Timer | None = field(default=None, repr=False)
+
+
+class Producer:
+    """A producer client named ``name`` (its network node)."""
+
+    def __init__(self, cluster: Cluster, name: str, config: ProducerConfig) -> None:
+        self.cluster = cluster
+        self.name = name
+        self.config = config
+        self.session = 0
+        self._ids = 0
+        self.producer_id: int | None = None
+        self.producer_epoch: int | None = None
+        self._start_session()
+
+    # -- public API -------------------------------------------------------------------------
+    def send(self, value: int) -> int:
+        """Queue ``value``; returns its send id (the history's ``invoke`` index)."""
+        op = self.cluster.record(self.name, "invoke", "send", value=value, acks=self.config.acks)
+        send_id = op.index
+        self._values[send_id] = value
+        self._open.add(send_id)
+        if self._buffered() >= self.config.buffer_memory_records:
+            if self.config.max_block_ms == 0:
+                self._finish(send_id, "fail", error="BUFFER_EXHAUSTED")
+                return send_id
+            session = self.session
+            timer = self.cluster.kernel.schedule(
+                self.config.max_block_ms, lambda: self._block_expired(session, send_id))
+            self._blocked.append((send_id, value, timer))
+            return send_id
+        self._accumulator.append((send_id, value, self.cluster.now_ms))
+        self._drain()
+        return send_id
+
+    def send_many(self, values: list[int] | tuple[int, ...]) -> list[int]:
+        return [self.send(v) for v in values]
+
+    @property
+    def pending(self) -> int:
+        """Sends not yet completed (ok, fail or info)."""
+        return len(self._open)
+
+    def flush(self, timeout_ms: int = 60000) -> bool:
+        """Run the cluster until every send has completed or ``timeout_ms`` passed."""
+        return self.cluster.run_until(lambda _c: not self._open, timeout_ms)
+
+    def restart(self) -> None:
+        """Crash and restart the producer process: unsent records fail, in-flight ones end as
+        ``info``; a new session asks for a producer id (epoch bump with a transactional id)."""
+        self.cluster.record(self.name, "info", "restart")
+        for send_id in sorted(self._open):
+            in_flight = any(send_id in b.send_ids for b, _ in self._in_flight.values())
+            batch = self._batch_of.get(send_id)
+            unknown = in_flight or (batch is not None and batch.indeterminate)
+            self._finish(send_id, "info" if unknown else "fail", error="PRODUCER_RESTARTED")
+        self.cluster.network.set_alive(self.name, False)
+        self._start_session()
+
+    # -- session ----------------------------------------------------------------------------
+    def _start_session(self) -> None:
+        self.session += 1
+        self.cluster.network.set_alive(self.name, True)
+        self._values: dict[int, int] = {}
+        self._open: set[int] = set()
+        self._accumulator: list[tuple[int, int, int]] = []
+        self._blocked: list[tuple[int, int, Timer]] = []
+        self._ready: list[_Batch] = []
+        self._in_flight: dict[int, tuple[_Batch, Timer]] = {}
+        self._batch_of: dict[int, _Batch] = {}
+        self._next_sequence = 0
+        self._leader: int | None = None
+        self._metadata_pending: int | None = None
+        self._init_pending: int | None = None
+        self._linger_timer: Timer | None = None
+        self._backoff_until = 0
+        self.producer_id = self.producer_epoch = None
+
+    def _next_id(self) -> int:
+        self._ids += 1
+        return self._ids
+
+    def _buffered(self) -> int:
+        return len(self._open) - len(self._blocked)
+
+    def _finish(self, send_id: int, kind: str, offset: int | None = None,
+                error: str | None = None) -> None:
+        if send_id not in self._values:
+            return
+        value = self._values.pop(send_id)
+        self._open.discard(send_id)
+        self._batch_of.pop(send_id, None)
+        self.cluster.record(self.name, kind, "send", value=value, offset=offset, error=error,
+                            acks=self.config.acks)
+
+    def _block_expired(self, session: int, send_id: int) -> None:
+        if session != self.session:
+            return
+        for i, (sid, _, _) in enumerate(self._blocked):
+            if sid == send_id:
+                del self._blocked[i]
+                self._finish(send_id, "fail", error="BUFFER_EXHAUSTED")
+                return
+
+    # -- batching and sending ---------------------------------------------------------------
+    def _drain(self) -> None:
+        """Move blocked sends into free buffer space, close batches, send what may be sent."""
+        while self._blocked and self._buffered() < self.config.buffer_memory_records:
+            send_id, value, timer = self._blocked.pop(0)
+            timer.cancel()
+            self._accumulator.append((send_id, value, self.cluster.now_ms))
+        self._close_batches()
+        if self.config.enable_idempotence and self.producer_id is None:
+            self._init_producer_id()
+            return
+        if self._leader is None:
+            self._refresh_metadata()
+            return
+        while (self._ready and self._leader is not None and self.cluster.now_ms >= self._backoff_until
+               and len(self._in_flight) < self.config.max_in_flight_requests_per_connection):
+            self._send_batch(self._ready.pop(0))
+
+    def _close_batches(self) -> None:
+        c, now = self.config, self.cluster.now_ms
+        while self._accumulator:
+            full = len(self._accumulator) >= c.batch_size_records
+            if not full and now < self._accumulator[0][2] + c.linger_ms:
+                if self._linger_timer is None or self._linger_timer.cancelled:
+                    session = self.session
+                    self._linger_timer = self.cluster.kernel.schedule_at(
+                        self._accumulator[0][2] + c.linger_ms, lambda: self._wake(session))
+                return
+            records, self._accumulator = (self._accumulator[:c.batch_size_records],
+                                          self._accumulator[c.batch_size_records:])
+            batch = _Batch(self._next_id(), [r[0] for r in records], [r[1] for r in records],
+                           records[0][2])
+            for send_id in batch.send_ids:
+                self._batch_of[send_id] = batch
+            self._arm_expiry(batch)
+            self._ready.append(batch)
+
+    def _arm_expiry(self, batch: _Batch) -> None:
+        session = self.session
+        batch.expiry = self.cluster.kernel.schedule(
+            self.config.delivery_timeout_ms, lambda: self._delivery_expired(session, batch))
+
+    def _wake(self, session: int) -> None:
+        if session == self.session:
+            self._linger_timer = None
+            self._drain()
+
+    def _send_batch(self, batch: _Batch) -> None:
+        c = self.config
+        if c.enable_idempotence and batch.base_sequence is None:
+            batch.base_sequence = self._next_sequence
+            self._next_sequence += len(batch.values)
+        batch.attempts += 1
+        request_id = self._next_id()
+        req = ProduceRequest(self.name, request_id, c.acks, tuple(batch.values), c.request_timeout_ms,
+                             self.producer_id if c.enable_idempotence else None,
+                             self.producer_epoch if c.enable_idempotence else None,
+                             batch.base_sequence)
+        leader = self._leader
+        assert leader is not None
+        if not self.cluster.network.is_alive(leader):
+            self._on_error(batch, "NETWORK_EXCEPTION")
+            return
+        self.cluster.post(self.name, leader, "on_produce", req)
+        if c.acks == "0":
+            self._complete(batch, None)
+            return
+        session = self.session
+        timer = self.cluster.kernel.schedule(c.request_timeout_ms,
+                                             lambda: self._request_timeout(session, request_id))
+        self._in_flight[request_id] = (batch, timer)
+
+    def _complete(self, batch: _Batch, base_offset: int | None) -> None:
+        batch.done = True
+        if batch.expiry is not None:
+            batch.expiry.cancel()
+        for i, send_id in enumerate(batch.send_ids):
+            self._finish(send_id, "ok", offset=None if base_offset is None else base_offset + i)
+        self._drain()
+
+    def _fail(self, batch: _Batch, error: str) -> None:
+        batch.done = True
+        if batch.expiry is not None:
+            batch.expiry.cancel()
+        for send_id in batch.send_ids:
+            self._finish(send_id, "info" if batch.indeterminate else "fail", error=error)
+        self._drain()
+
+    def on_produce_response(self, resp: ProduceResponse, src: object) -> None:
+        entry = self._in_flight.pop(resp.request_id, None)
+        if entry is None:
+            return  # answered after the client-side timeout: the connection was closed
+        batch, timer = entry
+        timer.cancel()
+        if resp.error is None:
+            self._complete(batch, resp.base_offset)
+        else:
+            self._on_error(batch, resp.error)
+
+    def _request_timeout(self, session: int, request_id: int) -> None:
+        if session != self.session:
+            return
+        entry = self._in_flight.pop(request_id, None)
+        if entry is not None:
+            self._on_error(entry[0], "REQUEST_TIMED_OUT")
+
+    def _on_error(self, batch: _Batch, error: str) -> None:
+        """Retry or fail one batch after an error (see the module doc)."""
+        if error in _INDETERMINATE:
+            batch.indeterminate = True
+        retriable = error in _RETRIABLE or (
+            error == "OUT_OF_ORDER_SEQUENCE_NUMBER" and self._earlier_unresolved(batch))
+        now, c = self.cluster.now_ms, self.config
+        within = now + c.retry_backoff_ms < batch.created_ms + c.delivery_timeout_ms
+        if not retriable or batch.attempts > c.retries or not within:
+            self._fail(batch, error)
+            return
+        if error in _REFRESH:
+            self._leader = None
+        self._ready.append(batch)
+        self._ready.sort(key=lambda b: b.batch_id)
+        self._backoff_until = now + c.retry_backoff_ms
+        session = self.session
+        self.cluster.kernel.schedule(c.retry_backoff_ms, lambda: self._wake(session))
+
+    def _earlier_unresolved(self, batch: _Batch) -> bool:
+        seq = batch.base_sequence if batch.base_sequence is not None else -1
+        others = [b for b, _ in self._in_flight.values()] + self._ready
+        return any(b.base_sequence is not None and b.base_sequence < seq and not b.done
+                   for b in others)
+
+    def _delivery_expired(self, session: int, batch: _Batch) -> None:
+        if session != self.session or batch.done:
+            return
+        if batch in self._ready:
+            self._ready.remove(batch)
+            self._fail(batch, "DELIVERY_TIMEOUT")
+
+    # -- metadata and producer id -----------------------------------------------------------
+    def _refresh_metadata(self) -> None:
+        if self._metadata_pending is not None:
+            return
+        request_id = self._metadata_pending = self._next_id()
+        self.cluster.post(self.name, "controller", "on_metadata", (self.name, request_id))
+        session = self.session
+        self.cluster.kernel.schedule(METADATA_TIMEOUT_MS, lambda: self._metadata_timeout(session, request_id))
+
+    def _metadata_timeout(self, session: int, request_id: int) -> None:
+        if session == self.session and self._metadata_pending == request_id:
+            self._metadata_pending = None
+            self._drain()
+
+    def on_metadata_response(self, msg: tuple[int, int | None, int], src: object) -> None:
+        request_id, leader, _epoch = msg
+        if request_id != self._metadata_pending:
+            return
+        self._metadata_pending = None
+        if leader is None:  # OFFLINE: ask again after the backoff
+            session = self.session
+            self.cluster.kernel.schedule(self.config.retry_backoff_ms, lambda: self._wake(session))
+            return
+        self._leader = leader
+        self._drain()
+
+    def _init_producer_id(self) -> None:
+        if self._init_pending is not None:
+            return
+        request_id = self._init_pending = self._next_id()
+        self.cluster.post(self.name, "controller", "on_init_producer_id",
+                          (self.name, request_id, self.config.transactional_id))
+        session = self.session
+
+        def timeout() -> None:
+            if session == self.session and self._init_pending == request_id:
+                self._init_pending = None
+                self._drain()
+        self.cluster.kernel.schedule(METADATA_TIMEOUT_MS, timeout)
+
+    def on_init_producer_id_response(self, msg: tuple[int, tuple[int, int]], src: object) -> None:
+        request_id, (producer_id, producer_epoch) = msg
+        if request_id != self._init_pending:
+            return
+        self._init_pending = None
+        self.producer_id, self.producer_epoch = producer_id, producer_epoch
+        self.cluster.log_event("client", f"producer {self.name}: producer id {producer_id} "
+                               f"epoch {producer_epoch}")
+        self._drain()

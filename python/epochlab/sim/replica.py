@@ -1,0 +1,286 @@
+"""One partition replica's protocol state machine: leader and follower sides, per generation.
+
+A :class:`Replica` owns a :class:`epochlab.ReplicaLog` and the partition metadata it has
+learnt. Every public method handles exactly one message or timer tick and returns the
+messages to send (it knows nothing of the kernel or the network), so the class ports 1:1 to a
+Rust ``replica.rs``. Rules and their sources are in ``PROTOCOL.md``:
+
+* becoming leader / follower (1.9 "Broker reaction"), follower truncation by generation (1.4),
+* leader fetch handling, DivergingEpoch, follower-state update, ISR expansion (1.5, 1.7),
+* the high watermark (1.6), ISR shrink (1.7), the produce path and acks (1.8),
+* checkpointed HW and crash/restart (1.10).
+
+Simplifications (stated where they apply): ISR changes always go through an AlterPartition
+request to the controller, in the ZK generations too (ZK-era leaders wrote the ISR to
+ZooKeeper with a compare-and-set on the zkVersion, which the partition epoch stands for);
+the leader's OffsetOutOfRange answer carries its log start/end offsets instead of a separate
+ListOffsets round trip; the ZK-era follower "halt if truncating below HW with unclean election
+disabled" check is not modelled (the truncation happens).
+"""
+
+from __future__ import annotations
+
+from epochlab import ReplicaLog
+from epochlab.errors import InvalidProducerEpochError, OutOfOrderSequenceError
+from epochlab.generations import Generation
+from epochlab.sim.messages import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    LeaderAndIsr,
+    ProduceRequest,
+    ProduceResponse,
+)
+from epochlab.sim.replica_follower import FollowerFetchMixin
+from epochlab.sim.replica_leader import FollowerState, LeaderFetchMixin
+
+__all__ = ["FollowerState", "Replica"]
+
+class Replica(LeaderFetchMixin, FollowerFetchMixin):
+    """One replica of the partition on broker ``broker_id``.
+
+    Roles: ``"leader"``, ``"follower"``, ``"none"`` (no metadata yet, e.g. after a restart).
+    Follower fetch states: ``"truncating"`` (G1-G3 OffsetsForLeaderEpoch round trips),
+    ``"fetching"``, ``"fenced"`` (KIP-320: wait for newer metadata), ``"idle"``.
+    """
+
+    def __init__(self, broker_id: int, replicas: tuple[int, ...], generation: Generation,
+                 min_insync_replicas: int, replica_lag_time_max_ms: int) -> None:
+        self.broker_id = broker_id
+        self.replicas = replicas
+        self.generation = generation
+        self.min_insync_replicas = min_insync_replicas
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        self.log = ReplicaLog(kip101_epoch_cache=generation.kip101_epoch_cache)
+        self.checkpointed_high_watermark = 0
+        self.events: list[str] = []
+        self.fetcher_session = 0
+        self._reset_volatile()
+
+    def _reset_volatile(self) -> None:
+        self.role = "none"
+        self.leader_id: int | None = None
+        self.leader_epoch: int | None = None
+        self.partition_epoch: int | None = None
+        self.isr: tuple[int, ...] = ()
+        self.pending_isr: tuple[int, ...] | None = None
+        self.leader_epoch_start_offset: int | None = None
+        self.followers: dict[int, FollowerState] = {}
+        self.fetch_state = "idle"
+        self.fetcher_session += 1  # responses to the previous incarnation's fetcher are stale
+
+    # -- metadata ---------------------------------------------------------------------------
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        """ISR ∪ pending proposal, in assignment order (1.7: used for HW and acks=all)."""
+        members = set(self.isr) | set(self.pending_isr or ())
+        return tuple(r for r in self.replicas if r in members)
+
+    def _effective_min_isr(self) -> int:
+        return min(self.min_insync_replicas, len(self.replicas))
+
+    def apply_leader_and_isr(self, msg: LeaderAndIsr, now_ms: int) -> str:
+        """Apply a controller decision. Returns ``"ignored"`` (older epoch, or same epoch and
+        not a newer partition epoch), ``"isr"`` (same epoch, newer ISR), ``"leader"`` or
+        ``"follower"`` (role taken; ``"follower"`` means the fetcher must (re)start) or
+        ``"follower-same"`` (same leader, fetcher kept: G0-G2 before KAFKA-7164)."""
+        if self.leader_epoch is not None and msg.leader_epoch < self.leader_epoch:
+            return "ignored"
+        if self.leader_epoch is not None and msg.leader_epoch == self.leader_epoch:
+            if self.partition_epoch is not None and msg.partition_epoch <= self.partition_epoch:
+                return "ignored"
+            self.isr, self.partition_epoch, self.pending_isr = msg.isr, msg.partition_epoch, None
+            if self.role == "leader":
+                self.maybe_increment_high_watermark(now_ms)
+            return "isr"
+        self.replicas = msg.replicas
+        if msg.leader == self.broker_id:
+            self.make_leader(msg, now_ms)
+            return "leader"
+        return self.make_follower(msg)
+
+    def make_leader(self, msg: LeaderAndIsr, now_ms: int) -> None:
+        """``Partition.makeLeader`` (1.9): LESO := LEO; G3+ assigns ``(epoch, LEO)`` in the
+        cache (KAFKA-7415); follower states reset (a re-elected leader keeps known LEOs);
+        ISR followers count as caught up now; then the HW may advance."""
+        was_leader = self.role == "leader"
+        old = self.followers
+        self._become(msg, "leader")
+        self.leader_epoch_start_offset = self.log.log_end_offset
+        if self.generation.leader_assigns_epoch:
+            self.log.assign_epoch(msg.leader_epoch, self.log.log_end_offset)
+        self.followers = {}
+        for r in self.replicas:
+            if r == self.broker_id:
+                continue
+            state = FollowerState()
+            if was_leader and r in old:
+                state.log_end_offset = old[r].log_end_offset
+            if r in msg.isr:
+                state.last_caught_up_time_ms = now_ms
+            self.followers[r] = state
+        self.maybe_increment_high_watermark(now_ms)
+
+    def make_follower(self, msg: LeaderAndIsr) -> str:
+        """``makeFollower`` (1.4, 1.9). The fetcher restarts on a new leader, or from G3 on any
+        new epoch (KAFKA-7164); on restart G0 truncates to its local HW at once, G1-G3 enter
+        ``truncating``, G4+ fetch with ``last_fetched_epoch`` (HW path if the cache is empty)."""
+        restart = (self.role != "follower" or self.leader_id != msg.leader
+                   or self.generation.fences_current_epoch or self.fetch_state != "fetching")
+        self._become(msg, "follower" if msg.leader is not None else "none")
+        if msg.leader is None:
+            self.fetch_state = "idle"
+            return "follower-same"
+        if not restart:
+            return "follower-same"
+        self.fetcher_session += 1
+        g = self.generation
+        if g == Generation.TRUNCATE_TO_HW or (g.truncate_on_fetch and self.log.latest_epoch is None):
+            self._truncate(self.log.high_watermark, "become follower: truncate to local HW")
+            self.fetch_state = "fetching"
+        elif g.truncate_on_fetch:
+            self.fetch_state = "fetching"
+        else:
+            self.fetch_state = "truncating"
+        return "follower"
+
+    def _become(self, msg: LeaderAndIsr, role: str) -> None:
+        self.role = role
+        self.leader_id = msg.leader
+        self.leader_epoch = msg.leader_epoch
+        self.partition_epoch = msg.partition_epoch
+        self.isr = msg.isr
+        self.pending_isr = None
+        self.leader_epoch_start_offset = None
+        if role != "leader":
+            self.followers = {}
+
+    def _truncate(self, offset: int, why: str) -> None:
+        before = self.log.log_end_offset
+        if self.log.truncate_to(offset):
+            self.events.append(f"truncated {before} -> {offset} ({why})")
+
+    # -- leader: produce --------------------------------------------------------------------
+    def handle_produce(self, req: ProduceRequest, now_ms: int) -> ProduceResponse:
+        """Leader append (1.8): NOT_LEADER_OR_FOLLOWER if not leader; acks=all with
+        ``|ISR| < effective minISR`` is NOT_ENOUGH_REPLICAS (nothing appended); producer-state
+        errors map to INVALID_PRODUCER_EPOCH / OUT_OF_ORDER_SEQUENCE_NUMBER; a duplicate answers
+        the original offsets. A successful append may advance the HW."""
+        if self.role != "leader" or self.leader_epoch is None:
+            return ProduceResponse(req.request_id, "NOT_LEADER_OR_FOLLOWER")
+        if req.acks == "all" and len(self.isr) < self._effective_min_isr():
+            return ProduceResponse(req.request_id, "NOT_ENOUGH_REPLICAS")
+        try:
+            info = self.log.append_as_leader(
+                list(req.records), self.leader_epoch, producer_id=req.producer_id,
+                producer_epoch=req.producer_epoch, base_sequence=req.base_sequence)
+        except InvalidProducerEpochError:
+            self.events.append(f"rejected produce from {req.client}: INVALID_PRODUCER_EPOCH")
+            return ProduceResponse(req.request_id, "INVALID_PRODUCER_EPOCH")
+        except OutOfOrderSequenceError:
+            return ProduceResponse(req.request_id, "OUT_OF_ORDER_SEQUENCE_NUMBER")
+        if not info.duplicate:
+            self.maybe_increment_high_watermark(now_ms)
+        return ProduceResponse(req.request_id, None, info.base_offset, info.last_offset,
+                               info.duplicate)
+
+    def produce_completion(self, required_offset: int) -> tuple[bool, str | None]:
+        """acks=all purgatory check (``checkEnoughReplicasReachOffset``, 1.8): ``(False, None)``
+        while waiting; ``(True, None)`` once HW >= ``required_offset`` with maximal ISR >=
+        min.insync.replicas, ``(True, "NOT_ENOUGH_REPLICAS_AFTER_APPEND")`` if smaller;
+        ``(True, "NOT_LEADER_OR_FOLLOWER")`` after losing leadership."""
+        if self.role != "leader":
+            return (True, "NOT_LEADER_OR_FOLLOWER")
+        if self.log.high_watermark < required_offset:
+            return (False, None)
+        if len(self.maximal_isr) >= self.min_insync_replicas:
+            return (True, None)
+        return (True, "NOT_ENOUGH_REPLICAS_AFTER_APPEND")
+
+    # -- leader: high watermark and ISR -----------------------------------------------------
+    def maybe_increment_high_watermark(self, now_ms: int) -> bool:
+        """``maybeIncrementLeaderHW`` (1.6): min LEO over the leader and every follower in the
+        maximal ISR or caught up within replica.lag.time.max.ms; an unknown follower LEO holds
+        the HW. G5: no advance while ``|ISR| < effective minISR``. Returns whether HW rose."""
+        if self.role != "leader":
+            return False
+        if self.generation.strict_min_isr and len(self.isr) < self._effective_min_isr():
+            return False
+        new_hw = self.log.log_end_offset
+        maximal = self.maximal_isr
+        for r in sorted(self.followers):
+            st = self.followers[r]
+            caught_up = (st.log_end_offset is not None
+                         and now_ms - st.last_caught_up_time_ms <= self.replica_lag_time_max_ms)
+            if r in maximal or caught_up:
+                if st.log_end_offset is None:
+                    return False
+                new_hw = min(new_hw, st.log_end_offset)
+        return self.log.maybe_increment_high_watermark(new_hw)
+
+    def maybe_shrink_isr(self, now_ms: int) -> AlterPartitionRequest | None:
+        """ISR-expiration tick (1.7): propose removing ISR followers that are neither at the
+        leader's LEO nor caught up within replica.lag.time.max.ms. ``None`` if nothing to do or
+        a proposal is already in flight."""
+        if self.role != "leader" or self.pending_isr is not None:
+            return None
+        leo = self.log.log_end_offset
+        out = [r for r in self.isr if r != self.broker_id and r in self.followers
+               and not (self.followers[r].log_end_offset == leo
+                        or now_ms - self.followers[r].last_caught_up_time_ms
+                        <= self.replica_lag_time_max_ms)]
+        if not out:
+            return None
+        return self._propose(tuple(r for r in self.isr if r not in out))
+
+    def _propose(self, new_isr: tuple[int, ...]) -> AlterPartitionRequest:
+        assert self.leader_epoch is not None and self.partition_epoch is not None
+        self.pending_isr = new_isr
+        return AlterPartitionRequest(self.broker_id, self.leader_epoch, self.partition_epoch, new_isr)
+
+    def pending_alter_partition(self) -> AlterPartitionRequest | None:
+        """The in-flight proposal to resend (AlterPartition is retried until answered)."""
+        if self.role != "leader" or self.pending_isr is None:
+            return None
+        assert self.leader_epoch is not None and self.partition_epoch is not None
+        return AlterPartitionRequest(self.broker_id, self.leader_epoch, self.partition_epoch,
+                                     self.pending_isr)
+
+    def handle_alter_partition_response(self, resp: AlterPartitionResponse, now_ms: int) -> None:
+        """Commit the controller's answer if it is for this leadership and newer; roll the
+        proposal back on error (1.7)."""
+        if self.role != "leader" or resp.request.leader_epoch != self.leader_epoch:
+            return
+        if resp.error is None and self.partition_epoch is not None \
+                and resp.partition_epoch > self.partition_epoch and resp.leader_epoch == self.leader_epoch:
+            self.isr, self.partition_epoch = resp.isr, resp.partition_epoch
+        if resp.request.new_isr == self.pending_isr:
+            self.pending_isr = None
+        self.maybe_increment_high_watermark(now_ms)
+
+    # -- durability -------------------------------------------------------------------------
+    def checkpoint_high_watermark(self) -> None:
+        """Write the ``replication-offset-checkpoint`` (every
+        replica.high.watermark.checkpoint.interval.ms, 1.10)."""
+        self.checkpointed_high_watermark = self.log.high_watermark
+
+    def flush(self) -> None:
+        """fsync the log (flush policy tick or clean shutdown)."""
+        self.log.flush()
+
+    def crash(self, lose_unflushed: bool) -> int:
+        """Process or machine crash (1.10): all in-memory state is gone; with
+        ``lose_unflushed`` the page cache is lost too (the unflushed tail is dropped, a torn
+        batch whole). The HW comes back from the last checkpoint, clamped to the log: stale by
+        up to the checkpoint interval. Returns the number of records lost."""
+        lost = self.log.drop_unflushed() if lose_unflushed else 0
+        if lost:
+            self.events.append(f"lost {lost} unflushed records in crash")
+        self.log.update_high_watermark(self.checkpointed_high_watermark)
+        self._reset_volatile()
+        return lost
+
+    def clean_shutdown(self) -> None:
+        """Controlled shutdown's final step: flush the log and checkpoint the HW."""
+        self.flush()
+        self.checkpoint_high_watermark()
+        self._reset_volatile()

@@ -1,0 +1,169 @@
+"""Leader side of fetch handling for :class:`epochlab.sim.replica.Replica`.
+
+Follower fetch (``PROTOCOL.md`` 1.4d, 1.5), OffsetsForLeaderEpoch (1.4b-c leader side) and
+consumer fetch / position validation (1.12 last bullet, 4 Inv-15). One call per request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from epochlab import ReplicaLog, leader_fetch_check
+from epochlab.errors import OffsetOutOfRangeError
+from epochlab.generations import Generation
+from epochlab.sim.messages import (
+    AlterPartitionRequest,
+    ConsumerFetchRequest,
+    ConsumerFetchResponse,
+    FetchRequest,
+    FetchResponse,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
+)
+
+__all__ = ["FollowerState", "LeaderFetchMixin"]
+
+MAX_FETCH_BATCHES = 1000
+
+
+@dataclass
+class FollowerState:
+    """The leader's view of one follower (Kafka's remote ``Replica``, 1.1/1.5).
+    ``log_end_offset is None`` until a fetch in the current leadership reported it."""
+
+    log_end_offset: int | None = None
+    last_caught_up_time_ms: int = 0
+    last_fetch_time_ms: int = 0
+    last_fetch_leader_log_end_offset: int = 0
+
+
+class LeaderFetchMixin:
+    """Methods of :class:`~epochlab.sim.replica.Replica` that answer requests as leader."""
+
+    broker_id: int
+    generation: Generation
+    log: ReplicaLog
+    role: str
+    leader_epoch: int | None
+    isr: tuple[int, ...]
+    pending_isr: tuple[int, ...] | None
+    leader_epoch_start_offset: int | None
+    followers: dict[int, FollowerState]
+
+    def _epoch_error(self, current_leader_epoch: int | None) -> str | None:
+        """Not-leader and KIP-320 current-epoch checks (G3+; ``None`` field always passes)."""
+        if self.role != "leader" or self.leader_epoch is None:
+            return "NOT_LEADER_OR_FOLLOWER"
+        if not self.generation.fences_current_epoch or current_leader_epoch is None:
+            return None
+        if current_leader_epoch < self.leader_epoch:
+            return "FENCED_LEADER_EPOCH"
+        if current_leader_epoch > self.leader_epoch:
+            return "UNKNOWN_LEADER_EPOCH"
+        return None
+
+    def handle_fetch(self, req: FetchRequest, now_ms: int
+                     ) -> tuple[FetchResponse, AlterPartitionRequest | None]:
+        """Answer one follower fetch. Order: not-leader / epoch fencing (G3+); G4+ with a
+        ``last_fetched_epoch``: ``leader_fetch_check`` -> DivergingEpoch (no records, no
+        follower-state update) or OFFSET_OUT_OF_RANGE; fetch offset outside
+        ``[log_start, LEO]`` -> OFFSET_OUT_OF_RANGE; else read from the fetch offset, update the
+        follower's state (may propose an ISR expansion, returned) and maybe the HW. The
+        response carries the HW from *before* the update (1.5)."""
+        log = self.log
+        error = self._epoch_error(req.current_leader_epoch)
+        if error is None and req.replica_id not in self.followers:
+            error = "NOT_LEADER_OR_FOLLOWER"
+        hw, start, leo = log.high_watermark, log.log_start_offset, log.log_end_offset
+        if error is not None:
+            return FetchResponse(req, error, (), hw, start, leo), None
+        if self.generation.truncate_on_fetch and req.last_fetched_epoch is not None:
+            check = leader_fetch_check(log.epoch_cache(), leo, start, req.fetch_offset,
+                                       req.last_fetched_epoch)
+            if check.kind == "diverging":
+                return FetchResponse(req, None, (), hw, start, leo, check.diverging_epoch), None
+            if check.kind == "offset_out_of_range":
+                return FetchResponse(req, "OFFSET_OUT_OF_RANGE", (), hw, start, leo), None
+        try:
+            batches = tuple(log.read(req.fetch_offset, max_batches=MAX_FETCH_BATCHES))
+        except OffsetOutOfRangeError:
+            return FetchResponse(req, "OFFSET_OUT_OF_RANGE", (), hw, start, leo), None
+        proposal = self._update_follower_fetch_state(req.replica_id, req.fetch_offset, now_ms)
+        return FetchResponse(req, None, batches, hw, start, leo), proposal
+
+    def _update_follower_fetch_state(self, replica_id: int, fetch_offset: int,
+                                     now_ms: int) -> AlterPartitionRequest | None:
+        """``updateFollowerFetchState`` then ``maybeExpandIsr`` (1.5, 1.7)."""
+        st = self.followers[replica_id]
+        leader_leo = self.log.log_end_offset
+        if fetch_offset >= leader_leo:
+            st.last_caught_up_time_ms = now_ms
+        elif fetch_offset >= st.last_fetch_leader_log_end_offset:
+            st.last_caught_up_time_ms = max(st.last_caught_up_time_ms, st.last_fetch_time_ms)
+        st.last_fetch_leader_log_end_offset = max(leader_leo, st.last_fetch_leader_log_end_offset)
+        st.last_fetch_time_ms = now_ms
+        changed = st.log_end_offset != fetch_offset
+        st.log_end_offset = fetch_offset
+        proposal = self._maybe_expand_isr(replica_id, fetch_offset)
+        if changed:
+            self.maybe_increment_high_watermark(now_ms)  # type: ignore[attr-defined]
+        return proposal
+
+    def _maybe_expand_isr(self, replica_id: int, follower_leo: int) -> AlterPartitionRequest | None:
+        """Expand iff the follower is outside the maximal ISR, no proposal is in flight,
+        ``LEO_f >= HW`` and, G3+ (KAFKA-7128), ``LEO_f >= LESO``."""
+        if self.pending_isr is not None or replica_id in self.isr:
+            return None
+        if follower_leo < self.log.high_watermark:
+            return None
+        leso = self.leader_epoch_start_offset
+        if self.generation.isr_requires_leso and leso is not None and follower_leo < leso:
+            return None
+        return self._propose(self.isr + (replica_id,))  # type: ignore[attr-defined,no-any-return]
+
+    def handle_offsets_for_leader_epoch(self, req: OffsetsForLeaderEpochRequest
+                                        ) -> OffsetsForLeaderEpochResponse:
+        """Leader answer by generation: G1 ``end_offset_for_kip101`` (offset only, v0), G2
+        ``end_offset_for_kip279``, G3+ the current ``end_offset_for``, after the not-leader and
+        (G3+) current-epoch checks. No HW capping for replica requests (1.4c)."""
+        error = self._epoch_error(req.current_leader_epoch)
+        if error is not None:
+            return OffsetsForLeaderEpochResponse(req, error)
+        cache, leo = self.log.epoch_cache(), self.log.log_end_offset
+        if self.generation == Generation.KIP_101 or self.generation == Generation.TRUNCATE_TO_HW:
+            return OffsetsForLeaderEpochResponse(req, None,
+                                                 end_offset=cache.end_offset_for_kip101(req.leader_epoch, leo))
+        if self.generation == Generation.KIP_279:
+            return OffsetsForLeaderEpochResponse(req, None,
+                                                 answer=cache.end_offset_for_kip279(req.leader_epoch, leo))
+        return OffsetsForLeaderEpochResponse(req, None, answer=cache.end_offset_for(req.leader_epoch, leo))
+
+    def handle_consumer_fetch(self, req: ConsumerFetchRequest) -> ConsumerFetchResponse:
+        """A consumer fetch, read_uncommitted: records strictly below the HW. Also answers a
+        ListOffsets reset (earliest = log start, latest = HW) and a KIP-320 position
+        validation (``end_offset_for`` capped at the HW). G3+ fence the current epoch."""
+        log, epoch = self.log, self.leader_epoch
+        error = self._epoch_error(req.current_leader_epoch)
+        if error is not None:
+            return ConsumerFetchResponse(req.request_id, error, epoch)
+        hw = log.high_watermark
+        if req.validate_epoch is not None:
+            answer = log.end_offset_for_epoch(req.validate_epoch)
+            capped = None if answer is None else (answer[0], min(answer[1], hw))
+            return ConsumerFetchResponse(req.request_id, None, epoch, high_watermark=hw,
+                                         epoch_end=capped)
+        if req.fetch_offset is None:
+            reset = log.log_start_offset if req.reset == "earliest" else hw
+            return ConsumerFetchResponse(req.request_id, None, epoch, high_watermark=hw,
+                                         reset_offset=reset)
+        try:
+            batches = log.read(req.fetch_offset, max_offset=hw)
+        except OffsetOutOfRangeError:
+            return ConsumerFetchResponse(req.request_id, "OFFSET_OUT_OF_RANGE", epoch, high_watermark=hw)
+        records: list[tuple[int, int, int]] = []
+        for batch in batches:
+            for i, value in enumerate(batch.records):
+                offset = batch.base_offset + i
+                if req.fetch_offset <= offset < hw and len(records) < req.max_records:
+                    records.append((offset, value, batch.partition_leader_epoch))
+        return ConsumerFetchResponse(req.request_id, None, epoch, tuple(records), hw)

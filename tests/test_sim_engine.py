@@ -1,0 +1,316 @@
+"""Engine tests: determinism and the seeds' core facts (seeds 000-003) through the Cluster API."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from epochlab.errors import ConfigError, ScenarioError
+from epochlab.sim import (
+    Cluster,
+    ClusterConfig,
+    ConsumerConfig,
+    Generation,
+    ProducerConfig,
+)
+
+LATEST = Generation.STRICT_MIN_ISR
+
+
+def acked(cluster: Cluster) -> dict[int, int]:
+    """value -> acknowledged offset of every ok send (acks 1/all)."""
+    return {op.value: op.offset for op in cluster.history
+            if op.f == "send" and op.type == "ok" and op.offset is not None}
+
+
+def leader_values(cluster: Cluster) -> list[int]:
+    state = cluster.state()
+    assert state.leader is not None
+    return state.replicas[state.leader].values()
+
+
+def busy_run(seed: int) -> Cluster:
+    c = Cluster(ClusterConfig(min_insync_replicas=2), LATEST, seed=seed)
+    p = c.producer("p", ProducerConfig(acks="all", enable_idempotence=True))
+    cons = c.consumer("c", ConsumerConfig(auto_offset_reset="earliest"))
+    p.send_many(range(20))
+    c.run_for(300)
+    c.crash(1)
+    p.send_many(range(20, 30))
+    c.run_for(8000)
+    cons.poll()
+    c.restart(1)
+    c.isolate(2)
+    p.send_many(range(30, 40))
+    c.run_for(4000)
+    c.heal()
+    p.flush(20000)
+    c.run_for(2000)
+    cons.poll()
+    return c
+
+
+def test_same_seed_is_byte_identical() -> None:
+    a, b = busy_run(11), busy_run(11)
+    assert a.history_jsonl() == b.history_jsonl()
+    assert a.state().to_dict() == b.state().to_dict()
+    assert [e.to_dict() for e in a.events] == [e.to_dict() for e in b.events]
+    json.dumps(a.state().to_dict())
+    for line in a.history_jsonl().splitlines():
+        assert list(json.loads(line)) == sorted(json.loads(line))
+
+
+def test_different_seeds_may_differ() -> None:
+    runs = {busy_run(seed).history_jsonl() for seed in (1, 2, 3)}
+    assert len(runs) > 1
+
+
+def test_config_errors_are_typed() -> None:
+    with pytest.raises(ConfigError) as info:
+        ClusterConfig.from_dict({"min.insync.replica": 2}, "cluster.yaml")
+    assert info.value.where == "cluster.yaml"
+    with pytest.raises(ConfigError):
+        ProducerConfig(acks="1", enable_idempotence=True)
+    with pytest.raises(ConfigError):
+        Generation.parse("kip-999")
+    assert ProducerConfig.from_dict({"acks": "-1"}).acks == "all"
+    c = Cluster(ClusterConfig(), 0)
+    with pytest.raises(ScenarioError):
+        c.crash(9)
+
+
+# -- seeds 000 / 003: the old leader's unreplicated tail is truncated on its return -------------
+
+@pytest.mark.parametrize("generation", list(Generation))
+def test_old_leader_truncates_unreplicated_tail(generation: Generation) -> None:
+    c = Cluster(ClusterConfig(), generation, seed=3)
+    p = c.producer("p", ProducerConfig(acks="1"))
+    p.send_many(range(10))
+    assert p.flush(5000)
+    c.run_for(1000)
+    c.partition([[1, "p"], [2, 3, "controller"]])  # followers stop fetching from 1
+    p.send_many(range(100, 105))                    # acks=1: acknowledged by 1 alone
+    assert p.flush(1000)
+    assert c.state().replicas[1].log_end_offset == 15
+    c.crash(1)
+    c.heal()
+    c.run_for(8000)
+    assert c.state().leader == 2
+    q = c.producer("q", ProducerConfig(acks="all"))
+    q.send_many([200, 201])
+    assert q.flush(5000)
+    c.restart(1)
+    c.run_for(3000)
+    state = c.state()
+    logs = {b: r.values() for b, r in state.replicas.items()}
+    assert logs[1] == logs[2] == logs[3]
+    assert not set(range(100, 105)) & set(logs[1])  # the acks=1 tail is gone everywhere
+    assert any("broker 1: truncated 15 -> " in e.message for e in c.events)
+    assert state.replicas[1].role == "follower" and 1 in state.controller["isr"]
+
+
+# -- seed 002 --------------------------------------------------------------------------------
+
+def _crash_leader_with_slow_followers(acks: str, seed: int = 2) -> Cluster:
+    c = Cluster(ClusterConfig(min_insync_replicas=2), LATEST, seed=seed)
+    p = c.producer("p", ProducerConfig(acks=acks, request_timeout_ms=5000))
+    p.send_many(range(10))
+    assert p.flush(5000)
+    c.run_for(1000)
+    c.slow_follower(2, 20000)
+    c.slow_follower(3, 20000)
+    c.run_for(600)
+    p.send_many(range(1000, 1005))
+    c.run_for(50)
+    c.crash(1)
+    c.slow_follower(2, 0)
+    c.slow_follower(3, 0)
+    p.flush(60000)
+    c.run_for(8000)
+    assert c.state().leader in (2, 3)
+    return c
+
+
+def test_acks_1_write_lost_on_leader_crash() -> None:
+    c = _crash_leader_with_slow_followers("1")
+    ok = acked(c)
+    assert set(range(1000, 1005)) <= set(ok)          # acknowledged by the old leader alone
+    assert not set(range(1000, 1005)) & set(leader_values(c))  # ... and lost
+
+
+def test_acks_all_min_isr_2_loses_no_acknowledged_write() -> None:
+    c = _crash_leader_with_slow_followers("all")
+    values = leader_values(c)
+    for value, offset in acked(c).items():
+        assert values[offset] == value
+
+
+def test_rf1_partition_goes_offline_and_unavailability_is_recorded() -> None:
+    c = Cluster(ClusterConfig(replicas=(1,)), LATEST, seed=5)
+    p = c.producer("p", ProducerConfig(acks="1", delivery_timeout_ms=20000, request_timeout_ms=5000))
+    p.send(1)
+    assert p.flush(5000)
+    c.crash(1)
+    c.run_for(10000)
+    state = c.state()
+    assert state.controller["offline"] and state.leader is None
+    assert state.controller["unavailable_ms"] > 0
+    p.send(2)
+    p.flush(30000)
+    assert [op.type for op in c.history if op.f == "send" and op.value == 2][-1] == "fail"
+    c.restart(1)
+    c.run_for(3000)
+    assert c.state().leader == 1 and not c.state().controller["offline"]
+
+
+def test_unclean_election_loses_the_suffix_and_reuses_offsets() -> None:
+    config = ClusterConfig(min_insync_replicas=1, unclean_leader_election_enable=True,
+                           replica_lag_time_max_ms=2000)
+    c = Cluster(config, LATEST, seed=7)
+    p = c.producer("p", ProducerConfig(acks="1"))
+    p.send_many(range(20))
+    assert p.flush(5000)
+    c.run_for(1000)
+    c.isolate(3)                    # 3 lags and leaves the ISR
+    p.send_many(range(20, 40))
+    p.flush(5000)
+    c.run_for(3000)
+    assert 3 not in c.state().controller["isr"]
+    c.crash(1)
+    c.crash(2)
+    c.heal()
+    c.run_for(8000)
+    state = c.state()
+    assert state.leader == 3 and state.controller["isr"] == [3]
+    assert any("UNCLEAN" in e.message for e in c.events)
+    q = c.producer("q", ProducerConfig(acks="1"))
+    q.send(500)
+    assert q.flush(5000)
+    assert acked(c)[500] == 20      # offset 20 reused for a new record
+    c.restart(1)
+    c.restart(2)
+    c.run_for(5000)
+    logs = {b: r.values() for b, r in c.state().replicas.items()}
+    assert logs[1] == logs[2] == logs[3] == list(range(20)) + [500]
+
+
+def test_clean_election_keeps_partition_offline_instead() -> None:
+    config = ClusterConfig(min_insync_replicas=1, replica_lag_time_max_ms=2000)
+    c = Cluster(config, LATEST, seed=7)
+    p = c.producer("p", ProducerConfig(acks="1"))
+    p.send_many(range(5))
+    p.flush(5000)
+    c.isolate(3)
+    c.run_for(4000)
+    c.crash(1)
+    c.crash(2)
+    c.heal()
+    c.run_for(8000)
+    assert c.state().controller["offline"]
+
+
+def test_not_enough_replicas_when_isr_below_min_isr() -> None:
+    c = Cluster(ClusterConfig(min_insync_replicas=2), LATEST, seed=8)
+    p = c.producer("p", ProducerConfig(acks="all", retries=0))
+    p.send(1)
+    assert p.flush(5000)
+    c.crash(2)
+    c.crash(3)
+    c.run_for(8000)
+    assert c.state().controller["isr"] == [1]
+    p.send(2)
+    p.flush(5000)
+    outcome = [op for op in c.history if op.f == "send" and op.value == 2][-1]
+    assert (outcome.type, outcome.error) == ("fail", "NOT_ENOUGH_REPLICAS")
+    assert 2 not in leader_values(c)
+
+
+def test_consumer_never_reads_beyond_high_watermark() -> None:
+    c = Cluster(ClusterConfig(), LATEST, seed=9)
+    p = c.producer("p", ProducerConfig(acks="1"))
+    cons = c.consumer("c", ConsumerConfig(auto_offset_reset="earliest"))
+    seen: list[tuple[int, int]] = []
+    for round_ in range(6):
+        if round_ == 2:
+            c.slow_follower(2, 3000)
+            c.slow_follower(3, 3000)
+        p.send_many(range(round_ * 10, round_ * 10 + 10))
+        c.run_for(400)
+        leader = c.state().replicas[c.state().leader or 1]
+        polled = cons.poll()
+        assert all(offset < leader.high_watermark for offset, _ in polled)
+        seen += polled
+    assert c.state().replicas[1].log_end_offset > c.state().replicas[1].high_watermark
+    offsets = [o for o, _ in seen]
+    assert offsets == list(range(len(offsets)))
+
+
+def test_auto_commit_reprocesses_after_consumer_crash() -> None:
+    c = Cluster(ClusterConfig(), LATEST, seed=10)
+    p = c.producer("p", ProducerConfig(acks="all"))
+    cons = c.consumer("c", ConsumerConfig(auto_offset_reset="earliest", auto_commit_interval_ms=5000))
+    p.send_many(range(10))
+    p.flush(5000)
+    c.run_for(6000 - c.now_ms)      # the auto-commit at 5000 commits nothing yet
+    first = cons.poll()
+    c.run_for(4500)                 # auto-commit at 10000 commits offset 10
+    p.send_many(range(10, 15))
+    p.flush(5000)
+    c.run_for(500)
+    second = cons.poll()
+    cons.crash()                    # before the auto-commit at 15000
+    cons.restart()
+    c.run_for(1000)
+    again = cons.poll()
+    assert [v for _, v in first] == list(range(10))
+    assert [v for _, v in second] == list(range(10, 15))
+    assert again == second          # processed twice
+    assert [op.f for op in c.history if op.process == "c" and op.type == "info"] == ["crash", "restart"]
+
+
+# -- seed 001: idempotence across failover ---------------------------------------------------
+
+def _retry_after_lost_response(idempotent: bool) -> Cluster:
+    c = Cluster(ClusterConfig(min_insync_replicas=2), Generation.DIVERGING_EPOCH, seed=6)
+    p = c.producer("p", ProducerConfig(acks="all", enable_idempotence=idempotent,
+                                       request_timeout_ms=3000))
+    p.send(1)
+    assert p.flush(5000)
+    p.send(7)
+    assert c.run_until(lambda cl: all(b.replica.log.log_end_offset >= 2
+                                      for b in cl.brokers.values()), 1000)
+    c.set_link(1, "p", drop=1.0)    # the acknowledgement never arrives
+    c.crash(1)                      # failover while the producer retries
+    assert p.flush(60000)
+    return c
+
+
+def test_idempotent_retry_across_failover_is_deduplicated() -> None:
+    c = _retry_after_lost_response(idempotent=True)
+    assert c.state().leader != 1
+    assert leader_values(c).count(7) == 1
+    assert acked(c)[7] == 1          # the original offset
+
+
+def test_retry_without_idempotence_duplicates() -> None:
+    c = _retry_after_lost_response(idempotent=False)
+    assert leader_values(c).count(7) == 2
+
+
+def test_transactional_restart_fences_the_old_session() -> None:
+    c = Cluster(ClusterConfig(), LATEST, seed=12)
+    p = c.producer("p", ProducerConfig(acks="all", transactional_id="tx"))
+    p.send(1)
+    assert p.flush(5000)
+    old_epoch = p.producer_epoch
+    c.set_link("p", 1, delay_ms=(3000, 3000))   # the next request arrives late
+    p.send(2)
+    c.run_for(100)
+    p.restart()
+    c.set_link("p", 1, delay_ms=(1, 5))
+    p.send(3)
+    c.run_for(5000)
+    assert p.producer_epoch == (old_epoch or 0) + 1
+    assert 2 not in leader_values(c) and 3 in leader_values(c)
+    assert any("INVALID_PRODUCER_EPOCH" in e.message for e in c.events)
