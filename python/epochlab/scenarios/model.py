@@ -1,0 +1,371 @@
+"""The scenario model: cluster and client configs, timed steps, expectations.
+
+A :class:`Scenario` is plain, validated data. It is built either from a TOML file
+(:mod:`epochlab.scenarios.loader`) or in Python with :class:`ScenarioBuilder`; both paths go
+through the same validation, so a scenario written in Python fails exactly like the equivalent
+file would (``ScenarioError`` with ``where="<python>"``).
+
+The vocabulary lives here, as tables: :data:`ACTIONS` (what a step may do and its parameters),
+:data:`CONDITIONS` (what ``wait_until`` may wait for) and :data:`EXPECTATIONS` (what a scenario
+may claim about the run). ``docs/scenario-format.md`` describes every entry.
+
+Example::
+
+    from epochlab.scenarios import ScenarioBuilder
+
+    b = ScenarioBuilder("leader-failover", description="B takes over when A crashes")
+    b.cluster(brokers=[1, 2, 3], min_insync_replicas=1)
+    b.producer("p1", acks="all")
+    b.step("produce", producer="p1", values=[1, 2, 3])
+    b.step("crash", after_ms=100, broker=1)
+    b.step("wait", ms=8000)
+    b.expect("leader", broker=2, epoch=1)
+    scenario = b.build()
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+__all__ = [
+    "ACTIONS",
+    "CONDITIONS",
+    "EXPECTATIONS",
+    "Param",
+    "Scenario",
+    "ScenarioBuilder",
+    "Step",
+    "Expectation",
+]
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of an action, condition or expectation.
+
+    ``type`` is a tag checked by the loader: ``int`` (>= 0), ``pos_int`` (>= 1), ``bool``,
+    ``str``, ``fraction`` (0.0 ..= 1.0), ``broker`` (an id of the cluster), ``brokers`` (list of
+    them), ``node`` (broker id, ``"controller"`` or a client name), ``groups`` (list of lists of
+    nodes), ``delay`` (``[lo, hi]`` ms), ``values`` (list of record values, ints >= 0),
+    ``offsets`` (list of ints >= 0), ``records`` (list of ``[offset, value]``), ``producer`` /
+    ``consumer`` (a declared client name), ``errors`` (an error name or a list of them),
+    ``condition`` (a table of :data:`CONDITIONS`), ``step_ref`` (a step label or 0-based index),
+    ``measure`` (``"longest"`` or ``"total"``).
+    """
+
+    name: str
+    type: str
+    required: bool = False
+    default: Any = None
+    doc: str = ""
+
+
+def _p(name: str, type_: str, doc: str = "", *, required: bool = False, default: Any = None) -> Param:
+    return Param(name, type_, required, default, doc)
+
+
+#: action name -> parameters. Every step also takes ``at_ms`` or ``after_ms`` and ``label``.
+ACTIONS: dict[str, tuple[Param, ...]] = {
+    "produce": (
+        _p("producer", "producer", "who sends", required=True),
+        _p("values", "values", "record values to send, in order"),
+        _p("count", "pos_int", "send this many fresh values (next unused integers)"),
+    ),
+    "flush": (
+        _p("producer", "producer", required=True),
+        _p("timeout_ms", "int", "give up after this long", default=30000),
+    ),
+    "consume": (_p("consumer", "consumer", "one poll", required=True),),
+    "commit": (_p("consumer", "consumer", required=True),),
+    "crash": (
+        _p("broker", "broker", required=True),
+        _p("lose_unflushed", "bool", "power loss: the unflushed suffix is gone", default=False),
+    ),
+    "restart": (_p("broker", "broker", required=True),),
+    "partition": (_p("groups", "groups", "nodes that can still talk to each other", required=True),),
+    "heal": (),
+    "isolate": (_p("broker", "broker", required=True),),
+    "slow_follower": (
+        _p("broker", "broker", required=True),
+        _p("extra_delay_ms", "int", required=True),
+    ),
+    "set_link": (
+        _p("a", "node", required=True),
+        _p("b", "node", required=True),
+        _p("delay_ms", "delay", "[lo, hi] per message"),
+        _p("drop", "fraction", default=0.0),
+        _p("duplicate", "fraction", default=0.0),
+    ),
+    "elect": (
+        _p("broker", "broker", required=True),
+        _p("unclean", "bool", default=False),
+    ),
+    "elect_preferred": (),
+    "controlled_shutdown": (_p("broker", "broker", required=True),),
+    "wait": (_p("ms", "int", "let virtual time pass", required=True),),
+    "wait_until": (
+        _p("condition", "condition", required=True),
+        _p("timeout_ms", "pos_int", required=True),
+        _p("required", "bool", "a timeout fails the run's verdict", default=True),
+    ),
+    "restart_producer": (_p("producer", "producer", required=True),),
+    "crash_consumer": (_p("consumer", "consumer", required=True),),
+    "restart_consumer": (_p("consumer", "consumer", required=True),),
+    "note": (_p("text", "str", required=True),),
+}
+
+#: ``wait_until`` condition keys; all given keys must hold at once.
+CONDITIONS: dict[str, Param] = {
+    "leader": _p("leader", "broker", "this broker is the controller's leader"),
+    "not_leader": _p("not_leader", "broker", "some live broker other than this one leads"),
+    "leader_epoch_at_least": _p("leader_epoch_at_least", "int"),
+    "offline": _p("offline", "bool", "the partition has (true) / has not (false) a leader"),
+    "isr": _p("isr", "brokers", "the controller's ISR, as a set"),
+    "high_watermark_at_least": _p("high_watermark_at_least", "int", "the leader's HW"),
+    "in_sync": _p("in_sync", "bool", "every live replica has the leader's LEO and HW"),
+    "sends_done": _p("sends_done", "producer", "every send of this producer has an outcome"),
+}
+
+#: expectation kind -> parameters. Every expectation also takes ``generations``,
+#: ``after_step`` (state kinds only, see :data:`STATE_KINDS`) and ``description``.
+EXPECTATIONS: dict[str, tuple[Param, ...]] = {
+    "lost": (
+        _p("values", "values", required=True),
+        _p("acked", "bool", "also require that each value had been acknowledged"),
+    ),
+    "present": (
+        _p("values", "values", required=True),
+        _p("offsets", "offsets", "the offset of each value, same length as values"),
+        _p("brokers", "brokers", "check these replicas instead of the leader"),
+    ),
+    "duplicated": (_p("values", "values", required=True),),
+    "not_duplicated": (_p("values", "values", "default: every value sent"),),
+    "truncated": (
+        _p("broker", "broker", required=True),
+        _p("values", "values", required=True),
+    ),
+    "log": (
+        _p("values", "values", "exact record values, in offset order", required=True),
+        _p("broker", "broker", "default: the leader"),
+    ),
+    "consumer_saw": (
+        _p("consumer", "consumer", required=True),
+        _p("values", "values"),
+        _p("offsets", "offsets"),
+        _p("records", "records"),
+    ),
+    "consumer_did_not_see": (
+        _p("consumer", "consumer", required=True),
+        _p("values", "values"),
+        _p("offsets", "offsets"),
+    ),
+    "consumer_saw_twice": (
+        _p("consumer", "consumer", required=True),
+        _p("values", "values", required=True),
+    ),
+    "consumer_within_hw": (_p("consumer", "consumer", required=True),),
+    "consumer_saw_truncated": (
+        _p("consumer", "consumer", required=True),
+        _p("values", "values", "default: any"),
+    ),
+    "leader": (
+        _p("broker", "broker"),
+        _p("epoch", "int"),
+    ),
+    "offline": (_p("value", "bool", default=True),),
+    "isr": (_p("brokers", "brokers", required=True),),
+    "hw": (
+        _p("value", "int", required=True),
+        _p("broker", "broker", "default: the leader"),
+    ),
+    "leo": (
+        _p("value", "int", required=True),
+        _p("broker", "broker", "default: the leader"),
+    ),
+    "logs_match": (_p("brokers", "brokers", "default: every replica"),),
+    "logs_diverge": (_p("brokers", "brokers", "default: every replica"),),
+    "unavailable_ms_between": (
+        _p("min", "int", required=True),
+        _p("max", "int"),
+        _p("measure", "measure", default="longest"),
+    ),
+    "acked": (
+        _p("producer", "producer", required=True),
+        _p("values", "values", required=True),
+        _p("offsets", "offsets"),
+    ),
+    "not_acked": (
+        _p("producer", "producer", required=True),
+        _p("values", "values", required=True),
+    ),
+    "error_seen": (
+        _p("producer", "producer", required=True),
+        _p("error", "errors", "one error name, or a list of acceptable ones", required=True),
+        _p("values", "values", "only sends of these values count"),
+    ),
+    "inconsistent_offsets": (_p("offsets", "offsets", "default: any offset"),),
+    "consistent_offsets": (),
+    "event_seen": (
+        _p("text", "str", "a substring of an engine event message", required=True),
+        _p("event_kind", "str", "the event's kind (crash, election, replica, ...)"),
+    ),
+}
+
+#: kinds evaluated against one state snapshot (the final one, or the one after ``after_step``).
+STATE_KINDS = frozenset(
+    {"lost", "present", "duplicated", "not_duplicated", "log", "leader", "offline", "isr",
+     "hw", "leo", "logs_match", "logs_diverge"}
+)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One timed step. ``at_ms`` (absolute) or ``after_ms`` (after the previous step finished);
+    neither means ``after_ms = 0``. ``params`` holds the action's parameters with defaults
+    filled in."""
+
+    index: int
+    action: str
+    params: Mapping[str, Any]
+    at_ms: int | None = None
+    after_ms: int | None = None
+    label: str | None = None
+
+    def describe(self) -> str:
+        """A short human text, e.g. ``crash(broker=1, lose_unflushed=true)``."""
+        if self.action == "note":
+            return f"note: {self.params['text']}"
+        shown = [f"{k}={_fmt(v)}" for k, v in self.params.items() if v is not None]
+        return f"{self.action}({', '.join(shown)})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "action": self.action,
+            "params": dict(self.params),
+            "at_ms": self.at_ms,
+            "after_ms": self.after_ms,
+            "label": self.label,
+        }
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """A claim about the run. ``generations`` (labels) limits where it is checked (``None``:
+    everywhere the scenario runs); ``after_step`` evaluates a state kind after that step."""
+
+    index: int
+    kind: str
+    params: Mapping[str, Any]
+    generations: tuple[str, ...] | None = None
+    after_step: int | None = None
+    description: str | None = None
+
+    def applies_to(self, generation_label: str) -> bool:
+        return self.generations is None or generation_label in self.generations
+
+    def describe(self) -> str:
+        if self.description:
+            return self.description
+        shown = [f"{k}={_fmt(v)}" for k, v in self.params.items() if v is not None]
+        where = f" after step {self.after_step + 1}" if self.after_step is not None else ""
+        return f"{self.kind}({', '.join(shown)}){where}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "kind": self.kind,
+            "params": dict(self.params),
+            "generations": list(self.generations) if self.generations is not None else None,
+            "after_step": self.after_step,
+            "description": self.description,
+        }
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A validated scenario. ``cluster``, ``producers`` and ``consumers`` keep the config
+    mappings as written (Kafka dotted names allowed); the runner turns them into
+    ``epochlab.sim.config`` objects. ``generations`` are labels, oldest first."""
+
+    name: str
+    description: str
+    source: str | None
+    generations: tuple[str, ...]
+    seed: int
+    cluster: Mapping[str, Any]
+    producers: Mapping[str, Mapping[str, Any]]
+    consumers: Mapping[str, Mapping[str, Any]]
+    steps: tuple[Step, ...]
+    expectations: tuple[Expectation, ...]
+    settle_ms: int = 0
+    where: str = "<python>"
+    text: str | None = field(default=None, compare=False, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "source": self.source,
+            "generations": list(self.generations),
+            "seed": self.seed,
+            "cluster": dict(self.cluster),
+            "producers": {k: dict(v) for k, v in self.producers.items()},
+            "consumers": {k: dict(v) for k, v in self.consumers.items()},
+            "settle_ms": self.settle_ms,
+            "steps": [s.to_dict() for s in self.steps],
+            "expect": [e.to_dict() for e in self.expectations],
+        }
+
+
+class ScenarioBuilder:
+    """The Python form of a scenario file: configs, then steps, then expectations.
+
+    Methods mirror the TOML tables; :meth:`build` validates everything with the same rules as
+    the loader and raises :class:`epochlab.errors.ScenarioError` with ``where="<python>"``.
+    """
+
+    def __init__(self, name: str, *, description: str = "", source: str | None = None,
+                 generations: list[str] | None = None, seed: int = 0, settle_ms: int = 0) -> None:
+        self._data: dict[str, Any] = {"name": name, "description": description, "seed": seed,
+                                      "settle_ms": settle_ms, "steps": [], "expect": []}
+        if source is not None:
+            self._data["source"] = source
+        if generations is not None:
+            self._data["generations"] = list(generations)
+
+    def cluster(self, **config: Any) -> ScenarioBuilder:
+        self._data.setdefault("cluster", {}).update(config)
+        return self
+
+    def producer(self, name: str, **config: Any) -> ScenarioBuilder:
+        self._data.setdefault("producers", {})[name] = dict(config)
+        return self
+
+    def consumer(self, name: str, **config: Any) -> ScenarioBuilder:
+        self._data.setdefault("consumers", {})[name] = dict(config)
+        return self
+
+    def step(self, action: str, **params: Any) -> ScenarioBuilder:
+        self._data["steps"].append({"action": action, **params})
+        return self
+
+    def expect(self, kind: str, **params: Any) -> ScenarioBuilder:
+        self._data["expect"].append({"kind": kind, **params})
+        return self
+
+    def build(self) -> Scenario:
+        from epochlab.scenarios.loader import from_mapping
+
+        return from_mapping(self._data, where="<python>")
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_fmt(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}={_fmt(v)}" for k, v in value.items()) + "}"
+    return str(value)

@@ -1,0 +1,169 @@
+"""What the scenario layer sees of a run: normalised snapshots and a sampled timeline.
+
+:func:`snapshot_from` turns an ``epochlab.sim.ClusterState`` (or its ``to_dict()`` form, or a
+hand-written dict in tests) into a :class:`Snapshot`, the one shape the expectations and the
+report read. :class:`Observer` is called after every engine event while the runner advances
+virtual time; it keeps only what expectations need over the whole run: every ``(offset,
+value)`` each replica ever held, the unavailability intervals and the leader's high watermark
+over time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+__all__ = ["Observer", "ReplicaView", "Snapshot", "snapshot_from"]
+
+Batch = tuple[int, int, int, tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class ReplicaView:
+    """One replica's log and offsets. ``batches`` are ``(base_offset, last_offset, epoch,
+    values)``; offsets of a batch's records are ``base_offset + i``."""
+
+    broker: int
+    alive: bool
+    role: str
+    leader_epoch: int | None
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int
+    batches: tuple[Batch, ...]
+
+    def records(self) -> list[tuple[int, int, int]]:
+        """``(offset, epoch, value)`` for every record, in offset order."""
+        return [(base + i, epoch, v) for base, _last, epoch, values in self.batches
+                for i, v in enumerate(values)]
+
+    def values(self) -> list[int]:
+        return [v for _o, _e, v in self.records()]
+
+    def value_at(self) -> dict[int, int]:
+        return {o: v for o, _e, v in self.records()}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The cluster at one instant: the controller's view and every replica, in broker order."""
+
+    time_ms: int
+    leader: int | None
+    leader_epoch: int | None
+    isr: tuple[int, ...]
+    offline: bool
+    replicas: tuple[ReplicaView, ...]
+
+    def replica(self, broker: int) -> ReplicaView | None:
+        for r in self.replicas:
+            if r.broker == broker:
+                return r
+        return None
+
+    def leader_replica(self) -> ReplicaView | None:
+        """The controller's leader, whether or not it is alive; ``None`` when there is none."""
+        if self.leader is None or self.offline:
+            return None
+        return self.replica(self.leader)
+
+    def available(self) -> bool:
+        """A live broker leads (in the controller's view) and acts as leader."""
+        r = self.leader_replica()
+        return r is not None and r.alive and r.role == "leader"
+
+    def reference_values(self) -> set[int]:
+        """Values that survive: the leader's log, or every replica's when there is no leader."""
+        r = self.leader_replica()
+        if r is not None:
+            return set(r.values())
+        return {v for rep in self.replicas for v in rep.values()}
+
+
+def snapshot_from(state: Any) -> Snapshot:
+    """Accept a ClusterState, its ``to_dict()`` form, or a JSON round trip of it."""
+    data = state.to_dict() if hasattr(state, "to_dict") else state
+    controller = _get(data, "controller", {}) or {}
+    replicas_raw = _get(data, "replicas", {})
+    items: Iterable[Any] = replicas_raw.values() if isinstance(replicas_raw, Mapping) else replicas_raw
+    replicas = sorted((_replica(r) for r in items), key=lambda r: r.broker)
+    leader = _get(controller, "leader")
+    return Snapshot(
+        time_ms=int(_get(data, "time_ms", 0)),
+        leader=None if leader is None else int(leader),
+        leader_epoch=_get(controller, "leader_epoch"),
+        isr=tuple(int(b) for b in (_get(controller, "isr", ()) or ())),
+        offline=bool(_get(controller, "offline", leader is None)),
+        replicas=tuple(replicas),
+    )
+
+
+def _replica(r: Any) -> ReplicaView:
+    return ReplicaView(
+        broker=int(_get(r, "broker")),
+        alive=bool(_get(r, "alive", True)),
+        role=str(_get(r, "role", "follower")),
+        leader_epoch=_get(r, "leader_epoch"),
+        log_start_offset=int(_get(r, "log_start_offset", 0) or 0),
+        log_end_offset=int(_get(r, "log_end_offset", 0) or 0),
+        high_watermark=int(_get(r, "high_watermark", 0) or 0),
+        batches=tuple(_batch(b) for b in (_get(r, "batches", ()) or ())),
+    )
+
+
+def _batch(b: Any) -> Batch:
+    if isinstance(b, Mapping):
+        base, last = int(b["base_offset"]), int(b["last_offset"])
+        epoch, values = b.get("epoch", b.get("partition_leader_epoch")), b.get("values", b.get("records"))
+    else:
+        base, last, epoch, values = b[0], b[1], b[2], b[3]
+    return (int(base), int(last), int(epoch), tuple(int(v) for v in values))
+
+
+def _get(obj: Any, key: str, default: Any = None) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(key, default)
+    return getattr(obj, key, default)
+
+
+@dataclass
+class Observer:
+    """Sampled facts over a whole run. Call :meth:`sample` with a snapshot after each event."""
+
+    held: dict[int, set[tuple[int, int]]] = field(default_factory=dict)
+    unavailable: list[list[int]] = field(default_factory=list)   # [start, end) in ms
+    leader_hw: list[tuple[int, int]] = field(default_factory=list)  # (time, max HW so far)
+    samples: int = 0
+    _down_since: int | None = None
+    _last_time: int = 0
+
+    def sample(self, snap: Snapshot) -> None:
+        self.samples += 1
+        self._last_time = snap.time_ms
+        for r in snap.replicas:
+            self.held.setdefault(r.broker, set()).update((o, v) for o, _e, v in r.records())
+        if snap.available():
+            if self._down_since is not None:
+                self.unavailable.append([self._down_since, snap.time_ms])
+                self._down_since = None
+            hw = snap.leader_replica().high_watermark  # type: ignore[union-attr]
+            if not self.leader_hw or hw > self.leader_hw[-1][1]:
+                self.leader_hw.append((snap.time_ms, hw))
+        elif self._down_since is None:
+            self._down_since = snap.time_ms
+
+    def intervals(self) -> list[list[int]]:
+        """Unavailability intervals, the open one closed at the last sample."""
+        out = [list(i) for i in self.unavailable]
+        if self._down_since is not None:
+            out.append([self._down_since, self._last_time])
+        return out
+
+    def hw_at(self, time_ms: int) -> int:
+        """The highest leader HW sampled at or before ``time_ms`` (0 before any)."""
+        hw = 0
+        for t, h in self.leader_hw:
+            if t > time_ms:
+                break
+            hw = h
+        return hw

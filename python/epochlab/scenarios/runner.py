@@ -1,0 +1,370 @@
+"""Run a :class:`Scenario` on ``epochlab.sim.Cluster``, judge it, write its run directory.
+
+The runner executes the steps in order at their times (``at_ms`` absolute; ``after_ms``
+relative to the end of the previous step, which ``wait``, ``wait_until`` and ``flush`` move),
+samples the cluster's state after every engine event while time advances (the
+:class:`~epochlab.scenarios.observe.Observer`), snapshots the state at the end of each step's
+interval (one row of the step table), and judges the expectations that apply to the
+generation. A step the engine cannot perform is recorded as a failed ``step`` check: never a
+silent pass.
+
+Run directory (``DESIGN.md``, "What a run produces"): ``config.json``, ``schedule.json``,
+``history.jsonl``, ``state.json``, ``steps.md``, ``timeline.png`` (with matplotlib),
+``verdict.json``, ``report.md``. JSON files have sorted keys and end with a newline.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from epochlab.errors import EpochlabError
+from epochlab.scenarios.expectations import Check, Facts, evaluate
+from epochlab.scenarios.model import Scenario, Step
+from epochlab.scenarios.observe import Observer, Snapshot, snapshot_from
+
+__all__ = ["RunResult", "StepRecord", "default_run_dir", "run_scenario", "write_run_dir"]
+
+
+@dataclass
+class StepRecord:
+    """One row of the step table: the step (``None`` for the initial state), when it ran, what
+    it returned, and the state at the end of its interval (just before the next step)."""
+
+    step: Step | None
+    executed_at_ms: int
+    outcome: str = ""
+    error: str | None = None
+    snapshot: Snapshot | None = None
+
+
+@dataclass
+class RunResult:
+    scenario: Scenario
+    generation: str
+    seed: int
+    configs: dict[str, Any]
+    records: list[StepRecord]
+    history_lines: list[str]
+    final_state: dict[str, Any]
+    final: Snapshot
+    checks: list[Check]
+    events: list[str] = field(default_factory=list)
+    run_dir: Path | None = None
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    def verdict(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario.name,
+            "generation": self.generation,
+            "seed": self.seed,
+            "passed": self.passed,
+            "checks": [c.to_dict() for c in self.checks],
+        }
+
+    def schedule(self) -> list[dict[str, Any]]:
+        out = []
+        for rec in self.records[1:]:
+            item = rec.step.to_dict()  # type: ignore[union-attr]
+            item.update(executed_at_ms=rec.executed_at_ms, outcome=rec.outcome, error=rec.error)
+            out.append(item)
+        return out
+
+
+def default_run_dir(scenario: Scenario, generation: str, seed: int, root: str | Path = "runs") -> Path:
+    return Path(root) / f"{scenario.name}-{generation}-seed{seed}"
+
+
+def run_scenario(scenario: Scenario, generation: str | int | None = None, seed: int | None = None,
+                 out_dir: str | Path | None = None, write: bool = True) -> RunResult:
+    """Run ``scenario`` once. ``generation`` defaults to the scenario's first; ``seed`` to the
+    scenario's. With ``write`` the run directory is ``out_dir`` (default
+    ``runs/<scenario>-<generation>-seed<seed>``)."""
+    from epochlab.generations import Generation
+    from epochlab.sim import Cluster
+    from epochlab.sim.config import ClusterConfig, ConsumerConfig, ProducerConfig
+
+    gen = Generation.parse(generation if generation is not None else scenario.generations[0])
+    seed = scenario.seed if seed is None else seed
+    where = scenario.where
+    cluster_cfg = ClusterConfig.from_dict(scenario.cluster, f"{where}: cluster")
+    cluster = Cluster(cluster_cfg, gen, seed=seed)
+    producer_cfgs = {n: ProducerConfig.from_dict(c, f"{where}: producers.{n}")
+                     for n, c in scenario.producers.items()}
+    consumer_cfgs = {n: ConsumerConfig.from_dict(c, f"{where}: consumers.{n}")
+                     for n, c in scenario.consumers.items()}
+    clients = _Clients({n: cluster.producer(n, c) for n, c in producer_cfgs.items()},
+                       {n: cluster.consumer(n, c) for n, c in consumer_cfgs.items()})
+    driver = _Driver(cluster, clients)
+    records = driver.run(scenario.steps, scenario.settle_ms)
+    state = cluster.state()
+    final = snapshot_from(state)
+    history = [op.to_json() for op in cluster.history]
+    facts = Facts(final=final, after_step={i: r.snapshot for i, r in enumerate(records[1:])},
+                  history=[json.loads(line) for line in history], observer=driver.observer,
+                  events=[_event_dict(e) for e in cluster.events])
+    checks = [evaluate(e, facts) for e in scenario.expectations if e.applies_to(gen.label)]
+    checks += _step_checks(records)
+    configs = {
+        "scenario": scenario.name,
+        "source": scenario.source,
+        "generation": gen.label,
+        "kafka_versions": gen.kafka_versions,
+        "seed": seed,
+        "build": _build(),
+        "cluster": _config_dict(cluster_cfg),
+        "producers": {n: _config_dict(c) for n, c in producer_cfgs.items()},
+        "consumers": {n: _config_dict(c) for n, c in consumer_cfgs.items()},
+        "settle_ms": scenario.settle_ms,
+    }
+    result = RunResult(scenario, gen.label, seed, configs, records, history, state.to_dict(),
+                       final, checks, events=[_event_text(e) for e in cluster.events])
+    if write:
+        path = Path(out_dir) if out_dir is not None else default_run_dir(scenario, gen.label, seed)
+        write_run_dir(result, path)
+    return result
+
+
+class _Clients:
+    def __init__(self, producers: dict[str, Any], consumers: dict[str, Any]) -> None:
+        self.producers = producers
+        self.consumers = consumers
+
+
+class _Driver:
+    """Executes steps on a cluster while sampling its state after every event."""
+
+    def __init__(self, cluster: Any, clients: _Clients) -> None:
+        self.cluster = cluster
+        self.clients = clients
+        self.observer = Observer()
+
+    def sample(self) -> None:
+        self.observer.sample(snapshot_from(self.cluster.state()))
+
+    def advance(self, ms: int) -> None:
+        """Let ``ms`` of virtual time pass, sampling after every event."""
+        if ms <= 0:
+            return
+        target = self.cluster.now_ms + ms
+
+        def watch(c: Any) -> bool:
+            self.sample()
+            return False
+
+        self.cluster.run_until(watch, timeout_ms=ms)
+        if self.cluster.now_ms < target:
+            self.cluster.run_for(target - self.cluster.now_ms)
+        self.sample()
+
+    def run(self, steps: tuple[Step, ...], settle_ms: int) -> list[StepRecord]:
+        self.sample()
+        records = [StepRecord(None, self.cluster.now_ms, "initial state")]
+        cursor = self.cluster.now_ms
+        for step in steps:
+            target = step.at_ms if step.at_ms is not None else cursor + (step.after_ms or 0)
+            self.advance(target - self.cluster.now_ms)
+            records[-1].snapshot = snapshot_from(self.cluster.state())
+            record = StepRecord(step, self.cluster.now_ms)
+            try:
+                record.outcome = _ACTIONS[step.action](self, step.params)
+            except (AttributeError, NotImplementedError, TypeError, EpochlabError) as exc:
+                record.error = f"the engine cannot perform {step.action}: {type(exc).__name__}: {exc}"
+            self.sample()
+            records.append(record)
+            cursor = self.cluster.now_ms
+        self.advance(settle_ms)
+        records[-1].snapshot = snapshot_from(self.cluster.state())
+        return records
+
+
+def _produce(d: _Driver, p: dict[str, Any]) -> str:
+    d.clients.producers[p["producer"]].send_many(list(p["values"]))
+    return f"sent {len(p['values'])}"
+
+
+def _flush(d: _Driver, p: dict[str, Any]) -> str:
+    done = d.clients.producers[p["producer"]].flush(p["timeout_ms"])
+    d.sample()
+    return "all sends completed" if done else f"sends still pending after {p['timeout_ms']} ms"
+
+
+def _consume(d: _Driver, p: dict[str, Any]) -> str:
+    got = d.clients.consumers[p["consumer"]].poll()
+    return "polled " + (" ".join(f"{o}:m{v}" for o, v in got) if got else "nothing")
+
+
+def _wait_until(d: _Driver, p: dict[str, Any]) -> str:
+    cond = p["condition"]
+
+    def pred(c: Any) -> bool:
+        snap = snapshot_from(c.state())
+        d.observer.sample(snap)
+        return _holds(cond, snap, d)
+
+    start = d.cluster.now_ms
+    ok = _holds(cond, snapshot_from(d.cluster.state()), d) or d.cluster.run_until(
+        pred, timeout_ms=p["timeout_ms"])
+    waited = d.cluster.now_ms - start
+    if ok:
+        return f"condition held after {waited} ms"
+    return ("TIMEOUT" if p["required"] else "timeout") + f": condition not met in {p['timeout_ms']} ms"
+
+
+def _holds(cond: dict[str, Any], snap: Snapshot, d: _Driver) -> bool:
+    checks: dict[str, Callable[[Any], bool]] = {
+        "leader": lambda b: snap.available() and snap.leader == b,
+        "not_leader": lambda b: snap.available() and snap.leader != b,
+        "leader_epoch_at_least": lambda e: snap.leader_epoch is not None and snap.leader_epoch >= e,
+        "offline": lambda v: snap.offline == v,
+        "isr": lambda bs: set(snap.isr) == set(bs),
+        "high_watermark_at_least": lambda h: snap.available()
+        and snap.leader_replica().high_watermark >= h,  # type: ignore[union-attr]
+        "in_sync": lambda v: _in_sync(snap) == v,
+        "sends_done": lambda name: _sends_done(d, name),
+    }
+    return all(checks[k](v) for k, v in cond.items())
+
+
+def _in_sync(snap: Snapshot) -> bool:
+    leader = snap.leader_replica()
+    if leader is None or not snap.available():
+        return False
+    return all(r.log_end_offset == leader.log_end_offset and r.high_watermark == leader.high_watermark
+               for r in snap.replicas if r.alive)
+
+
+def _sends_done(d: _Driver, producer: str) -> bool:
+    invoked, done = 0, 0
+    for op in d.cluster.history:
+        if getattr(op, "process", None) == producer and getattr(op, "f", None) == "send":
+            if op.type == "invoke":
+                invoked += 1
+            else:
+                done += 1
+    return done >= invoked
+
+
+def _simple(call: Callable[[_Driver, dict[str, Any]], Any], text: str = "") -> Callable[..., str]:
+    def run(d: _Driver, p: dict[str, Any]) -> str:
+        call(d, p)
+        return text
+    return run
+
+
+def _wait(d: _Driver, p: dict[str, Any]) -> str:
+    d.advance(p["ms"])
+    return f"waited {p['ms']} ms"
+
+
+def _set_link(d: _Driver, p: dict[str, Any]) -> None:
+    kwargs: dict[str, Any] = {"drop": p["drop"], "duplicate": p["duplicate"]}
+    if p.get("delay_ms") is not None:
+        kwargs["delay_ms"] = tuple(p["delay_ms"])
+    d.cluster.set_link(p["a"], p["b"], **kwargs)
+
+
+_ACTIONS: dict[str, Callable[[_Driver, dict[str, Any]], str]] = {
+    "produce": _produce,
+    "flush": _flush,
+    "consume": _consume,
+    "commit": _simple(lambda d, p: d.clients.consumers[p["consumer"]].commit()),
+    "crash": _simple(lambda d, p: d.cluster.crash(p["broker"], lose_unflushed=p["lose_unflushed"])),
+    "restart": _simple(lambda d, p: d.cluster.restart(p["broker"])),
+    "partition": _simple(lambda d, p: d.cluster.partition(p["groups"])),
+    "heal": _simple(lambda d, p: d.cluster.heal()),
+    "isolate": _simple(lambda d, p: d.cluster.isolate(p["broker"])),
+    "slow_follower": _simple(lambda d, p: d.cluster.slow_follower(p["broker"], p["extra_delay_ms"])),
+    "set_link": _simple(_set_link),
+    "elect": _simple(lambda d, p: d.cluster.elect(p["broker"], unclean=p["unclean"])),
+    "elect_preferred": _simple(lambda d, p: d.cluster.elect_preferred_leader()),
+    "controlled_shutdown": _simple(lambda d, p: d.cluster.controlled_shutdown(p["broker"])),
+    "wait": _wait,
+    "wait_until": _wait_until,
+    "restart_producer": _simple(lambda d, p: d.clients.producers[p["producer"]].restart()),
+    "crash_consumer": _simple(lambda d, p: d.clients.consumers[p["consumer"]].crash()),
+    "restart_consumer": _simple(lambda d, p: d.clients.consumers[p["consumer"]].restart()),
+    "note": _simple(lambda d, p: None),
+}
+
+
+def _step_checks(records: list[StepRecord]) -> list[Check]:
+    """A failed engine call, or a required ``wait_until`` that timed out, fails the verdict."""
+    out = []
+    for rec in records[1:]:
+        step = rec.step
+        assert step is not None
+        if rec.error is not None:
+            out.append(Check(None, "step", f"step {step.index + 1}: {step.describe()}",
+                             "unsupported", rec.error))
+        elif step.action == "wait_until" and rec.outcome.startswith("TIMEOUT"):
+            out.append(Check(None, "step", f"step {step.index + 1}: {step.describe()}",
+                             "failed", rec.outcome))
+    return out
+
+
+def _config_dict(config: Any) -> dict[str, Any]:
+    if dataclasses.is_dataclass(config):
+        return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+    return dict(vars(config))
+
+
+def _build() -> str:
+    import epochlab
+
+    return str(epochlab.BUILD)
+
+
+def _event_dict(event: Any) -> dict[str, Any]:
+    if hasattr(event, "to_dict"):
+        return dict(event.to_dict())
+    return {"time_ms": getattr(event, "time_ms", None), "kind": getattr(event, "kind", None),
+            "message": getattr(event, "message", str(event))}
+
+
+def _event_text(event: Any) -> str:
+    time_ms = getattr(event, "time_ms", None)
+    message = getattr(event, "message", None)
+    if time_ms is None and message is None:
+        return str(event)
+    return f"{time_ms} ms: {message}"
+
+
+def _dump(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, indent=2, default=_json_default) + "\n"
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, (tuple, set, frozenset)):
+        return list(obj)
+    if dataclasses.is_dataclass(obj):
+        return _config_dict(obj)
+    return str(obj)
+
+
+def write_run_dir(result: RunResult, path: str | Path) -> Path:
+    """Write every file of the run directory; returns the directory."""
+    from epochlab.report import picture, render_report
+    from epochlab.report.table import step_rows, table_markdown
+
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "config.json").write_text(_dump(result.configs))
+    (path / "schedule.json").write_text(_dump(result.schedule()))
+    (path / "history.jsonl").write_text("".join(line + "\n" for line in result.history_lines))
+    (path / "state.json").write_text(_dump(result.final_state))
+    rows = step_rows(result.records)
+    (path / "steps.md").write_text(table_markdown(rows))
+    (path / "verdict.json").write_text(_dump(result.verdict()))
+    png = path / "timeline.png"
+    picture_note = picture.save_timeline(result.records, png, title=f"{result.scenario.name} "
+                                         f"({result.generation}, seed {result.seed})")
+    (path / "report.md").write_text(render_report(result, rows, picture_note))
+    result.run_dir = path
+    return path
