@@ -25,9 +25,11 @@
 pub mod divergence;
 pub mod epoch;
 pub mod error;
+pub mod generation;
 pub mod invariants;
 pub mod log;
 pub mod producer_state;
+pub mod replica;
 pub mod types;
 
 #[cfg(feature = "python")]
@@ -38,4 +40,6 @@ pub use epoch::{EpochEntry, LeaderEpochCache};
 pub use error::{ArgumentError, CheckpointError, Error, FencingError, LogError, ProducerStateError};
 pub use log::{LogAppendInfo, ProducerFields, RecordBatch, ReplicaLog};
 pub use producer_state::{AppendCheck, ProducerStateManager};
-pub use types::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence};
+pub use generation::Generation;
+pub use replica::Replica;
+pub use types::{BrokerId, LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence};

@@ -61,6 +61,11 @@ domain_type!(
     Sequence, u32, i32::MAX as u32, "0..=2^31-1"
 );
 
+domain_type!(
+    /// A broker id (Kafka `int32`, non-negative).
+    BrokerId, u32, i32::MAX as u32, "0..=2^31-1"
+);
+
 impl Offset {
     /// `self + n`, or `None` past the domain.
     pub fn checked_add(self, n: u64) -> Option<Offset> {

@@ -31,7 +31,7 @@ def test_pyo3_only_in_bindings() -> None:
 def test_core_has_no_unwrap_on_reachable_paths() -> None:
     offenders = []
     for p in _rust_files():
-        if "bindings" in p.parts:
+        if "bindings" in p.parts or p.name == "tests.rs":
             continue
         for n, line in enumerate(_non_test_rust(p).splitlines(), 1):
             if not line.strip().startswith("//") and re.search(r"\.(unwrap|expect)\(", line):

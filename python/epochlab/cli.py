@@ -46,6 +46,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("scenario", metavar="NAME_OR_FILE")
     run.add_argument("--generation", "-g", help="one generation (default: all the scenario lists)")
     run.add_argument("--seed", type=int, help="root seed (default: the scenario's)")
+    run.add_argument("--backend", choices=("rust", "python", "reference"), default="rust",
+                     help="replica protocol implementation (default: rust; all give the same run)")
     run.add_argument("--out", help="run directory (default: runs/<scenario>-<generation>-seed<seed>)")
     run.add_argument("--json", action="store_true", help="print a machine-readable verdict")
     sub.add_parser("generations", help="protocol generations, oldest first")
@@ -133,7 +135,8 @@ def _run(args: argparse.Namespace) -> int:
     for label in labels:
         out = _out_dir(args.out, scenario.name, label, args.seed if args.seed is not None
                        else scenario.seed, len(labels))
-        results.append(_run_one(scenario, label, args.seed, out, quiet=args.json))
+        results.append(_run_one(scenario, label, args.seed, out, quiet=args.json,
+                                backend=args.backend))
     if args.json:
         print(json.dumps({"scenario": scenario.name, "passed": all(r.passed for r in results),
                           "runs": [_verdict_json(r) for r in results]}, sort_keys=True, indent=2))
@@ -146,11 +149,12 @@ def _out_dir(out: str | None, name: str, label: str, seed: int, count: int) -> P
     return Path(out) if count == 1 else Path(out) / f"{name}-{label}-seed{seed}"
 
 
-def _run_one(scenario: Any, label: str, seed: int | None, out: Path | None, quiet: bool) -> Any:
+def _run_one(scenario: Any, label: str, seed: int | None, out: Path | None, quiet: bool,
+             backend: str = "rust") -> Any:
     from epochlab.report import render_terminal, render_verdict, step_rows
     from epochlab.scenarios.runner import run_scenario
 
-    result = run_scenario(scenario, label, seed=seed, out_dir=out)
+    result = run_scenario(scenario, label, seed=seed, out_dir=out, backend=backend)
     if not quiet:
         render_terminal(step_rows(result.records),
                         title=f"{scenario.name} - {label} (seed {result.seed})")

@@ -8,7 +8,9 @@ mod divergence;
 mod epoch_cache;
 mod errors;
 mod log;
+mod messages;
 mod producer_state;
+mod replica;
 
 use pyo3::prelude::*;
 
@@ -31,6 +33,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<epoch_cache::PyLeaderEpochCache>()?;
     m.add_class::<producer_state::PyProducerStateManager>()?;
     m.add_class::<log::PyReplicaLog>()?;
+    m.add_class::<replica::PyReplica>()?;
     divergence::register(m)?;
     Ok(())
 }

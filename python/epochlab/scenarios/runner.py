@@ -82,10 +82,12 @@ def default_run_dir(scenario: Scenario, generation: str, seed: int, root: str | 
 
 
 def run_scenario(scenario: Scenario, generation: str | int | None = None, seed: int | None = None,
-                 out_dir: str | Path | None = None, write: bool = True) -> RunResult:
+                 out_dir: str | Path | None = None, write: bool = True,
+                 backend: str = "rust") -> RunResult:
     """Run ``scenario`` once. ``generation`` defaults to the scenario's first; ``seed`` to the
     scenario's. With ``write`` the run directory is ``out_dir`` (default
-    ``runs/<scenario>-<generation>-seed<seed>``)."""
+    ``runs/<scenario>-<generation>-seed<seed>``). ``backend`` selects the replica protocol
+    implementation (``epochlab.sim.broker.make_replica``); every backend gives the same run."""
     from epochlab.generations import Generation
     from epochlab.sim import Cluster
     from epochlab.sim.config import ClusterConfig, ConsumerConfig, ProducerConfig
@@ -94,7 +96,7 @@ def run_scenario(scenario: Scenario, generation: str | int | None = None, seed: 
     seed = scenario.seed if seed is None else seed
     where = scenario.where
     cluster_cfg = ClusterConfig.from_dict(scenario.cluster, f"{where}: cluster")
-    cluster = Cluster(cluster_cfg, gen, seed=seed)
+    cluster = Cluster(cluster_cfg, gen, seed=seed, backend=backend)
     producer_cfgs = {n: ProducerConfig.from_dict(c, f"{where}: producers.{n}")
                      for n, c in scenario.producers.items()}
     consumer_cfgs = {n: ConsumerConfig.from_dict(c, f"{where}: consumers.{n}")

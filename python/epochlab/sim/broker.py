@@ -23,6 +23,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import epochlab
+import epochlab.reference
+from epochlab import _core
+from epochlab.errors import ConfigError
 from epochlab.generations import Generation
 from epochlab.sim.config import ClusterConfig
 from epochlab.sim.kernel import Timer
@@ -42,6 +46,28 @@ from epochlab.sim.messages import (
 )
 from epochlab.sim.replica import Replica
 
+BACKENDS = ("rust", "python", "reference")
+
+
+def make_replica(backend: str, broker_id: int, replicas: tuple[int, ...], generation: Generation,
+                 min_insync_replicas: int, replica_lag_time_max_ms: int) -> Replica | _core.Replica:
+    """The replica protocol implementation a broker runs.
+
+    ``"rust"``: the Rust state machine (``epochlab._core.Replica``), the default and the fast
+    path; ``"python"``: the readable Python state machine over the Rust log; ``"reference"``:
+    the Python state machine over the pure-Python log (``epochlab.reference``), everything in
+    Python. All three take and give the same messages and must produce identical runs.
+    """
+    if backend == "rust":
+        return _core.Replica(broker_id, list(replicas), int(generation), min_insync_replicas,
+                             replica_lag_time_max_ms)
+    if backend in ("python", "reference"):
+        core = epochlab if backend == "python" else epochlab.reference
+        return Replica(broker_id, replicas, generation, min_insync_replicas,
+                       replica_lag_time_max_ms, core)
+    raise ConfigError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}",
+                      where="Cluster", field="backend", expected=" | ".join(BACKENDS), got=backend)
+
 if TYPE_CHECKING:
     from epochlab.sim.cluster import Cluster
 
@@ -55,12 +81,12 @@ class Broker:
     """Broker ``broker_id``; ``alive`` and ``incarnation`` change with crash/restart."""
 
     def __init__(self, cluster: Cluster, broker_id: int, config: ClusterConfig,
-                 generation: Generation) -> None:
+                 generation: Generation, backend: str = "rust") -> None:
         self.cluster = cluster
         self.broker_id = broker_id
         self.config = config
-        self.replica = Replica(broker_id, config.replicas or (), generation,
-                               config.min_insync_replicas, config.replica_lag_time_max_ms)
+        self.replica = make_replica(backend, broker_id, tuple(config.replicas or ()), generation,
+                                    config.min_insync_replicas, config.replica_lag_time_max_ms)
         self.alive = False
         self.incarnation = 0
         self.clean_shutdown = True
@@ -136,9 +162,8 @@ class Broker:
             action()  # type: ignore[operator]
 
     def _drain_events(self) -> None:
-        for message in self.replica.events:
+        for message in self.replica.take_events():
             self.cluster.log_event("replica", f"broker {self.broker_id}: {message}")
-        self.replica.events.clear()
 
     # -- controller traffic -----------------------------------------------------------------
     def _heartbeat(self) -> None:

@@ -38,8 +38,9 @@ class Cluster:
     """
 
     def __init__(self, config: ClusterConfig, generation: Generation | int | str,
-                 seed: int = 0, partition: str = "orders-0") -> None:
+                 seed: int = 0, partition: str = "orders-0", backend: str = "rust") -> None:
         self.config = config
+        self.backend = backend
         self.generation = Generation.parse(generation)
         self.seed = seed
         self.topic_partition = partition
@@ -50,7 +51,7 @@ class Cluster:
         self.clients: dict[str, Producer | Consumer] = {}
         self.network.set_alive("controller", True)
         self.controller = Controller(self, config, self.generation)
-        self.brokers: dict[int, Broker] = {b: Broker(self, b, config, self.generation)
+        self.brokers: dict[int, Broker] = {b: Broker(self, b, config, self.generation, backend)
                                            for b in config.brokers}
         for broker in self.brokers.values():
             broker.start()

@@ -20,7 +20,9 @@ disabled" check is not modelled (the truncation happens).
 
 from __future__ import annotations
 
-from epochlab import ReplicaLog
+from types import ModuleType
+
+import epochlab
 from epochlab.errors import InvalidProducerEpochError, OutOfOrderSequenceError
 from epochlab.generations import Generation
 from epochlab.sim.messages import (
@@ -44,17 +46,26 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
     """
 
     def __init__(self, broker_id: int, replicas: tuple[int, ...], generation: Generation,
-                 min_insync_replicas: int, replica_lag_time_max_ms: int) -> None:
+                 min_insync_replicas: int, replica_lag_time_max_ms: int,
+                 core: ModuleType = epochlab) -> None:
+        """``core`` provides the log and the divergence functions: ``epochlab`` (the Rust core)
+        or ``epochlab.reference`` (pure Python, for differential runs and benchmarks)."""
+        self.core = core
         self.broker_id = broker_id
         self.replicas = replicas
         self.generation = generation
         self.min_insync_replicas = min_insync_replicas
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
-        self.log = ReplicaLog(kip101_epoch_cache=generation.kip101_epoch_cache)
+        self.log = core.ReplicaLog(kip101_epoch_cache=generation.kip101_epoch_cache)
         self.checkpointed_high_watermark = 0
         self.events: list[str] = []
         self.fetcher_session = 0
         self._reset_volatile()
+
+    def take_events(self) -> list[str]:
+        """Events since the last call, oldest first; the list is emptied."""
+        events, self.events = self.events, []
+        return events
 
     def _reset_volatile(self) -> None:
         self.role = "none"

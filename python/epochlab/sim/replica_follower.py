@@ -11,14 +11,9 @@ The follower builds its next request from its fetch state and applies one respon
 
 from __future__ import annotations
 
-from epochlab import (
-    ReplicaLog,
-    TruncationOutcome,
-    diverging_epoch_truncation,
-    kip101_truncation,
-    kip279_truncation,
-    kip320_truncation,
-)
+from types import ModuleType
+
+from epochlab import ReplicaLog, TruncationOutcome
 from epochlab.errors import UnexpectedAppendOffsetError
 from epochlab.generations import Generation
 from epochlab.sim.messages import (
@@ -38,6 +33,7 @@ class FollowerFetchMixin:
     """Methods of :class:`~epochlab.sim.replica.Replica` that act as a follower."""
 
     broker_id: int
+    core: ModuleType
     generation: Generation
     log: ReplicaLog
     role: str
@@ -79,15 +75,15 @@ class FollowerFetchMixin:
             if resp.error is not None and error is None:
                 return "backoff"
             assert self.leader_epoch is not None and resp.request.current_leader_epoch is not None
-            outcome = kip320_truncation(resp.answer, log.epoch_cache(), leo, hw,
+            outcome = self.core.kip320_truncation(resp.answer, log.epoch_cache(), leo, hw,
                                         request_epoch=resp.request.current_leader_epoch,
                                         current_epoch=self.leader_epoch, error=error)
         elif resp.error is not None:
             return "backoff"
         elif g == Generation.KIP_279:
-            outcome = kip279_truncation(resp.answer, log.epoch_cache(), leo, hw)
+            outcome = self.core.kip279_truncation(resp.answer, log.epoch_cache(), leo, hw)
         else:
-            outcome = kip101_truncation(resp.end_offset, leo, hw)
+            outcome = self.core.kip101_truncation(resp.end_offset, leo, hw)
         return self._apply_outcome(outcome, "OffsetsForLeaderEpoch")
 
     def _apply_outcome(self, outcome: TruncationOutcome, why: str) -> str:
@@ -122,7 +118,7 @@ class FollowerFetchMixin:
         if resp.error is not None:
             return "backoff"
         if resp.diverging_epoch is not None:
-            outcome = diverging_epoch_truncation(resp.diverging_epoch, log.epoch_cache(),
+            outcome = self.core.diverging_epoch_truncation(resp.diverging_epoch, log.epoch_cache(),
                                                  log.log_end_offset, log.high_watermark)
             return self._apply_outcome(outcome, f"DivergingEpoch{resp.diverging_epoch}")
         if resp.batches:

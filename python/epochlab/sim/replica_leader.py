@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from epochlab import ReplicaLog, leader_fetch_check
+from types import ModuleType
+
+from epochlab import ReplicaLog
 from epochlab.errors import OffsetOutOfRangeError
 from epochlab.generations import Generation
 from epochlab.sim.messages import (
@@ -41,6 +43,7 @@ class LeaderFetchMixin:
     """Methods of :class:`~epochlab.sim.replica.Replica` that answer requests as leader."""
 
     broker_id: int
+    core: ModuleType
     generation: Generation
     log: ReplicaLog
     role: str
@@ -78,7 +81,7 @@ class LeaderFetchMixin:
         if error is not None:
             return FetchResponse(req, error, (), hw, start, leo), None
         if self.generation.truncate_on_fetch and req.last_fetched_epoch is not None:
-            check = leader_fetch_check(log.epoch_cache(), leo, start, req.fetch_offset,
+            check = self.core.leader_fetch_check(log.epoch_cache(), leo, start, req.fetch_offset,
                                        req.last_fetched_epoch)
             if check.kind == "diverging":
                 return FetchResponse(req, None, (), hw, start, leo, check.diverging_epoch), None

@@ -1,0 +1,259 @@
+//! Conversion between the simulator's message dataclasses (`epochlab.sim.messages`) and the
+//! core's message structs. Attribute names are the dataclasses' field names.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+use super::args::{self, Int};
+use super::batch::PyRecordBatch;
+use super::errors::IntoPyResult;
+use crate::error::ArgumentError;
+use crate::replica::messages::*;
+use crate::types::{BrokerId, LeaderEpoch, Offset};
+
+fn attr<'py, T: for<'a> FromPyObject<'a, 'py, Error = PyErr>>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<T> {
+    obj.getattr(name)?.extract::<T>()
+}
+
+fn broker(v: Int, name: &'static str) -> PyResult<BrokerId> {
+    match v {
+        Int::Fits(x) => BrokerId::try_new(x, name).py(),
+        Int::Huge(_) => Err(ArgumentError::OutOfDomain { argument: name, value: i128::MAX, domain: "0..=2^31-1" }).py(),
+    }
+}
+
+fn brokers(obj: &Bound<'_, PyAny>, name: &'static str) -> PyResult<Vec<BrokerId>> {
+    attr::<Vec<Int>>(obj, name)?.into_iter().map(|v| broker(v, name)).collect()
+}
+
+fn opt_epoch(obj: &Bound<'_, PyAny>, name: &'static str) -> PyResult<Option<LeaderEpoch>> {
+    args::opt_epoch(attr(obj, name)?, name)
+}
+
+fn u32_field(obj: &Bound<'_, PyAny>, name: &'static str) -> PyResult<u32> {
+    args::count(attr(obj, name)?, name)
+}
+
+fn session(obj: &Bound<'_, PyAny>) -> PyResult<u64> {
+    Ok(args::offset(attr(obj, "session")?, "session")?.0)
+}
+
+pub(crate) fn error_from_name(name: Option<String>) -> PyResult<Option<KafkaError>> {
+    use KafkaError::*;
+    let Some(name) = name else { return Ok(None) };
+    let all = [
+        NotLeaderOrFollower, FencedLeaderEpoch, UnknownLeaderEpoch, OffsetOutOfRange, NotEnoughReplicas,
+        NotEnoughReplicasAfterAppend, InvalidProducerEpoch, OutOfOrderSequenceNumber,
+    ];
+    match all.into_iter().find(|e| e.name() == name) {
+        Some(e) => Ok(Some(e)),
+        None => Err(ArgumentError::InvalidText { argument: "error", value: name, reason: "not an error a replica answers with".into() }).py(),
+    }
+}
+
+pub(crate) fn leader_and_isr(obj: &Bound<'_, PyAny>) -> PyResult<LeaderAndIsr> {
+    let leader: Option<Int> = attr(obj, "leader")?;
+    Ok(LeaderAndIsr {
+        leader: leader.map(|l| broker(l, "leader")).transpose()?,
+        leader_epoch: args::epoch(attr(obj, "leader_epoch")?, "leader_epoch")?,
+        isr: brokers(obj, "isr")?,
+        partition_epoch: u32_field(obj, "partition_epoch")?,
+        replicas: brokers(obj, "replicas")?,
+    })
+}
+
+pub(crate) fn fetch_request(obj: &Bound<'_, PyAny>) -> PyResult<FetchRequest> {
+    Ok(FetchRequest {
+        replica_id: broker(attr(obj, "replica_id")?, "replica_id")?,
+        session: session(obj)?,
+        fetch_offset: args::offset(attr(obj, "fetch_offset")?, "fetch_offset")?,
+        current_leader_epoch: opt_epoch(obj, "current_leader_epoch")?,
+        last_fetched_epoch: opt_epoch(obj, "last_fetched_epoch")?,
+        log_start_offset: args::offset(attr(obj, "log_start_offset")?, "log_start_offset")?,
+    })
+}
+
+pub(crate) fn fetch_response(obj: &Bound<'_, PyAny>) -> PyResult<FetchResponse> {
+    let batches: Vec<PyRef<'_, PyRecordBatch>> = attr(obj, "batches")?;
+    let diverging: Option<(Int, Int)> = attr(obj, "diverging_epoch")?;
+    Ok(FetchResponse {
+        error: error_from_name(attr(obj, "error")?)?,
+        batches: batches.iter().map(|b| b.0.clone()).collect(),
+        high_watermark: args::offset(attr(obj, "high_watermark")?, "high_watermark")?,
+        log_start_offset: args::offset(attr(obj, "log_start_offset")?, "log_start_offset")?,
+        log_end_offset: args::offset(attr(obj, "log_end_offset")?, "log_end_offset")?,
+        diverging_epoch: diverging
+            .map(|(e, o)| Ok::<_, PyErr>((args::epoch(e, "diverging_epoch")?, args::offset(o, "diverging_epoch")?)))
+            .transpose()?,
+    })
+}
+
+pub(crate) fn offsets_request(obj: &Bound<'_, PyAny>) -> PyResult<OffsetsForLeaderEpochRequest> {
+    Ok(OffsetsForLeaderEpochRequest {
+        replica_id: broker(attr(obj, "replica_id")?, "replica_id")?,
+        session: session(obj)?,
+        leader_epoch: opt_epoch(obj, "leader_epoch")?,
+        current_leader_epoch: opt_epoch(obj, "current_leader_epoch")?,
+    })
+}
+
+pub(crate) fn offsets_response(obj: &Bound<'_, PyAny>) -> PyResult<OffsetsForLeaderEpochResponse> {
+    let answer: Option<(Int, Int)> = attr(obj, "answer")?;
+    Ok(OffsetsForLeaderEpochResponse {
+        error: error_from_name(attr(obj, "error")?)?,
+        end_offset: args::opt_offset(attr(obj, "end_offset")?, "end_offset")?,
+        answer: answer
+            .map(|(e, o)| Ok::<_, PyErr>((args::epoch(e, "answer")?, args::offset(o, "answer")?)))
+            .transpose()?,
+    })
+}
+
+pub(crate) fn alter_partition_request(obj: &Bound<'_, PyAny>) -> PyResult<AlterPartitionRequest> {
+    Ok(AlterPartitionRequest {
+        broker_id: broker(attr(obj, "broker_id")?, "broker_id")?,
+        leader_epoch: args::epoch(attr(obj, "leader_epoch")?, "leader_epoch")?,
+        partition_epoch: u32_field(obj, "partition_epoch")?,
+        new_isr: brokers(obj, "new_isr")?,
+    })
+}
+
+pub(crate) fn alter_partition_response(obj: &Bound<'_, PyAny>) -> PyResult<AlterPartitionResponse> {
+    let error: Option<String> = attr(obj, "error")?;
+    Ok(AlterPartitionResponse {
+        request: alter_partition_request(&obj.getattr("request")?)?,
+        ok: error.is_none(),
+        leader_epoch: args::epoch(attr(obj, "leader_epoch")?, "leader_epoch")?,
+        partition_epoch: u32_field(obj, "partition_epoch")?,
+        isr: brokers(obj, "isr")?,
+    })
+}
+
+pub(crate) fn produce_request(obj: &Bound<'_, PyAny>) -> PyResult<ProduceRequest> {
+    let acks: String = attr(obj, "acks")?;
+    let acks = match acks.as_str() {
+        "0" => Acks::None,
+        "1" => Acks::Leader,
+        "all" | "-1" => Acks::All,
+        _ => return Err(ArgumentError::InvalidText { argument: "acks", value: acks, reason: "expected \"0\", \"1\" or \"all\"".into() }).py(),
+    };
+    Ok(ProduceRequest {
+        client: attr(obj, "client")?,
+        acks,
+        records: args::records(&obj.getattr("records")?, "records")?,
+        producer: args::producer_fields(attr(obj, "producer_id")?, attr(obj, "producer_epoch")?, attr(obj, "base_sequence")?)?,
+    })
+}
+
+pub(crate) fn consumer_fetch_request(obj: &Bound<'_, PyAny>) -> PyResult<ConsumerFetchRequest> {
+    let reset: String = attr(obj, "reset")?;
+    let reset = match reset.as_str() {
+        "earliest" => OffsetReset::Earliest,
+        "latest" => OffsetReset::Latest,
+        _ => return Err(ArgumentError::InvalidText { argument: "reset", value: reset, reason: "expected \"earliest\" or \"latest\"".into() }).py(),
+    };
+    Ok(ConsumerFetchRequest {
+        fetch_offset: args::opt_offset(attr(obj, "fetch_offset")?, "fetch_offset")?,
+        current_leader_epoch: opt_epoch(obj, "current_leader_epoch")?,
+        max_records: args::count(attr(obj, "max_records")?, "max_records")? as usize,
+        reset,
+        validate_epoch: opt_epoch(obj, "validate_epoch")?,
+    })
+}
+
+/// Builds `epochlab.sim.messages.<class>(**fields)`.
+pub(crate) struct Builder<'py> {
+    py: Python<'py>,
+    module: Bound<'py, PyModule>,
+}
+
+fn epoch_offset(v: Option<(LeaderEpoch, Offset)>) -> Option<(u32, u64)> {
+    v.map(|(e, o)| (e.0, o.0))
+}
+
+impl<'py> Builder<'py> {
+    pub fn new(py: Python<'py>) -> PyResult<Self> {
+        Ok(Self { py, module: py.import("epochlab.sim.messages")? })
+    }
+
+    fn build(&self, class: &str, fields: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyAny>> {
+        self.module.getattr(class)?.call((), Some(fields))
+    }
+
+    fn tuple(&self, ids: &[BrokerId]) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(self.py, ids.iter().map(|b| b.0))
+    }
+
+    pub fn fetch_request(&self, r: &FetchRequest) -> PyResult<Bound<'py, PyAny>> {
+        let d = PyDict::new(self.py);
+        d.set_item("replica_id", r.replica_id.0)?;
+        d.set_item("session", r.session)?;
+        d.set_item("fetch_offset", r.fetch_offset.0)?;
+        d.set_item("current_leader_epoch", r.current_leader_epoch.map(|e| e.0))?;
+        d.set_item("last_fetched_epoch", r.last_fetched_epoch.map(|e| e.0))?;
+        d.set_item("log_start_offset", r.log_start_offset.0)?;
+        self.build("FetchRequest", &d)
+    }
+
+    pub fn offsets_request(&self, r: &OffsetsForLeaderEpochRequest) -> PyResult<Bound<'py, PyAny>> {
+        let d = PyDict::new(self.py);
+        d.set_item("replica_id", r.replica_id.0)?;
+        d.set_item("session", r.session)?;
+        d.set_item("leader_epoch", r.leader_epoch.map(|e| e.0))?;
+        d.set_item("current_leader_epoch", r.current_leader_epoch.map(|e| e.0))?;
+        self.build("OffsetsForLeaderEpochRequest", &d)
+    }
+
+    pub fn fetch_response(&self, request: &Bound<'py, PyAny>, r: FetchResponse) -> PyResult<Bound<'py, PyAny>> {
+        let d = PyDict::new(self.py);
+        let batches: Vec<Bound<'py, PyRecordBatch>> =
+            r.batches.into_iter().map(|b| Bound::new(self.py, PyRecordBatch(b))).collect::<PyResult<_>>()?;
+        d.set_item("request", request)?;
+        d.set_item("error", r.error.map(KafkaError::name))?;
+        d.set_item("batches", PyTuple::new(self.py, batches)?)?;
+        d.set_item("high_watermark", r.high_watermark.0)?;
+        d.set_item("log_start_offset", r.log_start_offset.0)?;
+        d.set_item("log_end_offset", r.log_end_offset.0)?;
+        d.set_item("diverging_epoch", epoch_offset(r.diverging_epoch))?;
+        self.build("FetchResponse", &d)
+    }
+
+    pub fn offsets_response(&self, request: &Bound<'py, PyAny>, r: OffsetsForLeaderEpochResponse) -> PyResult<Bound<'py, PyAny>> {
+        let d = PyDict::new(self.py);
+        d.set_item("request", request)?;
+        d.set_item("error", r.error.map(KafkaError::name))?;
+        d.set_item("end_offset", r.end_offset.map(|o| o.0))?;
+        d.set_item("answer", epoch_offset(r.answer))?;
+        self.build("OffsetsForLeaderEpochResponse", &d)
+    }
+
+    pub fn alter_partition_request(&self, r: &AlterPartitionRequest) -> PyResult<Bound<'py, PyAny>> {
+        let d = PyDict::new(self.py);
+        d.set_item("broker_id", r.broker_id.0)?;
+        d.set_item("leader_epoch", r.leader_epoch.0)?;
+        d.set_item("partition_epoch", r.partition_epoch)?;
+        d.set_item("new_isr", self.tuple(&r.new_isr)?)?;
+        self.build("AlterPartitionRequest", &d)
+    }
+
+    pub fn produce_response(&self, request_id: &Bound<'py, PyAny>, r: ProduceResponse) -> PyResult<Bound<'py, PyAny>> {
+        let d = PyDict::new(self.py);
+        d.set_item("request_id", request_id)?;
+        d.set_item("error", r.error.map(KafkaError::name))?;
+        d.set_item("base_offset", r.base_offset.map(|o| o.0))?;
+        d.set_item("last_offset", r.last_offset.map(|o| o.0))?;
+        d.set_item("duplicate", r.duplicate)?;
+        self.build("ProduceResponse", &d)
+    }
+
+    pub fn consumer_fetch_response(&self, request_id: &Bound<'py, PyAny>, r: ConsumerFetchResponse) -> PyResult<Bound<'py, PyAny>> {
+        let d = PyDict::new(self.py);
+        d.set_item("request_id", request_id)?;
+        d.set_item("error", r.error.map(KafkaError::name))?;
+        d.set_item("leader_epoch", r.leader_epoch.map(|e| e.0))?;
+        d.set_item("records", PyTuple::new(self.py, r.records)?)?;
+        d.set_item("high_watermark", r.high_watermark.0)?;
+        d.set_item("reset_offset", r.reset_offset.map(|o| o.0))?;
+        d.set_item("epoch_end", epoch_offset(r.epoch_end))?;
+        self.build("ConsumerFetchResponse", &d)
+    }
+}

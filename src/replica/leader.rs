@@ -1,0 +1,168 @@
+//! Leader side: follower fetches (1.4d, 1.5), OffsetsForLeaderEpoch (1.4b-c), consumer fetches
+//! and position validation (1.12, Inv-15). One call per request.
+
+use super::messages::*;
+use super::{FollowerState, Replica, Role};
+use crate::divergence::{leader_fetch_check, FetchCheck};
+use crate::generation::Generation;
+use crate::log::ReplicaLog;
+use crate::types::{BrokerId, LeaderEpoch, Offset};
+
+/// The most batches one fetch response carries.
+pub const MAX_FETCH_BATCHES: usize = 1000;
+
+impl Replica {
+    /// Not-leader and KIP-320 current-epoch checks (G3+; an absent field always passes).
+    fn epoch_error(&self, current_leader_epoch: Option<LeaderEpoch>) -> Option<KafkaError> {
+        let Some(epoch) = self.leader_epoch.filter(|_| self.role == Role::Leader) else {
+            return Some(KafkaError::NotLeaderOrFollower);
+        };
+        let requested = current_leader_epoch.filter(|_| self.generation.fences_current_epoch())?;
+        if requested < epoch {
+            Some(KafkaError::FencedLeaderEpoch)
+        } else if requested > epoch {
+            Some(KafkaError::UnknownLeaderEpoch)
+        } else {
+            None
+        }
+    }
+
+    /// Answers one follower fetch. Order: not-leader / epoch fencing (G3+); from G4 with a last
+    /// fetched epoch, `leader_fetch_check` (DivergingEpoch with no records and no follower
+    /// update, or OFFSET_OUT_OF_RANGE); a fetch offset outside `[log_start, LEO]` is
+    /// OFFSET_OUT_OF_RANGE; else read from the fetch offset, update the follower's state
+    /// (which may propose an ISR expansion, returned) and maybe the HW. The response carries
+    /// the HW from before the update (1.5).
+    pub fn handle_fetch(&mut self, log: &mut ReplicaLog, req: &FetchRequest, now_ms: u64) -> (FetchResponse, Option<AlterPartitionRequest>) {
+        let mut error = self.epoch_error(req.current_leader_epoch);
+        if error.is_none() && !self.followers.contains_key(&req.replica_id) {
+            error = Some(KafkaError::NotLeaderOrFollower);
+        }
+        let (hw, start, leo) = (log.high_watermark(), log.log_start_offset(), log.log_end_offset());
+        let response = |error, batches, diverging_epoch| FetchResponse {
+            error,
+            batches,
+            high_watermark: hw,
+            log_start_offset: start,
+            log_end_offset: leo,
+            diverging_epoch,
+        };
+        if error.is_some() {
+            return (response(error, Vec::new(), None), None);
+        }
+        if let Some(last) = req.last_fetched_epoch.filter(|_| self.generation.truncate_on_fetch()) {
+            match leader_fetch_check(log.epoch_cache(), leo, start, req.fetch_offset, last) {
+                FetchCheck::Diverging { epoch, end_offset } => {
+                    return (response(None, Vec::new(), Some((epoch, end_offset))), None);
+                }
+                FetchCheck::OffsetOutOfRange => {
+                    return (response(Some(KafkaError::OffsetOutOfRange), Vec::new(), None), None);
+                }
+                FetchCheck::Read => {}
+            }
+        }
+        let Ok(batches) = log.read(req.fetch_offset, Some(MAX_FETCH_BATCHES), None) else {
+            return (response(Some(KafkaError::OffsetOutOfRange), Vec::new(), None), None);
+        };
+        let proposal = self.update_follower_fetch_state(log, req.replica_id, req.fetch_offset, now_ms);
+        (response(None, batches, None), proposal)
+    }
+
+    /// `updateFollowerFetchState` then `maybeExpandIsr` (1.5, 1.7).
+    fn update_follower_fetch_state(&mut self, log: &mut ReplicaLog, replica_id: BrokerId, fetch_offset: Offset, now_ms: u64) -> Option<AlterPartitionRequest> {
+        let leader_leo = log.log_end_offset();
+        let st: &mut FollowerState = self.followers.get_mut(&replica_id)?;
+        if fetch_offset >= leader_leo {
+            st.last_caught_up_time_ms = now_ms;
+        } else if fetch_offset >= st.last_fetch_leader_log_end_offset {
+            st.last_caught_up_time_ms = st.last_caught_up_time_ms.max(st.last_fetch_time_ms);
+        }
+        st.last_fetch_leader_log_end_offset = leader_leo.max(st.last_fetch_leader_log_end_offset);
+        st.last_fetch_time_ms = now_ms;
+        let changed = st.log_end_offset != Some(fetch_offset);
+        st.log_end_offset = Some(fetch_offset);
+        let proposal = self.maybe_expand_isr(log, replica_id, fetch_offset);
+        if changed {
+            self.maybe_increment_high_watermark(log, now_ms);
+        }
+        proposal
+    }
+
+    /// Expands iff the follower is outside the ISR, no proposal is in flight, its LEO >= HW
+    /// and, from G3 (KAFKA-7128), >= the leader epoch start offset.
+    fn maybe_expand_isr(&mut self, log: &ReplicaLog, replica_id: BrokerId, follower_leo: Offset) -> Option<AlterPartitionRequest> {
+        if self.pending_isr.is_some() || self.isr.contains(&replica_id) || follower_leo < log.high_watermark() {
+            return None;
+        }
+        if let Some(leso) = self.leader_epoch_start_offset {
+            if self.generation.isr_requires_leso() && follower_leo < leso {
+                return None;
+            }
+        }
+        let mut new_isr = self.isr.clone();
+        new_isr.push(replica_id);
+        self.propose(new_isr)
+    }
+
+    /// The leader's OffsetsForLeaderEpoch answer by generation: G0/G1 the v0 end offset, G2 the
+    /// 2.0 lookup, G3+ the current one; no HW capping for replicas (1.4c).
+    pub fn handle_offsets_for_leader_epoch(&self, log: &ReplicaLog, req: &OffsetsForLeaderEpochRequest) -> OffsetsForLeaderEpochResponse {
+        let mut resp = OffsetsForLeaderEpochResponse { error: self.epoch_error(req.current_leader_epoch), end_offset: None, answer: None };
+        if resp.error.is_some() {
+            return resp;
+        }
+        let (cache, leo) = (log.epoch_cache(), log.log_end_offset());
+        match self.generation {
+            Generation::TruncateToHw | Generation::Kip101 => resp.end_offset = cache.end_offset_for_kip101(req.leader_epoch, leo),
+            Generation::Kip279 => resp.answer = cache.end_offset_for_kip279(req.leader_epoch, leo),
+            _ => resp.answer = cache.end_offset_for(req.leader_epoch, leo),
+        }
+        resp
+    }
+
+    /// A read_uncommitted consumer fetch: records strictly below the HW; also a ListOffsets
+    /// reset (earliest = log start, latest = HW) and a KIP-320 position validation (the
+    /// current `end_offset_for`, capped at the HW). G3+ fence the current epoch.
+    pub fn handle_consumer_fetch(&self, log: &ReplicaLog, req: &ConsumerFetchRequest) -> ConsumerFetchResponse {
+        let hw = log.high_watermark();
+        let mut resp = ConsumerFetchResponse {
+            error: self.epoch_error(req.current_leader_epoch),
+            leader_epoch: self.leader_epoch,
+            records: Vec::new(),
+            high_watermark: Offset(0),
+            reset_offset: None,
+            epoch_end: None,
+        };
+        if resp.error.is_some() {
+            return resp;
+        }
+        resp.high_watermark = hw;
+        if let Some(epoch) = req.validate_epoch {
+            resp.epoch_end = log.end_offset_for_epoch(Some(epoch)).map(|(e, end)| (e, end.min(hw)));
+            return resp;
+        }
+        let Some(from) = req.fetch_offset else {
+            resp.reset_offset = Some(match req.reset {
+                OffsetReset::Earliest => log.log_start_offset(),
+                OffsetReset::Latest => hw,
+            });
+            return resp;
+        };
+        let Ok(batches) = log.read(from, None, Some(hw)) else {
+            resp.error = Some(KafkaError::OffsetOutOfRange);
+            return resp;
+        };
+        'batches: for batch in &batches {
+            for (i, &value) in batch.records().iter().enumerate() {
+                let offset = batch.base_offset().0 + i as u64;
+                if resp.records.len() >= req.max_records {
+                    break 'batches;
+                }
+                if from.0 <= offset && offset < hw.0 {
+                    resp.records.push((offset, value, batch.partition_leader_epoch().0));
+                }
+            }
+        }
+        resp
+    }
+}

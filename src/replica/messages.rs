@@ -1,0 +1,164 @@
+//! The messages one replica handles or produces, with Kafka's error names.
+//!
+//! Fields mirror `epochlab.sim.messages` (the Python dataclasses the simulator carries over
+//! its network); the bindings convert between the two.
+
+use crate::log::{ProducerFields, RecordBatch};
+use crate::types::{BrokerId, LeaderEpoch, Offset};
+
+/// Kafka error codes a replica answers with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KafkaError {
+    NotLeaderOrFollower,
+    FencedLeaderEpoch,
+    UnknownLeaderEpoch,
+    OffsetOutOfRange,
+    NotEnoughReplicas,
+    NotEnoughReplicasAfterAppend,
+    InvalidProducerEpoch,
+    OutOfOrderSequenceNumber,
+}
+
+impl KafkaError {
+    /// Kafka's name of the error (`Errors.java`).
+    pub fn name(self) -> &'static str {
+        match self {
+            KafkaError::NotLeaderOrFollower => "NOT_LEADER_OR_FOLLOWER",
+            KafkaError::FencedLeaderEpoch => "FENCED_LEADER_EPOCH",
+            KafkaError::UnknownLeaderEpoch => "UNKNOWN_LEADER_EPOCH",
+            KafkaError::OffsetOutOfRange => "OFFSET_OUT_OF_RANGE",
+            KafkaError::NotEnoughReplicas => "NOT_ENOUGH_REPLICAS",
+            KafkaError::NotEnoughReplicasAfterAppend => "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+            KafkaError::InvalidProducerEpoch => "INVALID_PRODUCER_EPOCH",
+            KafkaError::OutOfOrderSequenceNumber => "OUT_OF_ORDER_SEQUENCE_NUMBER",
+        }
+    }
+}
+
+/// A follower's fetch (1.4d, 1.5). `current_leader_epoch` from G3, `last_fetched_epoch` from G4.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FetchRequest {
+    pub replica_id: BrokerId,
+    pub session: u64,
+    pub fetch_offset: Offset,
+    pub current_leader_epoch: Option<LeaderEpoch>,
+    pub last_fetched_epoch: Option<LeaderEpoch>,
+    pub log_start_offset: Offset,
+}
+
+/// The leader's answer; `high_watermark` is the HW from before this fetch's state update.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FetchResponse {
+    pub error: Option<KafkaError>,
+    pub batches: Vec<RecordBatch>,
+    pub high_watermark: Offset,
+    pub log_start_offset: Offset,
+    pub log_end_offset: Offset,
+    pub diverging_epoch: Option<(LeaderEpoch, Offset)>,
+}
+
+/// OffsetsForLeaderEpoch for the follower's latest epoch (`None` = UNDEFINED).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OffsetsForLeaderEpochRequest {
+    pub replica_id: BrokerId,
+    pub session: u64,
+    pub leader_epoch: Option<LeaderEpoch>,
+    pub current_leader_epoch: Option<LeaderEpoch>,
+}
+
+/// `end_offset` alone in G0/G1 (v0); `answer` from G2.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OffsetsForLeaderEpochResponse {
+    pub error: Option<KafkaError>,
+    pub end_offset: Option<Offset>,
+    pub answer: Option<(LeaderEpoch, Offset)>,
+}
+
+/// A controller decision; `leader: None` is OFFLINE.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaderAndIsr {
+    pub leader: Option<BrokerId>,
+    pub leader_epoch: LeaderEpoch,
+    pub isr: Vec<BrokerId>,
+    pub partition_epoch: u32,
+    pub replicas: Vec<BrokerId>,
+}
+
+/// The leader's ISR proposal (KIP-497).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AlterPartitionRequest {
+    pub broker_id: BrokerId,
+    pub leader_epoch: LeaderEpoch,
+    pub partition_epoch: u32,
+    pub new_isr: Vec<BrokerId>,
+}
+
+/// The controller's answer to an AlterPartition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AlterPartitionResponse {
+    pub request: AlterPartitionRequest,
+    pub ok: bool,
+    pub leader_epoch: LeaderEpoch,
+    pub partition_epoch: u32,
+    pub isr: Vec<BrokerId>,
+}
+
+/// Acknowledgement level of a produce request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Acks {
+    None,
+    Leader,
+    All,
+}
+
+/// One client batch to append as leader.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProduceRequest {
+    pub client: String,
+    pub acks: Acks,
+    pub records: Vec<u64>,
+    pub producer: Option<ProducerFields>,
+}
+
+/// The append's outcome; offsets are the original ones for a duplicate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProduceResponse {
+    pub error: Option<KafkaError>,
+    pub base_offset: Option<Offset>,
+    pub last_offset: Option<Offset>,
+    pub duplicate: bool,
+}
+
+impl ProduceResponse {
+    pub(crate) fn error(e: KafkaError) -> Self {
+        Self { error: Some(e), base_offset: None, last_offset: None, duplicate: false }
+    }
+}
+
+/// Where a consumer without a position starts (ListOffsets).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OffsetReset {
+    Earliest,
+    Latest,
+}
+
+/// A consumer fetch, position reset or position validation (read_uncommitted).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConsumerFetchRequest {
+    pub fetch_offset: Option<Offset>,
+    pub current_leader_epoch: Option<LeaderEpoch>,
+    pub max_records: usize,
+    pub reset: OffsetReset,
+    pub validate_epoch: Option<LeaderEpoch>,
+}
+
+/// Records are `(offset, value, batch epoch)` below the HW.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConsumerFetchResponse {
+    pub error: Option<KafkaError>,
+    pub leader_epoch: Option<LeaderEpoch>,
+    pub records: Vec<(u64, u64, u32)>,
+    pub high_watermark: Offset,
+    pub reset_offset: Option<Offset>,
+    pub epoch_end: Option<(LeaderEpoch, Offset)>,
+}

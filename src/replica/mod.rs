@@ -1,0 +1,419 @@
+//! One partition replica's protocol state machine, leader and follower sides, per generation.
+//!
+//! [`Replica`] holds what a broker knows about the partition (role, leader, epochs, ISR, the
+//! leader's view of each follower, the follower's fetch state); the [`ReplicaLog`] it drives is
+//! passed to every call, so a caller can keep the log where it likes (the Python bindings share
+//! it with a `ReplicaLog` object). Every method handles one message or timer tick and returns
+//! the messages to send; nothing here knows about time passing, networks or other brokers.
+//! Rules and sources (`PROTOCOL.md`): becoming leader or follower 1.9, follower truncation by
+//! generation 1.4, leader fetch handling, DivergingEpoch and ISR expansion 1.5 and 1.7, the
+//! high watermark 1.6, the produce path 1.8, checkpointed HW and crashes 1.10.
+//!
+//! This is a 1:1 port of `epochlab.sim.replica` (Python), which stays as the readable reference;
+//! differential tests run whole simulations on both and compare histories byte for byte.
+
+pub mod follower;
+mod leader;
+pub mod messages;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+use crate::error::{Error, ProducerStateError};
+use crate::generation::Generation;
+use crate::log::ReplicaLog;
+use crate::types::{BrokerId, LeaderEpoch, Offset};
+pub use follower::FollowerAction;
+use messages::*;
+
+/// What the replica is for the partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// No metadata yet (fresh start, or after a crash).
+    None,
+    Leader,
+    Follower,
+}
+
+/// The follower's fetcher state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FetchState {
+    Idle,
+    /// G1-G3: OffsetsForLeaderEpoch round trips before fetching.
+    Truncating,
+    Fetching,
+    /// KIP-320: FENCED_LEADER_EPOCH, waiting for newer metadata.
+    Fenced,
+}
+
+/// What a LeaderAndIsr did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeaderAndIsrOutcome {
+    /// Older epoch, or same epoch without a newer partition epoch.
+    Ignored,
+    /// Same epoch, newer ISR.
+    Isr,
+    Leader,
+    /// Follower with a (re)started fetcher.
+    Follower,
+    /// Follower, fetcher kept (same leader before KAFKA-7164, or OFFLINE).
+    FollowerSame,
+}
+
+/// The leader's view of one follower (Kafka's remote `Replica`, 1.1 / 1.5).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FollowerState {
+    /// Unknown until a fetch in the current leadership reported it.
+    pub log_end_offset: Option<Offset>,
+    pub last_caught_up_time_ms: u64,
+    pub last_fetch_time_ms: u64,
+    pub last_fetch_leader_log_end_offset: Offset,
+}
+
+/// One replica of a partition on broker `broker_id`.
+#[derive(Clone, Debug)]
+pub struct Replica {
+    pub broker_id: BrokerId,
+    pub replicas: Vec<BrokerId>,
+    pub generation: Generation,
+    pub min_insync_replicas: u32,
+    pub replica_lag_time_max_ms: u64,
+    /// The `replication-offset-checkpoint` value: what the HW restarts from.
+    pub checkpointed_high_watermark: Offset,
+    /// Notable things that happened, drained by the broker into the engine's event log.
+    pub events: Vec<String>,
+    pub role: Role,
+    pub leader_id: Option<BrokerId>,
+    pub leader_epoch: Option<LeaderEpoch>,
+    pub partition_epoch: Option<u32>,
+    pub isr: Vec<BrokerId>,
+    pub pending_isr: Option<Vec<BrokerId>>,
+    pub leader_epoch_start_offset: Option<Offset>,
+    pub followers: BTreeMap<BrokerId, FollowerState>,
+    pub fetch_state: FetchState,
+    pub fetcher_session: u64,
+}
+
+impl Replica {
+    pub fn new(broker_id: BrokerId, replicas: Vec<BrokerId>, generation: Generation, min_insync_replicas: u32, replica_lag_time_max_ms: u64) -> Self {
+        Self {
+            broker_id,
+            replicas,
+            generation,
+            min_insync_replicas,
+            replica_lag_time_max_ms,
+            checkpointed_high_watermark: Offset(0),
+            events: Vec::new(),
+            role: Role::None,
+            leader_id: None,
+            leader_epoch: None,
+            partition_epoch: None,
+            isr: Vec::new(),
+            pending_isr: None,
+            leader_epoch_start_offset: None,
+            followers: BTreeMap::new(),
+            fetch_state: FetchState::Idle,
+            fetcher_session: 0,
+        }
+    }
+
+    /// A fresh log for this replica with the generation's epoch-cache rule.
+    pub fn new_log(generation: Generation) -> ReplicaLog {
+        ReplicaLog::new(Offset(0), generation.kip101_epoch_cache())
+    }
+
+    fn reset_volatile(&mut self) {
+        self.role = Role::None;
+        self.leader_id = None;
+        self.leader_epoch = None;
+        self.partition_epoch = None;
+        self.isr.clear();
+        self.pending_isr = None;
+        self.leader_epoch_start_offset = None;
+        self.followers.clear();
+        self.fetch_state = FetchState::Idle;
+        self.fetcher_session += 1;
+    }
+
+    /// ISR ∪ pending proposal, in assignment order (1.7: what HW and acks=all use).
+    pub fn maximal_isr(&self) -> Vec<BrokerId> {
+        let pending = self.pending_isr.as_deref().unwrap_or(&[]);
+        self.replicas.iter().copied().filter(|r| self.isr.contains(r) || pending.contains(r)).collect()
+    }
+
+    fn effective_min_isr(&self) -> usize {
+        (self.min_insync_replicas as usize).min(self.replicas.len())
+    }
+
+    /// Applies a controller decision (1.9).
+    pub fn apply_leader_and_isr(&mut self, log: &mut ReplicaLog, msg: &LeaderAndIsr, now_ms: u64) -> LeaderAndIsrOutcome {
+        if let Some(current) = self.leader_epoch {
+            if msg.leader_epoch < current {
+                return LeaderAndIsrOutcome::Ignored;
+            }
+            if msg.leader_epoch == current {
+                if self.partition_epoch.is_some_and(|pe| msg.partition_epoch <= pe) {
+                    return LeaderAndIsrOutcome::Ignored;
+                }
+                self.isr = msg.isr.clone();
+                self.partition_epoch = Some(msg.partition_epoch);
+                self.pending_isr = None;
+                if self.role == Role::Leader {
+                    self.maybe_increment_high_watermark(log, now_ms);
+                }
+                return LeaderAndIsrOutcome::Isr;
+            }
+        }
+        self.replicas = msg.replicas.clone();
+        if msg.leader == Some(self.broker_id) {
+            self.make_leader(log, msg, now_ms);
+            return LeaderAndIsrOutcome::Leader;
+        }
+        self.make_follower(log, msg)
+    }
+
+    /// `Partition.makeLeader`: LESO := LEO; from G3 the epoch enters the cache at the LEO
+    /// (KAFKA-7415); follower states reset (a re-elected leader keeps known LEOs); ISR
+    /// followers count as caught up now; then the HW may advance.
+    fn make_leader(&mut self, log: &mut ReplicaLog, msg: &LeaderAndIsr, now_ms: u64) {
+        let was_leader = self.role == Role::Leader;
+        let old = std::mem::take(&mut self.followers);
+        self.become_role(msg, Role::Leader);
+        self.leader_epoch_start_offset = Some(log.log_end_offset());
+        if self.generation.leader_assigns_epoch() {
+            log.assign_epoch(msg.leader_epoch, log.log_end_offset());
+        }
+        for &r in &self.replicas {
+            if r == self.broker_id {
+                continue;
+            }
+            let mut state = FollowerState::default();
+            if was_leader {
+                if let Some(o) = old.get(&r) {
+                    state.log_end_offset = o.log_end_offset;
+                }
+            }
+            if msg.isr.contains(&r) {
+                state.last_caught_up_time_ms = now_ms;
+            }
+            self.followers.insert(r, state);
+        }
+        self.maybe_increment_high_watermark(log, now_ms);
+    }
+
+    /// `makeFollower` (1.4, 1.9): the fetcher restarts on a new leader, or from G3 on any new
+    /// epoch (KAFKA-7164). On restart G0 truncates to its local HW at once, G1-G3 enter
+    /// Truncating, G4+ fetch with the last fetched epoch (the HW path if the cache is empty).
+    fn make_follower(&mut self, log: &mut ReplicaLog, msg: &LeaderAndIsr) -> LeaderAndIsrOutcome {
+        let restart = self.role != Role::Follower
+            || self.leader_id != msg.leader
+            || self.generation.fences_current_epoch()
+            || self.fetch_state != FetchState::Fetching;
+        self.become_role(msg, if msg.leader.is_some() { Role::Follower } else { Role::None });
+        if msg.leader.is_none() {
+            self.fetch_state = FetchState::Idle;
+            return LeaderAndIsrOutcome::FollowerSame;
+        }
+        if !restart {
+            return LeaderAndIsrOutcome::FollowerSame;
+        }
+        self.fetcher_session += 1;
+        let g = self.generation;
+        if g == Generation::TruncateToHw || (g.truncate_on_fetch() && log.latest_epoch().is_none()) {
+            self.truncate(log, log.high_watermark(), "become follower: truncate to local HW");
+            self.fetch_state = FetchState::Fetching;
+        } else if g.truncate_on_fetch() {
+            self.fetch_state = FetchState::Fetching;
+        } else {
+            self.fetch_state = FetchState::Truncating;
+        }
+        LeaderAndIsrOutcome::Follower
+    }
+
+    fn become_role(&mut self, msg: &LeaderAndIsr, role: Role) {
+        self.role = role;
+        self.leader_id = msg.leader;
+        self.leader_epoch = Some(msg.leader_epoch);
+        self.partition_epoch = Some(msg.partition_epoch);
+        self.isr = msg.isr.clone();
+        self.pending_isr = None;
+        self.leader_epoch_start_offset = None;
+        if role != Role::Leader {
+            self.followers.clear();
+        }
+    }
+
+    pub(crate) fn truncate(&mut self, log: &mut ReplicaLog, offset: Offset, why: &str) {
+        let before = log.log_end_offset();
+        if log.truncate_to(offset) {
+            self.events.push(format!("truncated {before} -> {offset} ({why})"));
+        }
+    }
+
+    /// Leader append (1.8): not leader -> NOT_LEADER_OR_FOLLOWER; acks=all with |ISR| <
+    /// effective minISR -> NOT_ENOUGH_REPLICAS (nothing appended); producer-state refusals
+    /// become their Kafka errors; a duplicate answers the original offsets. Errors a caller
+    /// could not have meant (an empty batch) stay errors.
+    pub fn handle_produce(&mut self, log: &mut ReplicaLog, req: &ProduceRequest, now_ms: u64) -> Result<ProduceResponse, Error> {
+        let Some(epoch) = self.leader_epoch.filter(|_| self.role == Role::Leader) else {
+            return Ok(ProduceResponse::error(KafkaError::NotLeaderOrFollower));
+        };
+        if req.acks == Acks::All && self.isr.len() < self.effective_min_isr() {
+            return Ok(ProduceResponse::error(KafkaError::NotEnoughReplicas));
+        }
+        let info = match log.append_as_leader(req.records.clone(), epoch, req.producer, false) {
+            Ok(info) => info,
+            Err(Error::ProducerState(ProducerStateError::InvalidProducerEpoch { .. })) => {
+                self.events.push(format!("rejected produce from {}: INVALID_PRODUCER_EPOCH", req.client));
+                return Ok(ProduceResponse::error(KafkaError::InvalidProducerEpoch));
+            }
+            Err(Error::ProducerState(ProducerStateError::OutOfOrderSequence { .. })) => {
+                return Ok(ProduceResponse::error(KafkaError::OutOfOrderSequenceNumber));
+            }
+            Err(e) => return Err(e),
+        };
+        if !info.duplicate {
+            self.maybe_increment_high_watermark(log, now_ms);
+        }
+        Ok(ProduceResponse {
+            error: None,
+            base_offset: Some(info.base_offset),
+            last_offset: Some(info.last_offset),
+            duplicate: info.duplicate,
+        })
+    }
+
+    /// acks=all purgatory check (`checkEnoughReplicasReachOffset`, 1.8): `None` while waiting;
+    /// `Some(None)` once HW >= `required_offset` with maximal ISR >= min.insync.replicas,
+    /// `Some(Some(NOT_ENOUGH_REPLICAS_AFTER_APPEND))` if smaller; NOT_LEADER_OR_FOLLOWER after
+    /// losing leadership.
+    pub fn produce_completion(&self, log: &ReplicaLog, required_offset: Offset) -> Option<Option<KafkaError>> {
+        if self.role != Role::Leader {
+            return Some(Some(KafkaError::NotLeaderOrFollower));
+        }
+        if log.high_watermark() < required_offset {
+            return None;
+        }
+        if self.maximal_isr().len() >= self.min_insync_replicas as usize {
+            Some(None)
+        } else {
+            Some(Some(KafkaError::NotEnoughReplicasAfterAppend))
+        }
+    }
+
+    /// `maybeIncrementLeaderHW` (1.6): min LEO over the leader and every follower in the
+    /// maximal ISR or caught up within replica.lag.time.max.ms; an unknown follower LEO holds
+    /// the HW. G5: no advance while |ISR| < effective minISR. Returns whether the HW rose.
+    pub fn maybe_increment_high_watermark(&mut self, log: &mut ReplicaLog, now_ms: u64) -> bool {
+        if self.role != Role::Leader {
+            return false;
+        }
+        if self.generation.strict_min_isr() && self.isr.len() < self.effective_min_isr() {
+            return false;
+        }
+        let mut new_hw = log.log_end_offset();
+        let maximal = self.maximal_isr();
+        for (r, st) in &self.followers {
+            let caught_up = st.log_end_offset.is_some()
+                && now_ms.saturating_sub(st.last_caught_up_time_ms) <= self.replica_lag_time_max_ms;
+            if maximal.contains(r) || caught_up {
+                match st.log_end_offset {
+                    None => return false,
+                    Some(leo) => new_hw = new_hw.min(leo),
+                }
+            }
+        }
+        log.maybe_increment_high_watermark(new_hw)
+    }
+
+    /// ISR-expiration tick (1.7): propose removing ISR followers neither at the leader's LEO
+    /// nor caught up within replica.lag.time.max.ms; `None` if nothing to do or a proposal is
+    /// in flight.
+    pub fn maybe_shrink_isr(&mut self, log: &ReplicaLog, now_ms: u64) -> Option<AlterPartitionRequest> {
+        if self.role != Role::Leader || self.pending_isr.is_some() {
+            return None;
+        }
+        let leo = log.log_end_offset();
+        let lag = self.replica_lag_time_max_ms;
+        let out: Vec<BrokerId> = self
+            .isr
+            .iter()
+            .copied()
+            .filter(|r| *r != self.broker_id)
+            .filter(|r| {
+                self.followers.get(r).is_some_and(|st| {
+                    !(st.log_end_offset == Some(leo) || now_ms.saturating_sub(st.last_caught_up_time_ms) <= lag)
+                })
+            })
+            .collect();
+        if out.is_empty() {
+            return None;
+        }
+        let new_isr = self.isr.iter().copied().filter(|r| !out.contains(r)).collect();
+        self.propose(new_isr)
+    }
+
+    pub(crate) fn propose(&mut self, new_isr: Vec<BrokerId>) -> Option<AlterPartitionRequest> {
+        let (leader_epoch, partition_epoch) = (self.leader_epoch?, self.partition_epoch?);
+        self.pending_isr = Some(new_isr.clone());
+        Some(AlterPartitionRequest { broker_id: self.broker_id, leader_epoch, partition_epoch, new_isr })
+    }
+
+    /// The in-flight proposal to resend (AlterPartition is retried until answered).
+    pub fn pending_alter_partition(&self) -> Option<AlterPartitionRequest> {
+        if self.role != Role::Leader {
+            return None;
+        }
+        Some(AlterPartitionRequest {
+            broker_id: self.broker_id,
+            leader_epoch: self.leader_epoch?,
+            partition_epoch: self.partition_epoch?,
+            new_isr: self.pending_isr.clone()?,
+        })
+    }
+
+    /// Commits the controller's answer if it is for this leadership and newer; a refused or
+    /// superseded proposal is rolled back (1.7).
+    pub fn handle_alter_partition_response(&mut self, log: &mut ReplicaLog, resp: &AlterPartitionResponse, now_ms: u64) {
+        if self.role != Role::Leader || Some(resp.request.leader_epoch) != self.leader_epoch {
+            return;
+        }
+        if resp.ok
+            && self.partition_epoch.is_some_and(|pe| resp.partition_epoch > pe)
+            && Some(resp.leader_epoch) == self.leader_epoch
+        {
+            self.isr = resp.isr.clone();
+            self.partition_epoch = Some(resp.partition_epoch);
+        }
+        if self.pending_isr.as_ref() == Some(&resp.request.new_isr) {
+            self.pending_isr = None;
+        }
+        self.maybe_increment_high_watermark(log, now_ms);
+    }
+
+    /// Writes the `replication-offset-checkpoint` (every
+    /// replica.high.watermark.checkpoint.interval.ms, 1.10).
+    pub fn checkpoint_high_watermark(&mut self, log: &ReplicaLog) {
+        self.checkpointed_high_watermark = log.high_watermark();
+    }
+
+    /// A process or machine crash (1.10): in-memory state is gone; with `lose_unflushed` the
+    /// page cache too (unflushed tail dropped, a torn batch whole). The HW restarts from the
+    /// last checkpoint, clamped to the log. Returns the number of records lost.
+    pub fn crash(&mut self, log: &mut ReplicaLog, lose_unflushed: bool) -> usize {
+        let lost = if lose_unflushed { log.drop_unflushed() } else { 0 };
+        if lost > 0 {
+            self.events.push(format!("lost {lost} unflushed records in crash"));
+        }
+        log.update_high_watermark(self.checkpointed_high_watermark);
+        self.reset_volatile();
+        lost
+    }
+
+    /// Controlled shutdown's last step: flush the log and checkpoint the HW.
+    pub fn clean_shutdown(&mut self, log: &mut ReplicaLog) {
+        log.flush(None);
+        self.checkpoint_high_watermark(log);
+    }
+}

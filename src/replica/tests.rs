@@ -1,0 +1,108 @@
+//! Two replicas exchanging messages directly, no simulator: the protocol on its own.
+
+use super::follower::FollowerRequest;
+use super::messages::*;
+use super::*;
+
+struct Node {
+    replica: Replica,
+    log: ReplicaLog,
+}
+
+fn node(id: u32, g: Generation) -> Node {
+    Node { replica: Replica::new(BrokerId(id), vec![BrokerId(1), BrokerId(2)], g, 1, 30_000), log: Replica::new_log(g) }
+}
+
+fn decision(leader: u32, epoch: u32, isr: &[u32], partition_epoch: u32) -> LeaderAndIsr {
+    LeaderAndIsr {
+        leader: Some(BrokerId(leader)),
+        leader_epoch: LeaderEpoch(epoch),
+        isr: isr.iter().map(|&b| BrokerId(b)).collect(),
+        partition_epoch,
+        replicas: vec![BrokerId(1), BrokerId(2)],
+    }
+}
+
+fn produce(n: &mut Node, values: &[u64]) -> ProduceResponse {
+    let req = ProduceRequest { client: "p".into(), acks: Acks::Leader, records: values.to_vec(), producer: None };
+    n.replica.handle_produce(&mut n.log, &req, 0).expect("a plain batch is valid")
+}
+
+/// Runs follower requests against the leader until the follower has nothing to do.
+fn sync(leader: &mut Node, follower: &mut Node, now: u64) {
+    for _ in 0..20 {
+        match follower.replica.next_request(&follower.log) {
+            Some(FollowerRequest::Fetch(req)) => {
+                let (resp, _) = leader.replica.handle_fetch(&mut leader.log, &req, now);
+                let empty = resp.batches.is_empty() && resp.diverging_epoch.is_none();
+                follower.replica.handle_fetch_response(&mut follower.log, &req, &resp);
+                if empty && follower.log.high_watermark() == leader.log.high_watermark() {
+                    return;
+                }
+            }
+            Some(FollowerRequest::OffsetsForLeaderEpoch(req)) => {
+                let resp = leader.replica.handle_offsets_for_leader_epoch(&leader.log, &req);
+                follower.replica.handle_offsets_for_leader_epoch_response(&mut follower.log, &req, &resp);
+            }
+            None => return,
+        }
+    }
+}
+
+fn values(log: &ReplicaLog) -> Vec<u64> {
+    log.batches().iter().flat_map(|b| b.records().to_vec()).collect()
+}
+
+#[test]
+fn follower_replicates_and_high_watermark_follows() {
+    let (mut a, mut b) = (node(1, Generation::StrictMinIsr), node(2, Generation::StrictMinIsr));
+    a.replica.apply_leader_and_isr(&mut a.log, &decision(1, 0, &[1, 2], 0), 0);
+    b.replica.apply_leader_and_isr(&mut b.log, &decision(1, 0, &[1, 2], 0), 0);
+    produce(&mut a, &[1, 2]);
+    produce(&mut a, &[3]);
+    sync(&mut a, &mut b, 10);
+    assert_eq!(values(&b.log), vec![1, 2, 3]);
+    assert_eq!(a.log.high_watermark(), Offset(3));
+    assert_eq!(b.log.high_watermark(), Offset(3));
+}
+
+/// Seed 000: M3 only on the old leader A; B leads epoch 1 and writes M4; A returns as a
+/// follower and truncates M3, then fetches M4.
+fn seed_000(g: Generation) -> Vec<u64> {
+    let (mut a, mut b) = (node(1, g), node(2, g));
+    a.replica.apply_leader_and_isr(&mut a.log, &decision(1, 0, &[1, 2], 0), 0);
+    b.replica.apply_leader_and_isr(&mut b.log, &decision(1, 0, &[1, 2], 0), 0);
+    produce(&mut a, &[1]);
+    produce(&mut a, &[2]);
+    sync(&mut a, &mut b, 10);
+    produce(&mut a, &[3]);
+    b.replica.apply_leader_and_isr(&mut b.log, &decision(2, 1, &[2], 1), 20);
+    produce(&mut b, &[4]);
+    a.replica.crash(&mut a.log, false);
+    a.replica.apply_leader_and_isr(&mut a.log, &decision(2, 1, &[2], 1), 30);
+    sync(&mut b, &mut a, 40);
+    values(&a.log)
+}
+
+#[test]
+fn old_leader_truncates_its_unreplicated_suffix_in_every_generation() {
+    for g in (0..6).filter_map(Generation::from_index) {
+        assert_eq!(seed_000(g), vec![1, 2, 4], "{g:?}");
+    }
+}
+
+#[test]
+fn kip320_fences_a_stale_fetch() {
+    let mut a = node(1, Generation::Kip320);
+    a.replica.apply_leader_and_isr(&mut a.log, &decision(1, 3, &[1, 2], 0), 0);
+    let req = FetchRequest {
+        replica_id: BrokerId(2),
+        session: 1,
+        fetch_offset: Offset(0),
+        current_leader_epoch: Some(LeaderEpoch(2)),
+        last_fetched_epoch: None,
+        log_start_offset: Offset(0),
+    };
+    let (resp, proposal) = a.replica.handle_fetch(&mut a.log, &req, 0);
+    assert_eq!((resp.error, proposal), (Some(KafkaError::FencedLeaderEpoch), None));
+}
