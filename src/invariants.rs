@@ -3,49 +3,40 @@
 use crate::log::ReplicaLog;
 use crate::types::Offset;
 
-/// Per-offset identity of a log position: `None` for a hole, else the containing batch's
-/// `(base, last, epoch)` and the record value.
-fn key_at(log: &ReplicaLog, offset: u64) -> Option<(u64, u64, u32, u64)> {
-    let s = log.store();
-    let i = s.containing(offset)?;
-    Some((s.base(i), s.last(i), s.epoch(i), s.records(i)[(offset - s.base(i)) as usize]))
-}
-
 /// The first offset in `[max(log starts), min(log ends))` where the two logs differ in batch
 /// boundaries, batch epoch, record value or hole; `None` if that common range is identical.
-/// Walks batch by batch and compares record slices, so identical logs cost one pass.
+/// A two-pointer walk over both batch columns comparing record slices: one linear pass.
 pub fn first_mismatch(a: &ReplicaLog, b: &ReplicaLog) -> Option<Offset> {
     let start = a.log_start_offset().max(b.log_start_offset()).0;
     let limit = a.log_end_offset().min(b.log_end_offset()).0;
+    let (sa, sb) = (a.store(), b.store());
+    let (mut ia, mut ib) = (sa.first_ending_at_or_after(start), sb.first_ending_at_or_after(start));
     let mut o = start;
     while o < limit {
-        let (ka, kb) = (key_at(a, o), key_at(b, o));
-        if ka != kb {
-            return Some(Offset(o));
-        }
-        match ka {
-            // Both hold the same batch at `o`: compare the rest of it at once.
-            Some((base, last, _, _)) => {
-                let (sa, sb) = (a.store(), b.store());
-                let (ia, ib) = (sa.containing(o).unwrap_or_default(), sb.containing(o).unwrap_or_default());
+        // The batch holding `o` in each log, if any (`ia`/`ib` point at the first batch
+        // ending at or after `o`).
+        let at_a = (ia < sa.len() && sa.base(ia) <= o).then_some(ia);
+        let at_b = (ib < sb.len() && sb.base(ib) <= o).then_some(ib);
+        match (at_a, at_b) {
+            (None, None) => {
+                let next = |s: &super::log::BatchStore, i: usize| if i < s.len() { s.base(i) } else { u64::MAX };
+                o = next(sa, ia).min(next(sb, ib)).min(limit);
+            }
+            (Some(i), Some(j)) => {
+                if (sa.base(i), sa.last(i), sa.epoch(i)) != (sb.base(j), sb.last(j), sb.epoch(j)) {
+                    return Some(Offset(o));
+                }
+                let (base, last) = (sa.base(i), sa.last(i));
                 let upto = last.min(limit - 1);
-                let from = (o - base) as usize;
-                let to = (upto - base) as usize + 1;
-                let (ra, rb) = (&sa.records(ia)[from..to], &sb.records(ib)[from..to]);
-                if let Some(k) = ra.iter().zip(rb).position(|(x, y)| x != y) {
+                let (from, to) = ((o - base) as usize, (upto - base) as usize + 1);
+                if let Some(k) = sa.records(i)[from..to].iter().zip(&sb.records(j)[from..to]).position(|(x, y)| x != y) {
                     return Some(Offset(o + k as u64));
                 }
                 o = upto + 1;
+                ia += 1;
+                ib += 1;
             }
-            // Both have a hole at `o`: skip to the next batch start in either log.
-            None => {
-                let next = |log: &ReplicaLog| {
-                    let s = log.store();
-                    let i = s.first_ending_at_or_after(o);
-                    if i < s.len() { s.base(i) } else { u64::MAX }
-                };
-                o = next(a).min(next(b)).min(limit);
-            }
+            _ => return Some(Offset(o)),
         }
     }
     None

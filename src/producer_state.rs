@@ -66,6 +66,14 @@ impl ProducerStateManager {
         self.entries.clear();
     }
 
+    pub(crate) fn remove(&mut self, producer_id: ProducerId) {
+        self.entries.remove(&producer_id);
+    }
+
+    pub(crate) fn insert(&mut self, producer_id: ProducerId, entry: ProducerStateEntry) {
+        self.entries.insert(producer_id, entry);
+    }
+
     /// Validates a client batch as the leader does, in Kafka's order, without changing state.
     ///
     /// An unknown producer id accepts any sequence (its state expired or was never here: the

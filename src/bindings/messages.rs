@@ -1,6 +1,7 @@
 //! Conversion between the simulator's message dataclasses (`epochlab.sim.messages`) and the
 //! core's message structs. Attribute names are the dataclasses' field names.
 
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
@@ -11,8 +12,17 @@ use crate::error::ArgumentError;
 use crate::replica::messages::*;
 use crate::types::{BrokerId, LeaderEpoch, Offset};
 
+/// A message field. A missing attribute means the caller passed something that is not the
+/// message this method handles: a `TypeError`, as for any argument of the wrong type.
 fn attr<'py, T: for<'a> FromPyObject<'a, 'py, Error = PyErr>>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<T> {
-    obj.getattr(name)?.extract::<T>()
+    field(obj, name)?.extract::<T>()
+}
+
+pub(crate) fn field<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    obj.getattr(name).map_err(|_| {
+        let type_name = obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into());
+        PyTypeError::new_err(format!("expected a message with a '{name}' field, got {type_name}"))
+    })
 }
 
 fn broker(v: Int, name: &'static str) -> PyResult<BrokerId> {
@@ -120,7 +130,7 @@ pub(crate) fn alter_partition_request(obj: &Bound<'_, PyAny>) -> PyResult<AlterP
 pub(crate) fn alter_partition_response(obj: &Bound<'_, PyAny>) -> PyResult<AlterPartitionResponse> {
     let error: Option<String> = attr(obj, "error")?;
     Ok(AlterPartitionResponse {
-        request: alter_partition_request(&obj.getattr("request")?)?,
+        request: alter_partition_request(&field(obj, "request")?)?,
         ok: error.is_none(),
         leader_epoch: args::epoch(attr(obj, "leader_epoch")?, "leader_epoch")?,
         partition_epoch: u32_field(obj, "partition_epoch")?,
@@ -139,7 +149,7 @@ pub(crate) fn produce_request(obj: &Bound<'_, PyAny>) -> PyResult<ProduceRequest
     Ok(ProduceRequest {
         client: attr(obj, "client")?,
         acks,
-        records: args::records(&obj.getattr("records")?, "records")?,
+        records: args::records(&field(obj, "records")?, "records")?,
         producer: args::producer_fields(attr(obj, "producer_id")?, attr(obj, "producer_epoch")?, attr(obj, "base_sequence")?)?,
     })
 }

@@ -165,7 +165,7 @@ impl PyReplica {
         let r = msg::produce_request(req)?;
         let now = time(now_ms, "now_ms")?;
         let resp = self.with(py, |rep, log| rep.handle_produce(log, &r, now)).py()?;
-        Builder::new(py)?.produce_response(&req.getattr("request_id")?, resp)
+        Builder::new(py)?.produce_response(&msg::field(req, "request_id")?, resp)
     }
 
     fn produce_completion(&self, py: Python<'_>, required_offset: Int) -> PyResult<(bool, Option<&'static str>)> {
@@ -244,17 +244,17 @@ impl PyReplica {
     fn handle_consumer_fetch<'py>(&self, py: Python<'py>, req: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let r = msg::consumer_fetch_request(req)?;
         let resp = self.with(py, |rep, log| rep.handle_consumer_fetch(log, &r));
-        Builder::new(py)?.consumer_fetch_response(&req.getattr("request_id")?, resp)
+        Builder::new(py)?.consumer_fetch_response(&msg::field(req, "request_id")?, resp)
     }
 
     fn handle_fetch_response(&self, py: Python<'_>, resp: &Bound<'_, PyAny>) -> PyResult<&'static str> {
-        let req = msg::fetch_request(&resp.getattr("request")?)?;
+        let req = msg::fetch_request(&msg::field(resp, "request")?)?;
         let r = msg::fetch_response(resp)?;
         Ok(action_name(self.with(py, |rep, log| rep.handle_fetch_response(log, &req, &r))))
     }
 
     fn handle_offsets_for_leader_epoch_response(&self, py: Python<'_>, resp: &Bound<'_, PyAny>) -> PyResult<&'static str> {
-        let req = msg::offsets_request(&resp.getattr("request")?)?;
+        let req = msg::offsets_request(&msg::field(resp, "request")?)?;
         let r = msg::offsets_response(resp)?;
         Ok(action_name(self.with(py, |rep, log| rep.handle_offsets_for_leader_epoch_response(log, &req, &r))))
     }

@@ -57,7 +57,10 @@ pub fn parse(text: &str, path: Option<&str>) -> Result<LeaderEpochCache, Checkpo
     }
     let count: usize = match lines.get(1) {
         None => return Err(corrupt(2, "missing entry count".into())),
-        Some(c) => digits(c).ok_or_else(|| corrupt(2, format!("entry count {c:?} is not a non-negative integer")))?,
+        // Kafka reads the count as an Int.
+        Some(c) => digits::<usize>(c)
+            .filter(|n| *n <= i32::MAX as usize)
+            .ok_or_else(|| corrupt(2, format!("entry count {c:?} is not an integer in 0..=2^31-1")))?,
     };
     let mut entries: Vec<EpochEntry> = Vec::with_capacity(count.min(1 << 20));
     for i in 0..count {

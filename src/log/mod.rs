@@ -8,8 +8,10 @@ pub use batch::{ProducerFields, RecordBatch, ABORT_MARKER, COMMIT_MARKER};
 
 use crate::epoch::LeaderEpochCache;
 use crate::error::{ArgumentError, Error, LogError};
-use crate::producer_state::{AppendCheck, BatchMetadata, ProducerStateManager};
-use crate::types::{LeaderEpoch, Offset};
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::producer_state::{AppendCheck, BatchMetadata, ProducerStateEntry, ProducerStateManager, NUM_BATCHES_TO_RETAIN};
+use crate::types::{LeaderEpoch, Offset, ProducerId};
 pub(crate) use store::BatchStore;
 
 /// What an append did.
@@ -292,12 +294,11 @@ impl ReplicaLog {
             return true;
         }
         let keep = self.store.first_ending_at_or_after(target.0);
-        self.store.truncate_batches(keep);
+        self.truncate_batches_from(keep);
         self.log_end_offset = target;
         self.epoch_cache.truncate_from_end(target);
         self.high_watermark = self.high_watermark.min(target);
         self.recovery_point = self.recovery_point.min(target);
-        self.rebuild_producer_state();
         true
     }
 
@@ -325,7 +326,7 @@ impl ReplicaLog {
     pub fn drop_unflushed(&mut self) -> usize {
         let keep = self.store.first_ending_at_or_after(self.recovery_point.0);
         let lost = self.store.records_in(keep, self.store.len());
-        self.store.truncate_batches(keep);
+        self.truncate_batches_from(keep);
         self.log_end_offset = match self.store.len() {
             0 => self.log_start_offset,
             n => Offset(self.store.last(n - 1) + 1),
@@ -333,7 +334,6 @@ impl ReplicaLog {
         self.recovery_point = self.log_end_offset;
         self.high_watermark = self.high_watermark.min(self.log_end_offset);
         self.epoch_cache.truncate_from_end(self.log_end_offset);
-        self.rebuild_producer_state();
         lost
     }
 
@@ -356,6 +356,59 @@ impl ReplicaLog {
             true
         } else {
             false
+        }
+    }
+
+    /// Drops batches `[keep, len)` and brings producer state back to what replaying the
+    /// remaining log gives. Only producers with a removed batch change; their entries are
+    /// re-derived by scanning backwards from the cut, which stops once each has its epoch's
+    /// last [`NUM_BATCHES_TO_RETAIN`] batches (or an older epoch): a tail truncation costs
+    /// what it removes, not the whole log.
+    fn truncate_batches_from(&mut self, keep: usize) {
+        // Per affected producer: the entry being rebuilt and whether it is complete.
+        let mut affected: BTreeMap<ProducerId, (Option<ProducerStateEntry>, bool)> = BTreeMap::new();
+        for i in keep..self.store.len() {
+            if let Some(p) = self.store.producer(i) {
+                affected.insert(p.producer_id, (None, false));
+            }
+        }
+        self.store.truncate_batches(keep);
+        let mut pending = affected.len();
+        for i in (0..keep).rev() {
+            if pending == 0 {
+                break;
+            }
+            let Some(p) = self.store.producer(i) else { continue };
+            let Some((slot, done)) = affected.get_mut(&p.producer_id) else { continue };
+            if *done {
+                continue;
+            }
+            let entry = slot.get_or_insert_with(|| ProducerStateEntry { producer_epoch: p.producer_epoch, batches: VecDeque::new() });
+            // Replaying forwards, this older epoch's batches were cleared by the change.
+            if entry.producer_epoch != p.producer_epoch {
+                *done = true;
+                pending -= 1;
+                continue;
+            }
+            if !self.store.is_control(i) {
+                let n = self.store.records(i).len() as u32;
+                entry.batches.push_front(BatchMetadata {
+                    first_seq: p.base_sequence,
+                    last_seq: p.base_sequence.increment(n - 1),
+                    base_offset: Offset(self.store.base(i)),
+                    last_offset: Offset(self.store.last(i)),
+                });
+                if entry.batches.len() == NUM_BATCHES_TO_RETAIN {
+                    *done = true;
+                    pending -= 1;
+                }
+            }
+        }
+        for (pid, (entry, _)) in affected {
+            match entry {
+                Some(e) => self.producer_state.insert(pid, e),
+                None => self.producer_state.remove(pid),
+            }
         }
     }
 
@@ -418,6 +471,33 @@ mod tests {
         assert_eq!(log.drop_unflushed(), 5);
         assert_eq!((log.log_end_offset(), log.high_watermark(), log.recovery_point()), (Offset(3), Offset(3), Offset(3)));
         assert_eq!(log.latest_epoch(), Some(LeaderEpoch(0)));
+    }
+
+    /// Truncation re-derives producer state incrementally; it must equal a full replay, also
+    /// across epoch changes and regressions (a follower follows whatever the leader wrote).
+    #[test]
+    fn incremental_producer_state_equals_full_replay() {
+        use crate::types::{ProducerEpoch, ProducerId, Sequence};
+        // (producer id, producer epoch, control marker?) per batch, epochs regressing at 4.
+        let batches = [(0, 0, false), (1, 0, false), (2, 1, false), (0, 1, false), (1, 0, false), (2, 0, false),
+                       (0, 1, false), (1, 1, true), (2, 1, false), (0, 1, false), (0, 1, false), (0, 1, false),
+                       (0, 1, false), (0, 1, false), (1, 2, false)];
+        let mut log = ReplicaLog::new(Offset(0), false);
+        let mut seq = [0u32; 3];
+        for (pid, epoch, control) in batches {
+            let p = ProducerFields { producer_id: ProducerId(pid), producer_epoch: ProducerEpoch(epoch), base_sequence: Sequence(seq[pid as usize]) };
+            let records = if control { vec![1] } else { vec![7, 8] };
+            seq[pid as usize] += records.len() as u32;
+            let b = RecordBatch::new(log.log_end_offset(), LeaderEpoch(0), records, Some(p), control, control).expect("valid batch");
+            log.append_as_follower(&b).expect("contiguous");
+        }
+        for target in (0..log.log_end_offset().0).rev() {
+            let mut cut = log.clone();
+            cut.truncate_to(Offset(target));
+            let incremental = cut.producer_state().clone();
+            cut.rebuild_producer_state();
+            assert_eq!(&incremental, cut.producer_state(), "truncate_to({target})");
+        }
     }
 
     #[test]

@@ -263,7 +263,7 @@ def _parse_checkpoint(text: str, path: str | None) -> list[tuple[int, int]]:
     if len(lines) < 2:
         raise _corrupt(path, 2, "missing entry count")
     count = _non_negative(lines[1])
-    if count is None:
+    if count is None or count > 2**31 - 1:  # Kafka reads the count as an Int
         raise _corrupt(path, 2, f"invalid entry count {lines[1]!r}")
     entries: list[tuple[int, int]] = []
     for index in range(count):
