@@ -34,6 +34,11 @@ pub enum ProducerStateError {
     OutOfOrderSequence { producer_id: u64, producer_epoch: u16, base_sequence: u32, expected_sequence: u32 },
     /// Kafka's INVALID_PRODUCER_EPOCH (PRODUCER_FENCED before 2.7).
     InvalidProducerEpoch { producer_id: u64, producer_epoch: u16, current_epoch: u16 },
+    /// Kafka's INVALID_TXN_STATE: a non-transactional write while the producer's transaction
+    /// is open on this partition.
+    InvalidTxnState { producer_id: u64, transaction_first_offset: u64 },
+    /// Kafka's TRANSACTION_COORDINATOR_FENCED: a marker from an older coordinator epoch.
+    TransactionCoordinatorFenced { producer_id: u64, coordinator_epoch: u32, current_coordinator_epoch: u32 },
 }
 
 /// KIP-320 current-leader-epoch check failed.
@@ -54,6 +59,14 @@ pub enum CheckpointError {
     Io { path: String, reason: String },
 }
 
+/// A trace (`docs/trace-format.md`) that cannot be replayed: a malformed row or column.
+/// `row` is the 0-based index of the first row that cannot be used (for a column-level
+/// problem, the first row of the chunk).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TraceError {
+    Malformed { row: u64, reason: String },
+}
+
 /// Any error of the core, for callers that mix operation families.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Error {
@@ -62,6 +75,7 @@ pub enum Error {
     ProducerState(ProducerStateError),
     Fencing(FencingError),
     Checkpoint(CheckpointError),
+    Trace(TraceError),
 }
 
 macro_rules! into_error {
@@ -72,7 +86,7 @@ macro_rules! into_error {
     )*};
 }
 into_error!(ArgumentError => Argument, LogError => Log, ProducerStateError => ProducerState,
-            FencingError => Fencing, CheckpointError => Checkpoint);
+            FencingError => Fencing, CheckpointError => Checkpoint, TraceError => Trace);
 
 impl fmt::Display for ArgumentError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -117,6 +131,14 @@ impl fmt::Display for ProducerStateError {
                 f,
                 "producer {producer_id} epoch {producer_epoch} is older than the current epoch {current_epoch} (fenced)"
             ),
+            ProducerStateError::InvalidTxnState { producer_id, transaction_first_offset } => write!(
+                f,
+                "non-transactional write from producer {producer_id} while its transaction from offset {transaction_first_offset} is open"
+            ),
+            ProducerStateError::TransactionCoordinatorFenced { producer_id, coordinator_epoch, current_coordinator_epoch } => write!(
+                f,
+                "marker for producer {producer_id} from coordinator epoch {coordinator_epoch}, older than {current_coordinator_epoch}"
+            ),
         }
     }
 }
@@ -148,6 +170,14 @@ impl fmt::Display for CheckpointError {
     }
 }
 
+impl fmt::Display for TraceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TraceError::Malformed { row, reason } => write!(f, "trace row {row}: {reason}"),
+        }
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -156,6 +186,7 @@ impl fmt::Display for Error {
             Error::ProducerState(e) => e.fmt(f),
             Error::Fencing(e) => e.fmt(f),
             Error::Checkpoint(e) => e.fmt(f),
+            Error::Trace(e) => e.fmt(f),
         }
     }
 }
@@ -165,4 +196,5 @@ impl std::error::Error for LogError {}
 impl std::error::Error for ProducerStateError {}
 impl std::error::Error for FencingError {}
 impl std::error::Error for CheckpointError {}
+impl std::error::Error for TraceError {}
 impl std::error::Error for Error {}

@@ -7,8 +7,16 @@ use crate::types::Offset;
 /// boundaries, batch epoch, record value or hole; `None` if that common range is identical.
 /// A two-pointer walk over both batch columns comparing record slices: one linear pass.
 pub fn first_mismatch(a: &ReplicaLog, b: &ReplicaLog) -> Option<Offset> {
-    let start = a.log_start_offset().max(b.log_start_offset()).0;
-    let limit = a.log_end_offset().min(b.log_end_offset()).0;
+    first_mismatch_between(a, b, Offset(0), Offset(u64::MAX))
+}
+
+/// [`first_mismatch`] restricted to `[from, limit)` (intersected with the common range): the
+/// incremental form the trace replay uses, comparing only what changed since the last check.
+/// Batch boundaries and epochs are compared as in the whole-log scan, so the first mismatch
+/// below `limit` is the same offset the whole-log scan reports.
+pub fn first_mismatch_between(a: &ReplicaLog, b: &ReplicaLog, from: Offset, limit: Offset) -> Option<Offset> {
+    let start = a.log_start_offset().max(b.log_start_offset()).max(from).0;
+    let limit = a.log_end_offset().min(b.log_end_offset()).min(limit).0;
     let (sa, sb) = (a.store(), b.store());
     let (mut ia, mut ib) = (sa.first_ending_at_or_after(start), sb.first_ending_at_or_after(start));
     let mut o = start;

@@ -29,7 +29,9 @@ pub mod generation;
 pub mod invariants;
 pub mod log;
 pub mod producer_state;
+pub mod replay;
 pub mod replica;
+pub mod txn;
 pub mod types;
 
 #[cfg(feature = "python")]

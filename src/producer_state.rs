@@ -28,6 +28,8 @@ pub struct ProducerStateEntry {
     pub producer_epoch: ProducerEpoch,
     /// Oldest first, at most [`NUM_BATCHES_TO_RETAIN`].
     pub batches: VecDeque<BatchMetadata>,
+    /// Coordinator epoch of the producer's latest transaction marker.
+    pub coordinator_epoch: Option<u32>,
 }
 
 /// Verdict on a client batch that passed validation.
@@ -124,20 +126,23 @@ impl ProducerStateManager {
             base_offset: batch.base_offset(),
             last_offset: batch.last_offset(),
         };
-        self.update_parts(p.producer_id, p.producer_epoch, meta, batch.is_control());
+        self.update_parts(p.producer_id, p.producer_epoch, meta, batch.marker().map(|(_, e)| e));
     }
 
-    /// [`Self::update`] from column values (the log's rebuild path, no batch allocation).
-    pub(crate) fn update_parts(&mut self, pid: ProducerId, epoch: ProducerEpoch, meta: BatchMetadata, is_control: bool) {
-        let entry = self
-            .entries
-            .entry(pid)
-            .or_insert_with(|| ProducerStateEntry { producer_epoch: epoch, batches: VecDeque::with_capacity(NUM_BATCHES_TO_RETAIN) });
+    /// [`Self::update`] from column values (the log's rebuild path, no batch allocation);
+    /// `marker_coordinator_epoch` is `Some` for a control batch.
+    pub(crate) fn update_parts(&mut self, pid: ProducerId, epoch: ProducerEpoch, meta: BatchMetadata, marker_coordinator_epoch: Option<u32>) {
+        let entry = self.entries.entry(pid).or_insert_with(|| ProducerStateEntry {
+            producer_epoch: epoch,
+            batches: VecDeque::with_capacity(NUM_BATCHES_TO_RETAIN),
+            coordinator_epoch: None,
+        });
         if entry.producer_epoch != epoch {
             entry.producer_epoch = epoch;
             entry.batches.clear();
         }
-        if is_control {
+        if let Some(coordinator_epoch) = marker_coordinator_epoch {
+            entry.coordinator_epoch = Some(coordinator_epoch);
             return;
         }
         if entry.batches.len() == NUM_BATCHES_TO_RETAIN {

@@ -96,6 +96,8 @@ KEYWORDS = {
     "append_as_leader": ["producer_id", "producer_epoch", "base_sequence", "is_transactional"],
     "ReplicaLog": ["kip101_epoch_cache"], "read": ["max_batches", "max_offset"],
     "kip320_truncation": ["request_epoch", "current_epoch", "error"], "flush": ["up_to"],
+    "Replayer": ["checks", "collect", "min_insync_replicas", "kip101_epoch_cache", "max_violations"],
+    "replay_batch": ["start", "stop", "pause_kinds"],
 }
 
 # name -> number of positional parameters; keyword parameters come from KEYWORDS at random.
@@ -104,6 +106,7 @@ MODULE_CALLABLES = {
     "truncate_to_high_watermark": 2, "kip101_truncation": 3, "kip279_truncation": 4,
     "kip320_truncation": 4, "diverging_epoch_truncation": 4, "leader_fetch_check": 5,
     "check_current_leader_epoch": 2, "divergence_point": 2, "first_mismatch": 2, "Replica": 5,
+    "Replayer": 0, "check_trace_batch": 1,
 }
 STATIC_METHODS = {
     ("TruncationOutcome", "truncate"): 1, ("TruncationOutcome", "truncate_and_retry"): 1,
@@ -120,7 +123,13 @@ METHODS = {
         "flush": 1, "drop_unflushed": 0, "update_high_watermark": 1,
         "maybe_increment_high_watermark": 1, "assign_epoch": 2, "end_offset_for_epoch": 1,
         "epoch_for_offset": 1, "epoch_cache": 0, "epoch_entries": 0, "producer_state": 0,
-        "rebuild_producer_state": 0, "copy": 0,
+        "rebuild_producer_state": 0, "copy": 0, "append_end_txn_marker": 5,
+        "aborted_transactions": 2, "ongoing_transactions": 0, "unreplicated_transactions": 0,
+        "enable_journal": 0, "take_journal": 0,
+    },
+    "Replayer": {
+        "replay_batch": 2, "violations": 0, "replicas": 0, "log": 2, "true_high_watermark": 1,
+        "log_heap_bytes": 0,
     },
     "LeaderEpochCache": {
         "assign": 2, "assign_kip101": 2, "end_offset_for": 2, "end_offset_for_kip279": 2,
@@ -128,7 +137,8 @@ METHODS = {
         "epoch_for_offset": 1, "entries": 0, "clear": 0, "copy": 0, "to_checkpoint_text": 0,
     },
     "ProducerStateManager": {
-        "check_leader_append": 1, "update": 1, "entry": 1, "producer_ids": 0, "snapshot": 0,
+        "check_leader_append": 1, "update": 1, "entry": 1, "coordinator_epoch": 1,
+        "producer_ids": 0, "snapshot": 0,
         "clear": 0, "copy": 0,
     },
     "RecordBatch": {"with_base_offset": 1},
@@ -230,6 +240,7 @@ def populated_instances() -> dict[str, Any]:
         "TruncationOutcome": core.TruncationOutcome.truncate(3),
         "FetchCheck": core.FetchCheck.diverging(1, 2),
         "Replica": core.Replica(1, [1, 2, 3], 3, 2, 10_000),
+        "Replayer": core.Replayer(),
     }
 
 

@@ -40,6 +40,8 @@ ACTIONS = st.lists(
         st.tuples(st.just("restart"), st.integers(1, 3)),
         st.tuples(st.just("isolate"), st.integers(1, 3)),
         st.tuples(st.just("heal")),
+        st.tuples(st.just("shutdown"), st.integers(1, 3)),
+        st.tuples(st.just("preferred"),),
         st.tuples(st.just("run"), st.integers(1, 8000)),
     ),
     min_size=1,
@@ -66,6 +68,10 @@ def _random_run(backend: str, generation: Generation, seed: int, actions: list[t
             cluster.isolate(action[1])
         elif kind == "heal":
             cluster.heal()
+        elif kind == "shutdown" and cluster.brokers[action[1]].alive:
+            cluster.controlled_shutdown(action[1])
+        elif kind == "preferred":
+            cluster.elect_preferred_leader()
         elif kind == "run":
             cluster.run_for(action[1])
     cluster.run_for(20_000)
@@ -73,7 +79,7 @@ def _random_run(backend: str, generation: Generation, seed: int, actions: list[t
             [str(e) for e in cluster.events])
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(generation=st.sampled_from(list(Generation)), seed=st.integers(0, 2**16), actions=ACTIONS)
 def test_random_fault_schedules_run_identically_on_every_backend(generation, seed, actions) -> None:
     rust = _random_run("rust", generation, seed, actions)

@@ -84,7 +84,7 @@ def test_last_offset_must_fit(impl):
         {"is_transactional": True},
         {"is_control": True, "records": [1]},
         {"is_control": True, "records": [0, 1], **producer()},
-        {"is_control": True, "records": [2], **producer()},
+        {"is_control": True, "records": [2**32], **producer()},  # coordinator epoch 2^31
     ],
 )
 def test_impossible_batches_are_refused(impl, kwargs):
@@ -794,3 +794,24 @@ def test_log_constructor_domain(impl):
     with pytest.raises(InvalidArgumentError) as info:
         impl.ReplicaLog(-1)
     assert (info.value.argument, info.value.value) == ("log_start_offset", -1)
+
+
+def test_bulk_append_assigns_epochs_like_single_appends_under_the_kip101_rule(impl):
+    # Found by the stateful differential test: 0.11's rule refuses (e, 0) after (0, 1) but
+    # accepts (e, 1) at the second batch, so the bulk path must assign batch by batch.
+    bulk, single = (impl.ReplicaLog(kip101_epoch_cache=True) for _ in range(2))
+    for log in (bulk, single):
+        log.assign_epoch(0, 1)
+    bulk.append_many_as_leader(7, [1, 1], [5, 5])
+    single.append_as_leader([5], 7)
+    single.append_as_leader([5], 7)
+    assert bulk.epoch_entries() == single.epoch_entries() == [(0, 1), (7, 1)]
+
+
+def test_bulk_append_replaces_a_later_start_of_its_own_epoch(impl):
+    # Found by the stateful differential test: (e, 1) is in the cache, the bulk append starts
+    # at 0 in epoch e: like a single append it must move the entry to (e, 0).
+    log = impl.ReplicaLog()
+    log.assign_epoch(9, 1)
+    log.append_many_as_leader(9, [1], [5])
+    assert log.epoch_entries() == [(9, 0)]

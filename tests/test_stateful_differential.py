@@ -117,6 +117,10 @@ def log_observables(log: Any) -> tuple[Any, ...]:
         norm(log.epoch_entries()), norm(log.holes()),
         tuple(batch_fields(b) for b in log.batches()), norm(log.producer_state()),
         norm(log.epoch_cache()),
+        # transactions
+        log.first_unstable_offset, log.last_stable_offset, norm(log.aborted_transactions(0, 2**63 - 1)),
+        norm(log.ongoing_transactions()), norm(log.unreplicated_transactions()),
+        tuple((pid, log.producer_state().coordinator_epoch(pid)) for pid in log.producer_state().producer_ids()),
     )
 
 
@@ -207,6 +211,27 @@ class LogMachine(TwoLogs):
             values, leader_epoch, producer_id=pid, producer_epoch=producer_epoch,
             base_sequence=base_sequence, is_transactional=transactional),
             f"append_as_leader(pid={pid}, epoch={producer_epoch}, seq={base_sequence}, n={count})")
+
+    @rule(i=st.integers(0, 1), data=st.data())
+    def write_txn_marker(self, i: int, data: st.DataObject) -> None:
+        """A coordinator's COMMIT/ABORT, from the current, an older or a newer producer epoch and
+        coordinator epoch, so fencing of both kinds happens."""
+        pid = data.draw(producer_ids, "producer_id")
+        entry = self.ref(i).producer_state().entry(pid)
+        current = entry[0] if entry is not None else 0
+        producer_epoch = data.draw(st.sampled_from(sorted({max(current - 1, 0), current,
+                                                           min(current + 1, PRODUCER_EPOCH_MAX)})))
+        coordinator_epoch = data.draw(st.integers(0, 3), "coordinator_epoch")
+        commit = data.draw(st.booleans(), "commit")
+        leader_epoch = data.draw(epochs, "leader_epoch")
+        self.on(i, lambda m, log: log.append_end_txn_marker(pid, producer_epoch, coordinator_epoch,
+                                                            commit, leader_epoch),
+                f"append_end_txn_marker(pid={pid}, epoch={producer_epoch}, coord={coordinator_epoch})")
+
+    @rule(i=st.integers(0, 1), data=st.data())
+    def probe_aborted(self, i: int, data: st.DataObject) -> None:
+        lo, hi = self.offset_near(data, i), self.offset_near(data, i)
+        self.on(i, lambda m, log: log.aborted_transactions(lo, hi), "aborted_transactions")
 
     @rule(i=st.integers(0, 1), epoch=epochs,
           sizes=st.lists(st.integers(0, 4), max_size=6), values=st.lists(record_values, max_size=20),

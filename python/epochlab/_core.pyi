@@ -23,9 +23,11 @@ __all__ = [
     "RecordBatch",
     "Replica",
     "ReplicaLog",
+    "Replayer",
     "TruncationOutcome",
     "__version__",
     "check_current_leader_epoch",
+    "check_trace_batch",
     "divergence_point",
     "diverging_epoch_truncation",
     "first_mismatch",
@@ -34,6 +36,9 @@ __all__ = [
     "kip320_truncation",
     "leader_fetch_check",
     "truncate_to_high_watermark",
+    "_TRACE_INVARIANTS",
+    "_TRACE_KINDS",
+    "_generate_trace",
 ]
 
 __version__: Final[str]
@@ -86,6 +91,12 @@ class RecordBatch:
     def is_control(self) -> bool: ...
     @property
     def records(self) -> tuple[int, ...]: ...
+    @property
+    def control_type(self) -> str | None:
+        """``"commit"`` or ``"abort"`` for a control batch (the record's lowest bit), else ``None``."""
+    @property
+    def coordinator_epoch(self) -> int | None:
+        """The coordinator epoch a control batch's marker carries (record value ``>> 1``)."""
     @property
     def record_count(self) -> int: ...
     def with_base_offset(self, base_offset: int) -> RecordBatch:
@@ -194,6 +205,8 @@ class ProducerStateManager:
     def entry(self, producer_id: int) -> tuple[int, list[tuple[int, int, int, int]]] | None:
         """``(producer_epoch, [(first_seq, last_seq, base_offset, last_offset), ...])`` oldest
         first, or ``None`` for an unknown producer id."""
+    def coordinator_epoch(self, producer_id: int) -> int | None:
+        """Coordinator epoch of the producer's latest transaction marker, if any."""
     def producer_ids(self) -> list[int]:
         """Known producer ids in increasing order."""
     def snapshot(self) -> list[tuple[int, int, list[tuple[int, int, int, int]]]]:
@@ -254,6 +267,28 @@ class ReplicaLog:
     def append_many_as_leader(self, leader_epoch: int, batch_sizes: Sequence[int], records: Sequence[int]) -> int:
         """Bulk path: append ``len(batch_sizes)`` non-idempotent batches, splitting ``records``
         in order. Returns the new log end offset."""
+    def append_end_txn_marker(
+        self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool, leader_epoch: int
+    ) -> LogAppendInfo:
+        """Write a COMMIT or ABORT marker as the leader (WriteTxnMarkers): a control batch ending
+        the producer's transaction. :class:`~epochlab.errors.InvalidProducerEpochError` for an
+        older producer epoch, :class:`~epochlab.errors.TransactionCoordinatorFencedError` for an
+        older coordinator epoch."""
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """Smallest first offset of an ongoing or unreplicated transaction."""
+    @property
+    def last_stable_offset(self) -> int:
+        """``min(first_unstable_offset, high_watermark)``: a read_committed consumer's bound."""
+    def aborted_transactions(self, from_offset: int, upper_bound_offset: int) -> list[tuple[int, int, int, int]]:
+        """Aborted transactions ``(producer_id, first_offset, last_offset, last_stable_offset)``
+        whose marker is at or after ``from_offset`` and that start below
+        ``upper_bound_offset``, in marker order."""
+    def ongoing_transactions(self) -> list[tuple[int, int]]:
+        """``(first_offset, producer_id)`` of each transaction without a marker, by offset."""
+    def unreplicated_transactions(self) -> list[tuple[int, int, int]]:
+        """``(first_offset, producer_id, marker_offset)`` of ended transactions whose marker
+        is not yet below the high watermark, by first offset."""
     def append_as_follower(self, batch: RecordBatch) -> None:
         """Append a replicated batch with its own offsets and epoch. No producer validation
         (origin REPLICATION). :class:`~epochlab.errors.UnexpectedAppendOffsetError` unless
@@ -308,6 +343,14 @@ class ReplicaLog:
         """A copy of the producer state."""
     def rebuild_producer_state(self) -> None:
         """Recompute producer state by replaying the log (what recovery and truncation do)."""
+    def enable_journal(self) -> None:
+        """Record every state change from now on (``take_journal``); behaviour is unchanged."""
+    @property
+    def journal_enabled(self) -> bool: ...
+    def take_journal(self) -> dict[str, list[int]]:
+        """Entries since the last call, column by column (``kind``, ``offset``, ``epoch``,
+        ``record_count``, ``flags``, ``values``, ``producer_index``, ``producer_id``,
+        ``producer_epoch``, ``base_sequence``); see ``docs/trace-format.md``."""
     def copy(self) -> ReplicaLog: ...
     def __len__(self) -> int: ...
 
@@ -498,3 +541,40 @@ class Replica:
     def handle_fetch_response(self, resp: Any) -> str:
         """``"continue"``, ``"backoff"``, ``"fenced"`` or ``"discard"``."""
     def handle_offsets_for_leader_epoch_response(self, resp: Any) -> str: ...
+
+_TRACE_KINDS: Final[list[str]]
+"""Event kind names in ``kind`` code order (``docs/trace-format.md``)."""
+_TRACE_INVARIANTS: Final[list[str]]
+"""Names of the invariants the replay checks."""
+
+@final
+class Replayer:
+    """Bulk trace replay with incremental invariant checks (``epochlab.trace.replay`` drives
+    it). Feed record batches in order; the state carries over. The GIL is released while a
+    batch is replayed; calls on one object are serialised by a lock."""
+
+    def __new__(cls, *, checks: Sequence[str] | None = None, collect: str = "first",
+                min_insync_replicas: int = 1, kip101_epoch_cache: bool = False,
+                max_violations: int = 10000) -> Replayer: ...
+    def replay_batch(self, batch: Any, first_row: int, *, start: int = 0, stop: int | None = None,
+                     pause_kinds: Sequence[str] = ...) -> tuple[str, int]:
+        """``("done", stop)``, ``("paused", i)`` or ``("stopped", i)``; ``TraceError`` for a
+        malformed row or column (rows before it were applied), ``TypeError`` for an object
+        without ``__arrow_c_array__``."""
+    @property
+    def rows(self) -> int: ...
+    @property
+    def violation_count(self) -> int: ...
+    def violations(self) -> list[dict[str, Any]]: ...
+    def replicas(self) -> list[dict[str, Any]]: ...
+    def log(self, partition: int, broker: int) -> ReplicaLog | None: ...
+    def true_high_watermark(self, partition: int) -> int | None: ...
+    def log_heap_bytes(self) -> int: ...
+
+def _generate_trace(batches: int, *, leader_changes: int = 0, replicas: int = 3, partitions: int = 1,
+                   seed: int = 0, max_records: int = 3,
+                   crash_every: int | None = None) -> dict[str, Any]:
+    """Column buffers of a synthetic trace (``epochlab.trace.generate`` wraps it)."""
+
+def check_trace_batch(batch: Any, first_row: int = 0) -> int:
+    """Import ``batch`` through the Arrow C data interface and check its columns; its rows."""

@@ -8,6 +8,13 @@ a step), 2 for a usage or input error, reported as one line on stderr naming the
     epochlab scenario show NAME
     epochlab generations
     epochlab demo [--out DIR]
+    epochlab trace replay FILE [--check NAME ...] [--json] [--all]
+    epochlab trace generate OUT --batches N --leader-changes M --replicas R --seed S
+    epochlab trace export RUN_DIR [-o OUT]
+    epochlab fuzz [--engine random|atheris] [--generation G] [--config FILE] [--seconds N]
+                  [--runs N] [--seed S] [--out DIR] [--json] [--until-found]
+    epochlab replay SCHEDULE [--out DIR] [--json]
+    epochlab shrink SCHEDULE [--invariant NAME] [--out FILE] [--max-runs N] [--json]
 """
 
 from __future__ import annotations
@@ -53,6 +60,10 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("generations", help="protocol generations, oldest first")
     demo = sub.add_parser("demo", help="seed 004 problem 1 in hw-truncation and the latest generation")
     demo.add_argument("--out", help="parent directory of the two run directories")
+    _add_trace_parser(sub)
+    from epochlab.fuzz.cli import add_fuzz_commands
+
+    add_fuzz_commands(sub)
     return parser
 
 
@@ -71,11 +82,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+def _add_trace_parser(sub: Any) -> None:
+    from epochlab.trace.cli import add_parser
+
+    add_parser(sub, _Parser)
+
+
 def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "trace":
+        from epochlab.trace.cli import run as run_trace
+
+        return run_trace(args)
     if args.command == "generations":
         return _generations()
     if args.command == "demo":
         return _demo(args.out)
+    if args.command in ("fuzz", "replay", "shrink"):
+        from epochlab.fuzz.cli import dispatch_fuzz
+
+        return dispatch_fuzz(args)
     if args.scenario_command == "list":
         return _list()
     if args.scenario_command == "show":

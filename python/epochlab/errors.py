@@ -23,6 +23,8 @@ __all__ = [
     "ProducerStateError",
     "OutOfOrderSequenceError",
     "InvalidProducerEpochError",
+    "InvalidTxnStateError",
+    "TransactionCoordinatorFencedError",
     "LeaderEpochError",
     "FencedLeaderEpochError",
     "UnknownLeaderEpochError",
@@ -31,6 +33,8 @@ __all__ = [
     "StorageError",
     "ConfigError",
     "ScenarioError",
+    "ScheduleError",
+    "TraceError",
 ]
 
 
@@ -106,6 +110,18 @@ class InvalidProducerEpochError(ProducerStateError):
     """
 
 
+class InvalidTxnStateError(ProducerStateError):
+    """Kafka's INVALID_TXN_STATE: a non-transactional write from a producer whose transaction
+    is open on the partition. Attributes: ``producer_id``, ``transaction_first_offset``.
+    """
+
+
+class TransactionCoordinatorFencedError(ProducerStateError):
+    """Kafka's TRANSACTION_COORDINATOR_FENCED: a transaction marker from an older coordinator
+    epoch. Attributes: ``producer_id``, ``coordinator_epoch``, ``current_coordinator_epoch``.
+    """
+
+
 class LeaderEpochError(EpochlabError):
     """A request carried a current leader epoch that does not match the replica's (KIP-320)."""
 
@@ -149,4 +165,22 @@ class ScenarioError(EpochlabError, ValueError):
 
     Attributes: ``where`` (the file path, or ``"<python>"``), ``field`` (a dotted path such as
     ``steps[3].broker``), ``expected``, ``got``.
+    """
+
+
+class ScheduleError(ScenarioError):
+    """A fuzzing schedule (``epochlab-schedule`` JSON, ``docs/fuzzing.md``) is malformed.
+
+    A subclass of :class:`ScenarioError`, with the same attributes: ``where`` (the file path,
+    or ``"<python>"``), ``field`` (a dotted path such as ``actions[3].broker``), ``expected``,
+    ``got``.
+    """
+
+
+class TraceError(EpochlabError, ValueError):
+    """A trace file or table (``docs/trace-format.md``) cannot be read or replayed.
+
+    Attributes: ``path`` (the file, or ``None`` for an in-memory table), ``row`` (0-based index
+    of the first row that could not be used: for a damaged Parquet row group or Arrow IPC
+    batch, its first row; everything before it was replayed), ``reason``.
     """

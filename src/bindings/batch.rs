@@ -74,6 +74,17 @@ impl PyRecordBatch {
         PyTuple::new(py, self.0.records())
     }
     #[getter]
+    fn control_type(&self) -> Option<&'static str> {
+        self.0.marker().map(|(c, _)| match c {
+            crate::txn::ControlType::Abort => "abort",
+            crate::txn::ControlType::Commit => "commit",
+        })
+    }
+    #[getter]
+    fn coordinator_epoch(&self) -> Option<u32> {
+        self.0.marker().map(|(_, e)| e)
+    }
+    #[getter]
     fn record_count(&self) -> usize {
         self.0.record_count()
     }

@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::error::{ArgumentError, CheckpointError, Error, FencingError, LogError, ProducerStateError};
+use crate::error::{ArgumentError, CheckpointError, Error, FencingError, LogError, ProducerStateError, TraceError};
 
 /// Builds an instance of `epochlab.errors.<class>(message, **details)`.
 fn raise(py: Python<'_>, class: &str, message: String, details: &[(&str, Py<PyAny>)]) -> PyErr {
@@ -59,6 +59,15 @@ pub(crate) fn to_py_err(err: impl Into<Error>) -> PyErr {
             py, "InvalidProducerEpochError", message,
             &kv!(py; "producer_id" => producer_id, "producer_epoch" => producer_epoch, "current_epoch" => current_epoch),
         ),
+        Error::ProducerState(ProducerStateError::InvalidTxnState { producer_id, transaction_first_offset }) => raise(
+            py, "InvalidTxnStateError", message,
+            &kv!(py; "producer_id" => producer_id, "transaction_first_offset" => transaction_first_offset),
+        ),
+        Error::ProducerState(ProducerStateError::TransactionCoordinatorFenced { producer_id, coordinator_epoch, current_coordinator_epoch }) => raise(
+            py, "TransactionCoordinatorFencedError", message,
+            &kv!(py; "producer_id" => producer_id, "coordinator_epoch" => coordinator_epoch,
+                 "current_coordinator_epoch" => current_coordinator_epoch),
+        ),
         Error::Fencing(FencingError::FencedLeaderEpoch { request_epoch, current_epoch }) => raise(
             py, "FencedLeaderEpochError", message,
             &kv!(py; "request_epoch" => request_epoch, "current_epoch" => current_epoch),
@@ -73,6 +82,9 @@ pub(crate) fn to_py_err(err: impl Into<Error>) -> PyErr {
         Error::Checkpoint(CheckpointError::Io { path, reason }) => {
             raise(py, "StorageError", message, &kv!(py; "path" => path, "reason" => reason))
         }
+        Error::Trace(TraceError::Malformed { row, reason }) => raise(
+            py, "TraceError", message, &kv!(py; "path" => Option::<String>::None, "row" => row, "reason" => reason),
+        ),
     })
 }
 

@@ -10,6 +10,7 @@ use super::epoch_cache::{entry_pairs, PyLeaderEpochCache};
 use super::errors::IntoPyResult;
 use super::producer_state::PyProducerStateManager;
 use crate::log::{RecordBatch, ReplicaLog};
+use crate::txn::ControlType;
 
 #[pyclass(frozen, name = "ReplicaLog", module = "epochlab._core")]
 pub(crate) struct PyReplicaLog {
@@ -87,6 +88,51 @@ impl PyReplicaLog {
         let values = args::records(records, "records")?;
         // Bulk work: release the GIL once the arguments are extracted.
         py.detach(|| lock(&self.inner).append_many_as_leader(epoch, &sizes, &values)).py().map(|o| o.0)
+    }
+
+    #[pyo3(signature = (producer_id, producer_epoch, coordinator_epoch, commit, leader_epoch))]
+    fn append_end_txn_marker(
+        &self,
+        producer_id: Int,
+        producer_epoch: Int,
+        coordinator_epoch: Int,
+        commit: bool,
+        leader_epoch: Int,
+    ) -> PyResult<PyLogAppendInfo> {
+        let fields = args::producer_fields(Some(producer_id), Some(producer_epoch), Some(Int::Fits(0)))?
+            .ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("producer fields are required"))?;
+        let coordinator_epoch = args::epoch(coordinator_epoch, "coordinator_epoch")?.0;
+        let epoch = args::epoch(leader_epoch, "leader_epoch")?;
+        let control = if commit { ControlType::Commit } else { ControlType::Abort };
+        lock(&self.inner)
+            .append_end_txn_marker(fields.producer_id, fields.producer_epoch, coordinator_epoch, control, epoch)
+            .py()
+            .map(PyLogAppendInfo)
+    }
+
+    #[getter]
+    fn first_unstable_offset(&self) -> Option<u64> {
+        lock(&self.inner).first_unstable_offset().map(|o| o.0)
+    }
+    #[getter]
+    fn last_stable_offset(&self) -> u64 {
+        lock(&self.inner).last_stable_offset().0
+    }
+    fn aborted_transactions(&self, from_offset: Int, upper_bound_offset: Int) -> PyResult<Vec<(u64, u64, u64, u64)>> {
+        let from = args::offset(from_offset, "from_offset")?;
+        let upper = args::offset(upper_bound_offset, "upper_bound_offset")?;
+        Ok(lock(&self.inner)
+            .aborted_transactions(from, upper)
+            .into_iter()
+            .map(|t| (t.producer_id.0, t.first_offset.0, t.last_offset.0, t.last_stable_offset.0))
+            .collect())
+    }
+    fn ongoing_transactions(&self) -> Vec<(u64, u64)> {
+        lock(&self.inner).txn_index().ongoing().map(|(o, p)| (o.0, p.0)).collect()
+    }
+    fn unreplicated_transactions(&self) -> Vec<(u64, u64, u64)> {
+        let log = lock(&self.inner);
+        log.txn_index().unreplicated(log.high_watermark()).into_iter().map(|(o, p, m)| (o.0, p.0, m.0)).collect()
     }
 
     fn append_as_follower(&self, batch: &PyRecordBatch) -> PyResult<()> {
@@ -170,6 +216,33 @@ impl PyReplicaLog {
     }
     fn rebuild_producer_state(&self) {
         lock(&self.inner).rebuild_producer_state();
+    }
+    /// Starts recording every state change (see `take_journal`); behaviour is unchanged.
+    fn enable_journal(&self) {
+        lock(&self.inner).enable_journal();
+    }
+    #[getter]
+    fn journal_enabled(&self) -> bool {
+        lock(&self.inner).journal_enabled()
+    }
+    /// The entries recorded since the last call, column by column: `kind` (trace kind codes;
+    /// 7 = `drop_unflushed`), `offset`, `epoch`, `record_count`, `flags`, `values` (the
+    /// appends' records, concatenated), and for batches with producer fields `producer_index`
+    /// (entry index), `producer_id`, `producer_epoch`, `base_sequence`.
+    fn take_journal<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let j = lock(&self.inner).take_journal();
+        let d = pyo3::types::PyDict::new(py);
+        d.set_item("kind", j.kind)?;
+        d.set_item("offset", j.offset)?;
+        d.set_item("epoch", j.epoch)?;
+        d.set_item("record_count", j.record_count)?;
+        d.set_item("flags", j.flags)?;
+        d.set_item("values", j.values)?;
+        d.set_item("producer_index", j.producers.iter().map(|(i, _)| *i).collect::<Vec<_>>())?;
+        d.set_item("producer_id", j.producers.iter().map(|(_, p)| p.producer_id.0).collect::<Vec<_>>())?;
+        d.set_item("producer_epoch", j.producers.iter().map(|(_, p)| p.producer_epoch.0).collect::<Vec<_>>())?;
+        d.set_item("base_sequence", j.producers.iter().map(|(_, p)| p.base_sequence.0).collect::<Vec<_>>())?;
+        Ok(d)
     }
     fn copy(&self) -> Self {
         Self { inner: Mutex::new(lock(&self.inner).clone()) }

@@ -3,6 +3,7 @@
 //! the GIL is released during bulk work or on a free-threaded interpreter.
 
 mod args;
+mod arrow;
 mod batch;
 mod divergence;
 mod epoch_cache;
@@ -10,6 +11,7 @@ mod errors;
 mod log;
 mod messages;
 mod producer_state;
+mod replay;
 mod replica;
 
 use pyo3::prelude::*;
@@ -35,5 +37,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<log::PyReplicaLog>()?;
     m.add_class::<replica::PyReplica>()?;
     divergence::register(m)?;
+    replay::register(m)?;
     Ok(())
 }

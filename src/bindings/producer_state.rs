@@ -9,7 +9,9 @@ use super::batch::PyRecordBatch;
 use super::errors::IntoPyResult;
 use crate::producer_state::{AppendCheck, ProducerStateEntry, ProducerStateManager};
 
-type EntryTuple = (u16, Vec<(u32, u32, u64, u64)>);
+type BatchTuple = (u32, u32, u64, u64);
+type EntryTuple = (u16, Vec<BatchTuple>);
+type SnapshotRow = (u64, u16, Vec<BatchTuple>);
 
 fn entry_tuple(e: &ProducerStateEntry) -> EntryTuple {
     let batches = e.batches.iter().map(|m| (m.first_seq.0, m.last_seq.0, m.base_offset.0, m.last_offset.0)).collect();
@@ -46,10 +48,14 @@ impl PyProducerStateManager {
         let pid = args::producer_id(producer_id, "producer_id")?;
         Ok(lock(&self.inner).entry(pid).map(entry_tuple))
     }
+    fn coordinator_epoch(&self, producer_id: Int) -> PyResult<Option<u32>> {
+        let pid = args::producer_id(producer_id, "producer_id")?;
+        Ok(lock(&self.inner).entry(pid).and_then(|e| e.coordinator_epoch))
+    }
     fn producer_ids(&self) -> Vec<u64> {
         lock(&self.inner).entries().map(|(p, _)| p.0).collect()
     }
-    fn snapshot(&self) -> Vec<(u64, u16, Vec<(u32, u32, u64, u64)>)> {
+    fn snapshot(&self) -> Vec<SnapshotRow> {
         lock(&self.inner)
             .entries()
             .map(|(p, e)| {

@@ -11,7 +11,7 @@ pub struct ProducerFields {
     pub base_sequence: Sequence,
 }
 
-/// Marker types carried by a control batch's single record.
+/// Control record values with coordinator epoch 0 (see [`crate::txn::marker_value`]).
 pub const ABORT_MARKER: u64 = 0;
 /// See [`ABORT_MARKER`].
 pub const COMMIT_MARKER: u64 = 1;
@@ -38,7 +38,8 @@ pub struct RecordBatch {
 impl RecordBatch {
     /// Builds a batch, refusing one that cannot exist: no records, a last offset past the
     /// offset domain, a transactional or control batch without producer fields, a control
-    /// batch that is not exactly one ABORT (0) or COMMIT (1) record.
+    /// batch that is not exactly one marker record (`coordinator_epoch << 1 | commit`, the
+    /// coordinator epoch within Int32).
     pub fn new(
         base_offset: Offset,
         partition_leader_epoch: LeaderEpoch,
@@ -48,10 +49,11 @@ impl RecordBatch {
         is_control: bool,
     ) -> Result<Self, LogError> {
         validate_shape(base_offset, records.len(), producer.is_some(), is_transactional, is_control)?;
-        if is_control && records[0] > COMMIT_MARKER {
+        if is_control && records[0] >> 1 > i32::MAX as u64 {
             return Err(invalid(format!(
-                "control batch record must be 0 (ABORT) or 1 (COMMIT), got {}",
-                records[0]
+                "control record {} encodes coordinator epoch {}, beyond 2^31-1",
+                records[0],
+                records[0] >> 1
             )));
         }
         Ok(Self { base_offset, partition_leader_epoch, producer, is_transactional, is_control, records })
@@ -81,6 +83,13 @@ impl RecordBatch {
     }
     pub fn records(&self) -> &[u64] {
         &self.records
+    }
+    /// For a control batch: the marker type and the coordinator epoch it carries.
+    pub fn marker(&self) -> Option<(crate::txn::ControlType, u32)> {
+        self.is_control.then(|| {
+            let (control, epoch) = crate::txn::decode_marker(self.records[0]);
+            (control, epoch as u32)
+        })
     }
     pub fn record_count(&self) -> usize {
         self.records.len()
@@ -154,7 +163,9 @@ mod tests {
     fn refuses_impossible_batches() {
         assert!(RecordBatch::new(Offset(0), LeaderEpoch(0), vec![], None, false, false).is_err());
         assert!(RecordBatch::new(Offset(0), LeaderEpoch(0), vec![1], None, true, false).is_err());
-        assert!(RecordBatch::new(Offset(0), LeaderEpoch(0), vec![2], pf(0), true, true).is_err());
+        assert!(RecordBatch::new(Offset(0), LeaderEpoch(0), vec![1, 0], pf(0), true, true).is_err());
+        assert!(RecordBatch::new(Offset(0), LeaderEpoch(0), vec![1 << 32], pf(0), true, true).is_err());
+        assert!(RecordBatch::new(Offset(0), LeaderEpoch(0), vec![5], pf(0), true, true).is_ok());
         assert!(RecordBatch::new(Offset(Offset::MAX), LeaderEpoch(0), vec![1, 2], None, false, false).is_err());
         assert!(RecordBatch::new(Offset(Offset::MAX - 1), LeaderEpoch(0), vec![1], None, false, false).is_ok());
         assert!(RecordBatch::new(Offset(Offset::MAX - 1), LeaderEpoch(0), vec![1, 2], None, false, false).is_err());

@@ -2,16 +2,19 @@
 //! offsets, high watermark, recovery point, leader-epoch cache and producer state.
 
 mod batch;
+mod journal;
 mod store;
 
 pub use batch::{ProducerFields, RecordBatch, ABORT_MARKER, COMMIT_MARKER};
+pub use journal::{Journal, JournalKind, FLAG_CONTROL, FLAG_TRANSACTIONAL};
 
 use crate::epoch::LeaderEpochCache;
-use crate::error::{ArgumentError, Error, LogError};
+use crate::error::{ArgumentError, Error, LogError, ProducerStateError};
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::producer_state::{AppendCheck, BatchMetadata, ProducerStateEntry, ProducerStateManager, NUM_BATCHES_TO_RETAIN};
-use crate::types::{LeaderEpoch, Offset, ProducerId};
+use crate::txn::{marker_value, AbortedTxn, ControlType, TxnIndex};
+use crate::types::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence};
 pub(crate) use store::BatchStore;
 
 /// What an append did.
@@ -47,7 +50,11 @@ pub struct ReplicaLog {
     recovery_point: Offset,
     epoch_cache: LeaderEpochCache,
     producer_state: ProducerStateManager,
+    txn: TxnIndex,
     kip101_epoch_cache: bool,
+    /// Off unless [`ReplicaLog::enable_journal`] was called; boxed so that a log without one
+    /// grows by one pointer only.
+    journal: Option<Box<Journal>>,
 }
 
 impl ReplicaLog {
@@ -62,7 +69,27 @@ impl ReplicaLog {
             recovery_point: log_start_offset,
             epoch_cache: LeaderEpochCache::new(),
             producer_state: ProducerStateManager::new(),
+            txn: TxnIndex::default(),
             kip101_epoch_cache,
+            journal: None,
+        }
+    }
+
+    /// Starts recording every state change in a [`Journal`] (no effect if already on).
+    pub fn enable_journal(&mut self) {
+        self.journal.get_or_insert_with(Box::default);
+    }
+    pub fn journal_enabled(&self) -> bool {
+        self.journal.is_some()
+    }
+    /// The entries recorded since the last call (empty when the journal is off); recording
+    /// continues.
+    pub fn take_journal(&mut self) -> Journal {
+        self.journal.as_mut().map(|j| std::mem::take(&mut **j)).unwrap_or_default()
+    }
+    fn note(&mut self, kind: JournalKind, offset: Offset, epoch: u32) {
+        if let Some(j) = self.journal.as_mut() {
+            j.note(kind, offset.0, epoch);
         }
     }
 
@@ -106,6 +133,15 @@ impl ReplicaLog {
 
     /// Assigns `start_offset` to `epoch` in the cache with this log's rule.
     pub fn assign_epoch(&mut self, epoch: LeaderEpoch, start_offset: Offset) -> bool {
+        let changed = self.assign_epoch_quietly(epoch, start_offset);
+        if changed {
+            self.note(JournalKind::AssignEpoch, start_offset, epoch.0);
+        }
+        changed
+    }
+
+    /// [`Self::assign_epoch`] as part of an append (the append's journal entry implies it).
+    fn assign_epoch_quietly(&mut self, epoch: LeaderEpoch, start_offset: Offset) -> bool {
         if self.kip101_epoch_cache {
             self.epoch_cache.assign_kip101(epoch, start_offset)
         } else {
@@ -136,8 +172,74 @@ impl ReplicaLog {
         if let AppendCheck::Duplicate { base_offset, last_offset } = self.producer_state.check_leader_append(&batch)? {
             return Ok(LogAppendInfo { base_offset, last_offset, duplicate: true });
         }
-        self.push(&batch);
+        if let Some(p) = producer.filter(|_| !is_transactional) {
+            if let Some(first) = self.txn.ongoing_first_offset(p.producer_id) {
+                return Err(ProducerStateError::InvalidTxnState { producer_id: p.producer_id.0, transaction_first_offset: first.0 }.into());
+            }
+        }
+        self.push(&batch, JournalKind::AppendLeader);
         Ok(LogAppendInfo { base_offset: batch.base_offset(), last_offset: batch.last_offset(), duplicate: false })
+    }
+
+    /// Writes a transaction marker as the partition leader (WriteTxnMarkers, origin
+    /// COORDINATOR): a control batch ending the producer's transaction, stamped `leader_epoch`.
+    /// A marker from an older producer epoch is fenced (INVALID_PRODUCER_EPOCH), one from an
+    /// older coordinator epoch too (TRANSACTION_COORDINATOR_FENCED); sequences are not checked.
+    pub fn append_end_txn_marker(
+        &mut self,
+        producer_id: ProducerId,
+        producer_epoch: ProducerEpoch,
+        coordinator_epoch: u32,
+        control: ControlType,
+        leader_epoch: LeaderEpoch,
+    ) -> Result<LogAppendInfo, Error> {
+        if coordinator_epoch > i32::MAX as u32 {
+            return Err(ArgumentError::OutOfDomain { argument: "coordinator_epoch", value: coordinator_epoch as i128, domain: "0..=2^31-1" }.into());
+        }
+        if let Some(entry) = self.producer_state.entry(producer_id) {
+            if producer_epoch < entry.producer_epoch {
+                return Err(ProducerStateError::InvalidProducerEpoch {
+                    producer_id: producer_id.0,
+                    producer_epoch: producer_epoch.0,
+                    current_epoch: entry.producer_epoch.0,
+                }
+                .into());
+            }
+            if let Some(current) = entry.coordinator_epoch.filter(|c| *c > coordinator_epoch) {
+                return Err(ProducerStateError::TransactionCoordinatorFenced {
+                    producer_id: producer_id.0,
+                    coordinator_epoch,
+                    current_coordinator_epoch: current,
+                }
+                .into());
+            }
+        }
+        let fields = ProducerFields { producer_id, producer_epoch, base_sequence: Sequence(0) };
+        let value = marker_value(control, coordinator_epoch);
+        let batch = RecordBatch::new(self.log_end_offset, leader_epoch, vec![value], Some(fields), true, true)?;
+        self.push(&batch, JournalKind::AppendLeader);
+        Ok(LogAppendInfo { base_offset: batch.base_offset(), last_offset: batch.last_offset(), duplicate: false })
+    }
+
+    /// The smallest first offset of an ongoing or unreplicated transaction.
+    pub fn first_unstable_offset(&self) -> Option<Offset> {
+        self.txn.first_unstable_offset(self.high_watermark)
+    }
+
+    /// Kafka's last stable offset: `min(first unstable offset, HW)`; what a read_committed
+    /// consumer may read up to.
+    pub fn last_stable_offset(&self) -> Offset {
+        self.first_unstable_offset().map_or(self.high_watermark, |f| f.min(self.high_watermark))
+    }
+
+    /// Aborted transactions overlapping `[from_offset, upper_bound)`, in marker order: what a
+    /// read_committed fetch returns beside its records.
+    pub fn aborted_transactions(&self, from_offset: Offset, upper_bound: Offset) -> Vec<AbortedTxn> {
+        self.txn.aborted_between(from_offset, upper_bound)
+    }
+
+    pub fn txn_index(&self) -> &TxnIndex {
+        &self.txn
     }
 
     /// Appends a batch the caller built with its own offsets after leader-side validation
@@ -145,8 +247,42 @@ impl ReplicaLog {
     /// must start at the log end offset.
     pub fn append_validated(&mut self, batch: &RecordBatch) -> Result<(), LogError> {
         self.check_starts_at_end(batch.base_offset())?;
-        self.push(batch);
+        self.push(batch, JournalKind::AppendLeader);
         Ok(())
+    }
+
+    /// The allocation-free append of the replay path: a batch of `records` at the log end
+    /// offset, stamped `leader_epoch`, validated like [`RecordBatch::new`]. `flags` holds
+    /// [`FLAG_TRANSACTIONAL`] / [`FLAG_CONTROL`]; `as_leader` selects the journal kind only.
+    /// No producer-state validation happens (the caller replays appends a leader accepted);
+    /// producer state and the epoch cache are updated as by any append.
+    pub fn append_records(
+        &mut self,
+        records: &[u64],
+        leader_epoch: LeaderEpoch,
+        producer: Option<ProducerFields>,
+        flags: u8,
+        as_leader: bool,
+    ) -> Result<LogAppendInfo, LogError> {
+        let (transactional, control) = (flags & FLAG_TRANSACTIONAL != 0, flags & FLAG_CONTROL != 0);
+        let base = self.log_end_offset;
+        if producer.is_some() || transactional || control {
+            // Rare on the replay path: the full validation of a batch value.
+            let batch = RecordBatch::new(base, leader_epoch, records.to_vec(), producer, transactional, control)?;
+            self.push(&batch, if as_leader { JournalKind::AppendLeader } else { JournalKind::AppendFollower });
+            return Ok(LogAppendInfo { base_offset: base, last_offset: batch.last_offset(), duplicate: false });
+        }
+        if records.is_empty() || base.checked_add(records.len() as u64).is_none() {
+            return Err(LogError::InvalidRecordBatch { reason: format!("{} records from base offset {base} do not make a batch", records.len()) });
+        }
+        self.store.push_plain(base.0, leader_epoch.0, records);
+        self.log_end_offset = Offset(base.0 + records.len() as u64);
+        self.assign_epoch_quietly(leader_epoch, base);
+        if let Some(j) = self.journal.as_mut() {
+            let kind = if as_leader { JournalKind::AppendLeader } else { JournalKind::AppendFollower };
+            j.append(kind, base.0, leader_epoch.0, records, None, 0);
+        }
+        Ok(LogAppendInfo { base_offset: base, last_offset: Offset(self.log_end_offset.0 - 1), duplicate: false })
     }
 
     /// Bulk path: appends one plain batch per entry of `batch_sizes`, taking `records` in
@@ -176,19 +312,27 @@ impl ReplicaLog {
         let mut consumed = 0usize;
         for &size in batch_sizes {
             let size = size as usize;
-            self.store.push_plain(next, leader_epoch.0, &records[consumed..consumed + size]);
+            let batch_records = &records[consumed..consumed + size];
+            self.store.push_plain(next, leader_epoch.0, batch_records);
+            // Per batch, exactly as single appends do (under the 0.11 rule a refused epoch can
+            // be accepted at a later batch); after the first success each call is a no-op check.
+            self.assign_epoch_quietly(leader_epoch, Offset(next));
+            if let Some(j) = self.journal.as_mut() {
+                j.append(JournalKind::AppendLeader, next, leader_epoch.0, batch_records, None, 0);
+            }
             consumed += size;
             next += size as u64;
         }
         self.log_end_offset = Offset(next);
-        self.assign_epoch(leader_epoch, first);
         Ok(self.log_end_offset)
     }
 
     /// Appends a replicated batch with its own offsets and epoch. No producer validation
     /// (origin REPLICATION, KAFKA-6003). The batch must start exactly at the log end offset.
     pub fn append_as_follower(&mut self, batch: &RecordBatch) -> Result<(), LogError> {
-        self.append_validated(batch)
+        self.check_starts_at_end(batch.base_offset())?;
+        self.push(batch, JournalKind::AppendFollower);
+        Ok(())
     }
 
     /// Appends several replicated batches, all or nothing. Returns the new log end offset.
@@ -201,7 +345,7 @@ impl ReplicaLog {
             expected = Offset(b.last_offset().0 + 1);
         }
         for b in batches {
-            self.push(b);
+            self.push(b, JournalKind::AppendFollower);
         }
         Ok(self.log_end_offset)
     }
@@ -213,11 +357,15 @@ impl ReplicaLog {
         Ok(())
     }
 
-    fn push(&mut self, batch: &RecordBatch) {
+    fn push(&mut self, batch: &RecordBatch, kind: JournalKind) {
         self.store.push(batch);
         self.log_end_offset = Offset(batch.last_offset().0 + 1);
-        self.assign_epoch(batch.partition_leader_epoch(), batch.base_offset());
-        self.producer_state.update(batch);
+        self.assign_epoch_quietly(batch.partition_leader_epoch(), batch.base_offset());
+        if let Some(j) = self.journal.as_mut() {
+            let flags = if batch.is_transactional() { FLAG_TRANSACTIONAL } else { 0 } | if batch.is_control() { FLAG_CONTROL } else { 0 };
+            j.append(kind, batch.base_offset().0, batch.partition_leader_epoch().0, batch.records(), batch.producer(), flags);
+        }
+        self.apply_producer_state(self.store.len() - 1);
     }
 
     /// Batch indices `[first, end)` that a read from `from_offset` returns: batches whose last
@@ -285,19 +433,24 @@ impl ReplicaLog {
     /// producer state. A target at or past the log end only drops a trailing data-less epoch
     /// entry (KAFKA-10706) and returns `false`; below the log start it truncates fully.
     pub fn truncate_to(&mut self, target: Offset) -> bool {
+        self.note(JournalKind::Truncate, target, 0);
+        self.truncate_to_quietly(target)
+    }
+
+    fn truncate_to_quietly(&mut self, target: Offset) -> bool {
         if target >= self.log_end_offset {
             self.epoch_cache.truncate_from_end(self.log_end_offset);
             return false;
         }
         if target < self.log_start_offset {
-            self.truncate_fully_and_start_at(target);
+            self.truncate_fully_quietly(target);
             return true;
         }
         let keep = self.store.first_ending_at_or_after(target.0);
         self.truncate_batches_from(keep);
         self.log_end_offset = target;
         self.epoch_cache.truncate_from_end(target);
-        self.high_watermark = self.high_watermark.min(target);
+        self.set_high_watermark(self.high_watermark.min(target));
         self.recovery_point = self.recovery_point.min(target);
         true
     }
@@ -305,6 +458,11 @@ impl ReplicaLog {
     /// Deletes everything and restarts the log at `new_offset` (a follower whose fetch offset
     /// fell below the leader's log start).
     pub fn truncate_fully_and_start_at(&mut self, new_offset: Offset) {
+        self.note(JournalKind::TruncateFully, new_offset, 0);
+        self.truncate_fully_quietly(new_offset);
+    }
+
+    fn truncate_fully_quietly(&mut self, new_offset: Offset) {
         self.store.clear();
         self.log_start_offset = new_offset;
         self.log_end_offset = new_offset;
@@ -312,18 +470,25 @@ impl ReplicaLog {
         self.recovery_point = new_offset;
         self.epoch_cache.clear();
         self.producer_state.clear();
+        self.txn.clear();
     }
 
     /// Advances the recovery point (flushed prefix) to `up_to`, default the log end offset.
     pub fn flush(&mut self, up_to: Option<Offset>) {
         let target = up_to.unwrap_or(self.log_end_offset).min(self.log_end_offset);
+        let before = self.recovery_point;
         self.recovery_point = self.recovery_point.max(target);
+        if self.recovery_point != before {
+            self.note(JournalKind::Flush, self.recovery_point, 0);
+        }
     }
 
     /// A crash that loses the page cache: batches not wholly below the recovery point are
     /// gone (a torn batch whole), then recovery re-derives the end offset, epoch cache and
     /// producer state. Returns the number of records lost.
     pub fn drop_unflushed(&mut self) -> usize {
+        // Journaled first: the HW change it causes follows it, as on replay.
+        self.note(JournalKind::DropUnflushed, self.recovery_point, 0);
         let keep = self.store.first_ending_at_or_after(self.recovery_point.0);
         let lost = self.store.records_in(keep, self.store.len());
         self.truncate_batches_from(keep);
@@ -332,7 +497,7 @@ impl ReplicaLog {
             n => Offset(self.store.last(n - 1) + 1),
         };
         self.recovery_point = self.log_end_offset;
-        self.high_watermark = self.high_watermark.min(self.log_end_offset);
+        self.set_high_watermark(self.high_watermark.min(self.log_end_offset));
         self.epoch_cache.truncate_from_end(self.log_end_offset);
         lost
     }
@@ -344,15 +509,23 @@ impl ReplicaLog {
     /// Sets HW to `offset` clamped into `[log_start, log_end]`; may go down (a follower
     /// taking a new leader's smaller HW). Returns the new HW.
     pub fn update_high_watermark(&mut self, offset: Offset) -> Offset {
-        self.high_watermark = self.clamp(offset);
+        self.set_high_watermark(self.clamp(offset));
         self.high_watermark
+    }
+
+    /// Every HW change goes through here (and into the journal when one is kept).
+    fn set_high_watermark(&mut self, hw: Offset) {
+        if hw != self.high_watermark {
+            self.note(JournalKind::HighWatermark, hw, 0);
+        }
+        self.high_watermark = hw;
     }
 
     /// Leader variant: raises HW to `offset` (clamped) only if that is larger.
     pub fn maybe_increment_high_watermark(&mut self, offset: Offset) -> bool {
         let c = self.clamp(offset);
         if c > self.high_watermark {
-            self.high_watermark = c;
+            self.set_high_watermark(c);
             true
         } else {
             false
@@ -365,6 +538,18 @@ impl ReplicaLog {
     /// last [`NUM_BATCHES_TO_RETAIN`] batches (or an older epoch): a tail truncation costs
     /// what it removes, not the whole log.
     fn truncate_batches_from(&mut self, keep: usize) {
+        if keep >= self.store.len() {
+            return;
+        }
+        let cut = Offset(self.store.base(keep));
+        // Removing a transaction marker reopens or changes transactions and coordinator
+        // epochs: rare (divergent markers), so replay everything then.
+        if (keep..self.store.len()).any(|i| self.store.is_control(i)) {
+            self.store.truncate_batches(keep);
+            self.rebuild_producer_state();
+            return;
+        }
+        self.txn.truncate_ongoing(cut);
         // Per affected producer: the entry being rebuilt and whether it is complete.
         let mut affected: BTreeMap<ProducerId, (Option<ProducerStateEntry>, bool)> = BTreeMap::new();
         for i in keep..self.store.len() {
@@ -383,7 +568,13 @@ impl ReplicaLog {
             if *done {
                 continue;
             }
-            let entry = slot.get_or_insert_with(|| ProducerStateEntry { producer_epoch: p.producer_epoch, batches: VecDeque::new() });
+            // No marker was removed, so the latest marker's coordinator epoch still stands.
+            let coordinator_epoch = self.producer_state.entry(p.producer_id).and_then(|e| e.coordinator_epoch);
+            let entry = slot.get_or_insert_with(|| ProducerStateEntry {
+                producer_epoch: p.producer_epoch,
+                batches: VecDeque::new(),
+                coordinator_epoch,
+            });
             // Replaying forwards, this older epoch's batches were cleared by the change.
             if entry.producer_epoch != p.producer_epoch {
                 *done = true;
@@ -412,21 +603,34 @@ impl ReplicaLog {
         }
     }
 
-    /// Recomputes producer state by replaying every batch (what recovery and truncation do;
-    /// Kafka starts from the nearest snapshot, the result is the same).
+    /// Recomputes producer state and the transaction index by replaying every batch (what
+    /// recovery and truncation do; Kafka starts from the nearest snapshot, the result is the
+    /// same).
     pub fn rebuild_producer_state(&mut self) {
         self.producer_state.clear();
+        self.txn.clear();
         for i in 0..self.store.len() {
-            if let Some(p) = self.store.producer(i) {
-                let n = self.store.records(i).len() as u32;
-                let meta = BatchMetadata {
-                    first_seq: p.base_sequence,
-                    last_seq: p.base_sequence.increment(n - 1),
-                    base_offset: Offset(self.store.base(i)),
-                    last_offset: Offset(self.store.last(i)),
-                };
-                self.producer_state.update_parts(p.producer_id, p.producer_epoch, meta, self.store.is_control(i));
-            }
+            self.apply_producer_state(i);
+        }
+    }
+
+    /// Producer state and transaction index effects of stored batch `i`.
+    fn apply_producer_state(&mut self, i: usize) {
+        let Some(p) = self.store.producer(i) else { return };
+        let base = Offset(self.store.base(i));
+        let n = self.store.records(i).len() as u32;
+        let meta = BatchMetadata {
+            first_seq: p.base_sequence,
+            last_seq: p.base_sequence.increment(n - 1),
+            base_offset: base,
+            last_offset: Offset(self.store.last(i)),
+        };
+        let marker = self.store.is_control(i).then(|| crate::txn::decode_marker(self.store.records(i)[0]));
+        self.producer_state.update_parts(p.producer_id, p.producer_epoch, meta, marker.map(|(_, e)| e as u32));
+        match marker {
+            Some((control, _)) => self.txn.on_marker(p.producer_id, base, control),
+            None if self.store.is_transactional(i) => self.txn.on_transactional_data(p.producer_id, base),
+            None => {}
         }
     }
 }
@@ -498,6 +702,54 @@ mod tests {
             cut.rebuild_producer_state();
             assert_eq!(&incremental, cut.producer_state(), "truncate_to({target})");
         }
+    }
+
+    fn txn_write(log: &mut ReplicaLog, pid: u64, seq: u32, values: Vec<u64>) -> Result<LogAppendInfo, Error> {
+        use crate::types::{ProducerEpoch, ProducerId, Sequence};
+        let p = ProducerFields { producer_id: ProducerId(pid), producer_epoch: ProducerEpoch(0), base_sequence: Sequence(seq) };
+        log.append_as_leader(values, LeaderEpoch(0), Some(p), true)
+    }
+
+    #[test]
+    fn transactions_drive_the_last_stable_offset_and_the_aborted_index() {
+        use crate::types::{ProducerEpoch, ProducerId};
+        let mut log = ReplicaLog::new(Offset(0), false);
+        plain(&mut log, 1, 0); // offset 0
+        txn_write(&mut log, 1, 0, vec![10, 11]).unwrap(); // 1..2, txn of producer 1
+        txn_write(&mut log, 2, 0, vec![20]).unwrap(); // 3, txn of producer 2
+        log.update_high_watermark(Offset(4));
+        assert_eq!((log.first_unstable_offset(), log.last_stable_offset()), (Some(Offset(1)), Offset(1)));
+        log.append_end_txn_marker(ProducerId(1), ProducerEpoch(0), 0, ControlType::Abort, LeaderEpoch(0)).unwrap(); // 4
+        let aborted = log.aborted_transactions(Offset(0), Offset(100));
+        assert_eq!(aborted, vec![AbortedTxn { producer_id: ProducerId(1), first_offset: Offset(1), last_offset: Offset(4), last_stable_offset: Offset(3) }]);
+        assert_eq!(log.last_stable_offset(), Offset(1)); // the marker is not replicated yet
+        log.append_end_txn_marker(ProducerId(2), ProducerEpoch(0), 0, ControlType::Commit, LeaderEpoch(0)).unwrap(); // 5
+        log.update_high_watermark(Offset(6));
+        assert_eq!((log.first_unstable_offset(), log.last_stable_offset()), (None, Offset(6)));
+        // Truncating the COMMIT marker reopens producer 2's transaction.
+        log.truncate_to(Offset(5));
+        assert_eq!(log.first_unstable_offset(), Some(Offset(3)));
+        assert_eq!(log.txn_index().ongoing_first_offset(ProducerId(2)), Some(Offset(3)));
+    }
+
+    #[test]
+    fn transaction_fencing_and_state_errors() {
+        use crate::types::{ProducerEpoch, ProducerId, Sequence};
+        let mut log = ReplicaLog::new(Offset(0), false);
+        txn_write(&mut log, 1, 0, vec![1]).unwrap();
+        let plain_write = ProducerFields { producer_id: ProducerId(1), producer_epoch: ProducerEpoch(0), base_sequence: Sequence(1) };
+        let err = log.append_as_leader(vec![2], LeaderEpoch(0), Some(plain_write), false).unwrap_err();
+        assert!(matches!(err, Error::ProducerState(ProducerStateError::InvalidTxnState { transaction_first_offset: 0, .. })));
+        log.append_end_txn_marker(ProducerId(1), ProducerEpoch(0), 3, ControlType::Commit, LeaderEpoch(0)).unwrap();
+        let stale = log.append_end_txn_marker(ProducerId(1), ProducerEpoch(0), 2, ControlType::Abort, LeaderEpoch(0)).unwrap_err();
+        assert!(matches!(stale, Error::ProducerState(ProducerStateError::TransactionCoordinatorFenced { current_coordinator_epoch: 3, .. })));
+        // A bumped producer epoch fences markers of the old one.
+        txn_write(&mut log, 1, 1, vec![3]).unwrap();
+        let bump = ProducerFields { producer_id: ProducerId(1), producer_epoch: ProducerEpoch(1), base_sequence: Sequence(0) };
+        log.append_end_txn_marker(ProducerId(1), ProducerEpoch(0), 3, ControlType::Abort, LeaderEpoch(0)).unwrap();
+        log.append_as_leader(vec![4], LeaderEpoch(0), Some(bump), true).unwrap();
+        let zombie = log.append_end_txn_marker(ProducerId(1), ProducerEpoch(0), 3, ControlType::Commit, LeaderEpoch(0)).unwrap_err();
+        assert!(matches!(zombie, Error::ProducerState(ProducerStateError::InvalidProducerEpoch { current_epoch: 1, .. })));
     }
 
     #[test]

@@ -63,6 +63,9 @@ impl BatchStore {
     pub fn is_control(&self, i: usize) -> bool {
         self.flags[i] & CONTROL != 0
     }
+    pub fn is_transactional(&self, i: usize) -> bool {
+        self.flags[i] & TRANSACTIONAL != 0
+    }
     pub fn producer(&self, i: usize) -> Option<ProducerFields> {
         (self.flags[i] & HAS_PRODUCER != 0).then(|| ProducerFields {
             producer_id: ProducerId(self.producer_id[i]),

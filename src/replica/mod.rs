@@ -411,9 +411,11 @@ impl Replica {
         lost
     }
 
-    /// Controlled shutdown's last step: flush the log and checkpoint the HW.
+    /// Controlled shutdown's last step: flush the log, checkpoint the HW, forget the
+    /// in-memory partition state (the process stops; a restart learns it again).
     pub fn clean_shutdown(&mut self, log: &mut ReplicaLog) {
         log.flush(None);
         self.checkpoint_high_watermark(log);
+        self.reset_volatile();
     }
 }

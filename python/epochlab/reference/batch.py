@@ -108,6 +108,18 @@ class RecordBatch:
         return self._base_sequence
 
     @property
+    def control_type(self) -> str | None:
+        """``"commit"`` or ``"abort"`` for a control batch (the record's lowest bit)."""
+        if not self._is_control:
+            return None
+        return "commit" if self._records[0] & 1 else "abort"
+
+    @property
+    def coordinator_epoch(self) -> int | None:
+        """The coordinator epoch a control batch's marker carries."""
+        return self._records[0] >> 1 if self._is_control else None
+
+    @property
     def last_sequence(self) -> int | None:
         """``base_sequence + len(records) - 1`` wrapping past Int32.MAX to 0, as Kafka does."""
         if self._base_sequence is None:
@@ -199,8 +211,11 @@ def _check_shape(
         raise _invalid_batch(f"{len(values)} records from base offset {base_offset} overflow the offset domain")
     if (is_transactional or is_control) and producer_fields[0] is None:
         raise _invalid_batch("a transactional or control batch needs producer fields")
-    if is_control and (len(values) != 1 or values[0] not in (0, 1)):
-        raise _invalid_batch("a control batch holds exactly one record, 0 (ABORT) or 1 (COMMIT)")
+    if is_control and len(values) != 1:
+        raise _invalid_batch(f"a control batch holds exactly one record, got {len(values)}")
+    if is_control and values[0] >> 1 > v.LEADER_EPOCH_MAX:
+        # Kafka's EndTransactionMarker: coordinator epoch << 1 | type (COMMIT = 1).
+        raise _invalid_batch(f"control record {values[0]} encodes a coordinator epoch beyond 2^31-1")
 
 
 class LogAppendInfo:

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from epochlab.errors import OffsetOutOfRangeError, UnexpectedAppendOffsetError
+from epochlab.errors import (
+    InvalidProducerEpochError,
+    InvalidTxnStateError,
+    OffsetOutOfRangeError,
+    TransactionCoordinatorFencedError,
+    UnexpectedAppendOffsetError,
+)
 
 from . import _validate as v
 from .batch import LogAppendInfo, RecordBatch
 from .epoch_cache import LeaderEpochCache
 from .producer_state import ProducerStateManager
+from .txn import AbortedTxn, TxnIndex
 
 
 class ReplicaLog:
@@ -35,6 +42,7 @@ class ReplicaLog:
         self._recovery_point = log_start_offset
         self._epoch_cache = LeaderEpochCache()
         self._producer_state = ProducerStateManager()
+        self._txn = TxnIndex()
         self._kip101 = kip101_epoch_cache
 
     @property
@@ -93,6 +101,12 @@ class ReplicaLog:
         original = self._producer_state.check_leader_append(batch)
         if original is not None:
             return LogAppendInfo(original[0], original[1], True)
+        if producer_id is not None and not is_transactional and producer_id in self._txn.ongoing:
+            first = self._txn.ongoing[producer_id]
+            raise InvalidTxnStateError(
+                f"non-transactional write from producer {producer_id} while its transaction "
+                f"from offset {first} is open",
+                producer_id=producer_id, transaction_first_offset=first)
         self._append(batch)
         return LogAppendInfo(batch.base_offset, batch.last_offset, False)
 
@@ -143,11 +157,71 @@ class ReplicaLog:
             self._append(batch)
         return self._log_end_offset
 
+    def append_end_txn_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                              commit: bool, leader_epoch: int) -> LogAppendInfo:
+        """Write a COMMIT or ABORT marker as the leader (origin COORDINATOR): producer-epoch and
+        coordinator-epoch fencing, no sequence checks."""
+        v.producer_id(producer_id, "producer_id")
+        v.producer_epoch(producer_epoch, "producer_epoch")
+        v.leader_epoch(coordinator_epoch, "coordinator_epoch")
+        v.require_bool(commit, "commit")
+        v.leader_epoch(leader_epoch, "leader_epoch")
+        entry = self._producer_state.entry(producer_id)
+        if entry is not None and producer_epoch < entry[0]:
+            raise InvalidProducerEpochError(
+                f"producer {producer_id} epoch {producer_epoch} is older than the current epoch "
+                f"{entry[0]} (fenced)",
+                producer_id=producer_id, producer_epoch=producer_epoch, current_epoch=entry[0])
+        current = self._producer_state.coordinator_epoch(producer_id)
+        if current is not None and current > coordinator_epoch:
+            raise TransactionCoordinatorFencedError(
+                f"marker for producer {producer_id} from coordinator epoch {coordinator_epoch}, "
+                f"older than {current}",
+                producer_id=producer_id, coordinator_epoch=coordinator_epoch,
+                current_coordinator_epoch=current)
+        batch = RecordBatch(self._log_end_offset, leader_epoch, [coordinator_epoch << 1 | int(commit)],
+                            producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=0,
+                            is_transactional=True, is_control=True)
+        self._append(batch)
+        return LogAppendInfo(batch.base_offset, batch.last_offset, False)
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        return self._txn.first_unstable_offset(self._high_watermark)
+
+    @property
+    def last_stable_offset(self) -> int:
+        first = self._txn.first_unstable_offset(self._high_watermark)
+        return self._high_watermark if first is None else min(first, self._high_watermark)
+
+    def aborted_transactions(self, from_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        v.offset(from_offset, "from_offset")
+        v.offset(upper_bound_offset, "upper_bound_offset")
+        return self._txn.aborted_between(from_offset, upper_bound_offset)
+
+    def ongoing_transactions(self) -> list[tuple[int, int]]:
+        return sorted((first, pid) for pid, first in self._txn.ongoing.items())
+
+    def unreplicated_transactions(self) -> list[tuple[int, int, int]]:
+        return self._txn.unreplicated(self._high_watermark)
+
     def _append(self, batch: RecordBatch) -> None:
         self._batches.append(batch)
         self._log_end_offset = batch.last_offset + 1
         self._assign(batch.partition_leader_epoch, batch.base_offset)
+        self._apply_producer_state(batch)
+
+    def _apply_producer_state(self, batch: RecordBatch) -> None:
         self._producer_state.update(batch)
+        if batch.producer_id is None:
+            return
+        if batch.is_control:
+            self._txn.on_marker(batch.producer_id, batch.base_offset, batch.control_type == "commit")
+        elif batch.is_transactional:
+            self._txn.on_transactional_data(batch.producer_id, batch.base_offset)
+
+    def _set_high_watermark(self, high_watermark: int) -> None:
+        self._high_watermark = high_watermark
 
     def _assign(self, epoch: int, start_offset: int) -> bool:
         if self._kip101:
@@ -235,6 +309,7 @@ class ReplicaLog:
         self._high_watermark = self._recovery_point = new_offset
         self._epoch_cache.clear()
         self._producer_state.clear()
+        self._txn = TxnIndex()
 
     def flush(self, up_to: int | None = None) -> None:
         """Advance the recovery point to ``up_to`` (default: the log end offset), never past the
@@ -260,7 +335,7 @@ class ReplicaLog:
         """Set HW to ``offset`` clamped into ``[log_start, log_end]`` (may go down, as on a
         follower). Returns the new HW."""
         v.offset(offset, "offset")
-        self._high_watermark = self._clamp(offset)
+        self._set_high_watermark(self._clamp(offset))
         return self._high_watermark
 
     def maybe_increment_high_watermark(self, offset: int) -> bool:
@@ -268,7 +343,7 @@ class ReplicaLog:
         v.offset(offset, "offset")
         candidate = self._clamp(offset)
         if candidate > self._high_watermark:
-            self._high_watermark = candidate
+            self._set_high_watermark(candidate)
             return True
         return False
 
@@ -301,10 +376,12 @@ class ReplicaLog:
         return self._producer_state.copy()
 
     def rebuild_producer_state(self) -> None:
-        """Recompute producer state by replaying every batch in order."""
+        """Recompute producer state and the transaction index by replaying every batch in
+        order."""
         self._producer_state.clear()
+        self._txn = TxnIndex()
         for batch in self._batches:
-            self._producer_state.update(batch)
+            self._apply_producer_state(batch)
 
     def copy(self) -> ReplicaLog:
         clone = ReplicaLog(self._log_start_offset, kip101_epoch_cache=self._kip101)
@@ -314,6 +391,7 @@ class ReplicaLog:
         clone._recovery_point = self._recovery_point
         clone._epoch_cache = self._epoch_cache.copy()
         clone._producer_state = self._producer_state.copy()
+        clone._txn = self._txn.copy()
         return clone
 
     def __len__(self) -> int:

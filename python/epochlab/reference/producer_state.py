@@ -18,11 +18,13 @@ BatchMetadata = tuple[int, int, int, int]  # (first_seq, last_seq, base_offset, 
 class ProducerStateManager:
     """Per producer id: its epoch and the metadata of its last 5 batches, oldest first."""
 
-    __slots__ = ("_entries",)
+    __slots__ = ("_entries", "_coordinator_epochs")
 
     def __init__(self) -> None:
         # producer id -> (producer epoch, cached batch metadata oldest first)
         self._entries: dict[int, tuple[int, list[BatchMetadata]]] = {}
+        # producer id -> coordinator epoch of its latest transaction marker
+        self._coordinator_epochs: dict[int, int] = {}
 
     def check_leader_append(self, batch: RecordBatch) -> tuple[int, int] | None:
         """Validate a client batch as the leader does, without changing state: the original
@@ -69,7 +71,9 @@ class ProducerStateManager:
         epoch, cached = self._entries.get(pid, (batch.producer_epoch, []))
         if batch.producer_epoch != epoch:
             epoch, cached = batch.producer_epoch, []
-        if not batch.is_control:
+        if batch.is_control:
+            self._coordinator_epochs[pid] = batch.coordinator_epoch  # type: ignore[assignment]
+        else:
             # A batch with a producer id has all producer fields (RecordBatch guarantees it).
             meta = (batch.base_sequence, batch.last_sequence, batch.base_offset, batch.last_offset)
             cached = (cached + [meta])[-BATCHES_TO_RETAIN:]  # type: ignore[list-item, assignment]
@@ -82,6 +86,11 @@ class ProducerStateManager:
         found = self._entries.get(producer_id)
         return None if found is None else (found[0], list(found[1]))
 
+    def coordinator_epoch(self, producer_id: int) -> int | None:
+        """Coordinator epoch of the producer's latest transaction marker, if any."""
+        v.producer_id(producer_id, "producer_id")
+        return self._coordinator_epochs.get(producer_id)
+
     def producer_ids(self) -> list[int]:
         """Known producer ids in increasing order."""
         return sorted(self._entries)
@@ -92,10 +101,12 @@ class ProducerStateManager:
 
     def clear(self) -> None:
         self._entries = {}
+        self._coordinator_epochs = {}
 
     def copy(self) -> ProducerStateManager:
         clone = ProducerStateManager()
         clone._entries = {pid: (epoch, list(cached)) for pid, (epoch, cached) in self._entries.items()}
+        clone._coordinator_epochs = dict(self._coordinator_epochs)
         return clone
 
     def __len__(self) -> int:
@@ -104,7 +115,7 @@ class ProducerStateManager:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ProducerStateManager):
             return NotImplemented
-        return self._entries == other._entries
+        return (self._entries, self._coordinator_epochs) == (other._entries, other._coordinator_epochs)
 
     def __repr__(self) -> str:
         return f"ProducerStateManager({self.snapshot()!r})"

@@ -13,7 +13,9 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from epochlab.errors import ConfigError, ScenarioError
@@ -27,7 +29,23 @@ from epochlab.sim.kernel import Kernel
 from epochlab.sim.network import Network, Node
 from epochlab.sim.state import ClusterState, ReplicaState
 
-__all__ = ["Cluster"]
+__all__ = ["Cluster", "recording_traces"]
+
+# Clusters made inside ``recording_traces()`` record a trace even when their maker (a scenario
+# runner, a fuzz executor) does not pass ``record_trace``; the list collects them.
+_RECORDING: ContextVar[list[Cluster] | None] = ContextVar("epochlab_recording_traces", default=None)
+
+
+@contextmanager
+def recording_traces() -> Iterator[list[Cluster]]:
+    """Every :class:`Cluster` made inside the block records a trace
+    (``record_trace=True``); the yielded list receives them, in creation order."""
+    made: list[Cluster] = []
+    token = _RECORDING.set(made)
+    try:
+        yield made
+    finally:
+        _RECORDING.reset(token)
 
 
 class Cluster:
@@ -38,7 +56,10 @@ class Cluster:
     """
 
     def __init__(self, config: ClusterConfig, generation: Generation | int | str,
-                 seed: int = 0, partition: str = "orders-0", backend: str = "rust") -> None:
+                 seed: int = 0, partition: str = "orders-0", backend: str = "rust",
+                 record_trace: bool = False) -> None:
+        """``record_trace=True`` journals every log change for ``epochlab.trace.export_cluster``
+        (``docs/trace-format.md``); it does not change the run."""
         self.config = config
         self.backend = backend
         self.generation = Generation.parse(generation)
@@ -53,6 +74,14 @@ class Cluster:
         self.controller = Controller(self, config, self.generation)
         self.brokers: dict[int, Broker] = {b: Broker(self, b, config, self.generation, backend)
                                            for b in config.brokers}
+        self.trace_recorder: Any = None
+        recording = _RECORDING.get()
+        if record_trace or recording is not None:
+            from epochlab.trace.record import TraceRecorder
+
+            self.trace_recorder = TraceRecorder(self)
+            if recording is not None:
+                recording.append(self)
         for broker in self.brokers.values():
             broker.start()
         self.log_event("controller", f"controller: initial leader {self.controller.leader} "

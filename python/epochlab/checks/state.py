@@ -1,0 +1,370 @@
+"""State invariants (``PROTOCOL.md`` section 4, items 1-12), checked after every engine event.
+
+:class:`StateChecker` keeps the ground truth the definitions need and evaluates each invariant
+on the cluster whenever some replica or the controller changed (a cheap key per replica
+detects that, so idle events cost a few attribute reads):
+
+* the *truth log*: every batch below ``trueHW``, the highest HW reached by a leader that the
+  controller elected for its epoch, copied from that leader when its HW rose (a log of the
+  same implementation, so whole-log comparisons are one ``first_mismatch`` scan in Rust);
+* the elections (clean/unclean), the crashes that lost an unflushed tail, and the brokers
+  restarted after such a crash that have not yet re-fetched up to ``trueHW``.
+
+Each violation is classified (``checks.verdict``): loss or divergence after an unclean
+election, or after more than ``min.insync.replicas - 1`` lossy crashes, is allowed by the
+configuration; everything else is a protocol violation.
+
+Not checkable from state and therefore not here: the per-message halves of Inv-EpochFencing
+(which epoch a fetch carried) and Inv-IsrJoin's HW clause at proposal time; transactions
+(Inv-ProducerFencing, Inv-TxnAtomicity, Liveness-LSO) are not modelled by the engine.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Callable
+
+import epochlab._core as core
+import epochlab.reference as reference
+from epochlab.checks.verdict import ALLOWED, PROTOCOL, Violation
+from epochlab.errors import LogError
+
+if TYPE_CHECKING:
+    from epochlab.sim.cluster import Cluster
+
+__all__ = ["STATE_INVARIANTS", "StateChecker"]
+
+STATE_INVARIANTS = (
+    "Inv-Durability", "Inv-LeaderCompleteness", "Inv-StrongIsr", "Inv-ReplicationQuorumSuperset",
+    "Inv-LogMatching", "Inv-EpochMonotone", "Inv-OffsetMonotone", "Inv-HW-bounds",
+    "Inv-EpochFencing", "Inv-IsrJoin", "Inv-MinIsr", "Inv-UncleanExclusion",
+)
+
+
+def implementation(log: Any) -> ModuleType:
+    """The module (Rust core or reference) a log belongs to, for its whole-log scans."""
+    return core if isinstance(log, core.ReplicaLog) else reference
+
+
+class StateChecker:
+    """Evaluates the state invariants on ``cluster``; ``step()`` gives the current action
+    index for reports. Call :meth:`observe` after every engine event and every action."""
+
+    def __init__(self, cluster: Cluster, step: Callable[[], int | None] = lambda: None) -> None:
+        self.cluster = cluster
+        self.step = step
+        self.violations: list[Violation] = []
+        self._seen: set[str] = set()
+        first_log = next(iter(cluster.brokers.values())).replica.log
+        self.impl = implementation(first_log)
+        self.truth = self.impl.ReplicaLog()
+        self.true_hw = 0
+        self.true_hw_history: list[tuple[int, int]] = [(0, 0)]
+        self.min_isr = min(cluster.config.min_insync_replicas, len(cluster.config.replicas or ()))
+        self.lossy_crashes: list[tuple[int, int]] = []       # (time, broker)
+        self.recovering: set[int] = set()                    # lossy-crashed, not caught up
+        self._keys: dict[int, tuple[Any, ...]] = {}
+        self._ctrl_key: tuple[Any, ...] | None = None
+        self._leader_hw: dict[tuple[int, int, int], int] = {}
+        self._leaderships: set[tuple[int, int]] = set()
+        self._last_isr: tuple[int, ...] = tuple(cluster.controller.isr)
+
+    # -- classification ---------------------------------------------------------------------
+    def unclean_elections(self, until_ms: int | None = None) -> list[tuple[int, int, int, bool]]:
+        return [e for e in self.cluster.controller.elections
+                if e[3] and (until_ms is None or e[0] <= until_ms)]
+
+    def allowance(self, until_ms: int | None = None) -> str | None:
+        """Why the configuration permits loss or divergence up to ``until_ms`` (``None``: it
+        does not)."""
+        unclean = self.unclean_elections(until_ms)
+        if unclean:
+            t, epoch, leader, _ = unclean[0]
+            return f"unclean leader election of broker {leader} in epoch {epoch} at {t} ms"
+        lossy = [x for x in self.lossy_crashes if until_ms is None or x[0] <= until_ms]
+        ctrl = self.cluster.controller
+        if lossy and self.cluster.generation.kraft and not ctrl.elr_enabled:
+            return (f"broker {lossy[0][1]} lost its unflushed tail and "
+                    "eligible.leader.replicas.enable=false: a last replica standing restarted "
+                    "after an unclean shutdown may be elected (KIP-966)")
+        if len(lossy) > self.min_isr - 1:
+            return (f"{len(lossy)} crashes lost their unflushed tail (brokers "
+                    f"{[b for _, b in lossy]}), more than min.insync.replicas - 1 = {self.min_isr - 1}")
+        return None
+
+    def note_lossy_crash(self, broker: int) -> None:
+        """The executor reports a crash that lost the page cache (``lose_unflushed``)."""
+        self.lossy_crashes.append((self.cluster.now_ms, broker))
+        self.recovering.add(broker)
+        self._keys.pop(broker, None)  # re-check it at the next observation
+
+    def report(self, invariant: str, message: str, details: dict[str, Any],
+               loss_like: bool = True, reason: str | None = None) -> None:
+        """Record the first failure of ``invariant``; ``loss_like`` failures are allowed when
+        :meth:`allowance` gives a reason."""
+        if invariant in self._seen:
+            return
+        self._seen.add(invariant)
+        why = reason or (self.allowance(self.cluster.now_ms) if loss_like else None)
+        self.violations.append(Violation(invariant, ALLOWED if why else PROTOCOL, self.step(),
+                                         self.cluster.now_ms, message, details, why))
+
+    # -- observation ------------------------------------------------------------------------
+    def observe(self) -> None:
+        """Check every invariant whose inputs changed since the last call."""
+        c = self.cluster
+        ctrl = c.controller
+        changed: list[int] = []
+        for b, broker in c.brokers.items():
+            r, log = broker.replica, broker.replica.log
+            key = (broker.alive, broker.incarnation, r.role, r.leader_epoch, r.partition_epoch,
+                   log.log_end_offset, log.high_watermark, log.batch_count, log.log_start_offset,
+                   r.pending_isr)
+            if self._keys.get(b) != key:
+                self._keys[b] = key
+                changed.append(b)
+        ctrl_key = (ctrl.leader, ctrl.leader_epoch, ctrl.partition_epoch, ctrl.isr, ctrl.elr,
+                    len(ctrl.elections))
+        ctrl_changed = ctrl_key != self._ctrl_key
+        self._ctrl_key = ctrl_key
+        if not changed and not ctrl_changed:
+            return
+        for b in changed:
+            self._check_replica(b)
+        self._advance_true_hw()
+        self._check_leaders()
+        self._check_log_matching(changed)
+        self._check_isr(ctrl_changed)
+
+    # -- per replica: 6, 7, 8, 11 -----------------------------------------------------------
+    def _check_replica(self, b: int) -> None:
+        broker = self.cluster.brokers[b]
+        r, log = broker.replica, broker.replica.log
+        start, hw, leo = log.log_start_offset, log.high_watermark, log.log_end_offset
+        if not start <= hw <= leo:
+            self.report("Inv-HW-bounds", f"broker {b}: not logStart {start} <= HW {hw} <= LEO {leo}",
+                        {"replica": b, "log_start_offset": start, "high_watermark": hw,
+                         "log_end_offset": leo}, loss_like=False)
+        holes = log.holes()
+        if holes:
+            self.report("Inv-OffsetMonotone", f"broker {b}: offsets {holes[0][0]}..{holes[0][1] - 1} "
+                        "hold no batch (truncation target inside a batch)",
+                        {"replica": b, "holes": [list(h) for h in holes]}, loss_like=False)
+        self._check_epochs(b, log, r)
+        if broker.alive and r.role == "leader" and r.leader_epoch is not None:
+            k = (b, broker.incarnation, r.leader_epoch)
+            before = self._leader_hw.get(k)
+            if before is not None and hw < before:
+                self.report("Inv-HW-bounds", f"leader {b} HW went down {before} -> {hw} in epoch "
+                            f"{r.leader_epoch}", {"replica": b, "epoch": r.leader_epoch,
+                                                  "before": before, "after": hw}, loss_like=False)
+            if (self.cluster.generation.strict_min_isr and before is not None and hw > before
+                    and len(r.isr) < self.min_isr):
+                self.report("Inv-MinIsr", f"leader {b} advanced its HW {before} -> {hw} with ISR "
+                            f"{list(r.isr)} smaller than min.insync.replicas {self.min_isr}",
+                            {"replica": b, "epoch": r.leader_epoch, "isr": list(r.isr),
+                             "before": before, "after": hw}, loss_like=False)
+            self._leader_hw[k] = max(hw, before or 0)
+
+    def _check_epochs(self, b: int, log: Any, r: Any) -> None:
+        """Inv-EpochMonotone: batch epochs non-decreasing; the cache equals the epoch
+        boundaries of the log plus at most one data-less trailing entry at the LEO."""
+        derived: list[tuple[int, int]] = []
+        last_epoch = -1
+        for batch in log.batches():
+            e = batch.partition_leader_epoch
+            if e < last_epoch:
+                self.report("Inv-EpochMonotone", f"broker {b}: batch at {batch.base_offset} has "
+                            f"epoch {e} after epoch {last_epoch}",
+                            {"replica": b, "offset": batch.base_offset, "epoch": e,
+                             "previous_epoch": last_epoch, "records": list(batch.records)})
+                return
+            if e != last_epoch:
+                derived.append((e, batch.base_offset))
+                last_epoch = e
+        entries = [tuple(x) for x in log.epoch_entries()]
+        leo = log.log_end_offset
+        extra = entries[len(derived):]
+        ok = entries[:len(derived)] == derived and (
+            not extra or (len(extra) == 1 and extra[0][1] == leo and extra[0][0] > last_epoch))
+        if not ok and derived and entries and log.log_start_offset > 0:
+            ok = entries[-len(derived):] == derived  # log start moved: the cache is clipped
+        if not ok:
+            self.report("Inv-EpochMonotone", f"broker {b}: epoch cache {entries} does not match "
+                        f"the log's epoch boundaries {derived} (LEO {leo})",
+                        {"replica": b, "epoch_cache": [list(e) for e in entries],
+                         "log_epochs": [list(e) for e in derived], "log_end_offset": leo})
+
+    # -- ground truth -----------------------------------------------------------------------
+    def _legitimate(self, b: int, epoch: int | None) -> bool:
+        if epoch is None:
+            return False
+        if epoch == 0:
+            return b == (self.cluster.config.replicas or (None,))[0]
+        return any(e[1] == epoch and e[2] == b for e in self.cluster.controller.elections)
+
+    def _advance_true_hw(self) -> None:
+        for b, broker in self.cluster.brokers.items():
+            r, log = broker.replica, broker.replica.log
+            if not (broker.alive and r.role == "leader" and self._legitimate(b, r.leader_epoch)):
+                continue
+            hw = log.high_watermark
+            if hw <= self.true_hw:
+                continue
+            start = self.truth.log_end_offset
+            try:
+                batches = [x for x in log.read(start) if x.base_offset < hw] if start < log.log_end_offset else []
+                if batches and batches[0].base_offset == start:
+                    self.truth.append_batches_as_follower(batches)
+            except LogError:
+                pass
+            self.true_hw = hw
+            self.true_hw_history.append((self.cluster.now_ms, hw))
+
+    def true_hw_at(self, time_ms: int) -> int:
+        value = 0
+        for t, hw in self.true_hw_history:
+            if t > time_ms:
+                break
+            value = hw
+        return value
+
+    def _missing_committed(self, log: Any) -> int | None:
+        """First offset below ``trueHW`` where ``log`` differs from the truth, or ``None``."""
+        if self.true_hw == 0:
+            return None
+        m = self.impl.first_mismatch(self.truth, log)
+        if m is not None and m < self.true_hw:
+            return int(m)
+        if log.log_end_offset < self.true_hw:
+            return int(log.log_end_offset)
+        return None
+
+    def _record_at(self, log: Any, offset: int) -> dict[str, Any]:
+        return {"value": log.value_at(offset) if offset < log.log_end_offset else None,
+                "epoch": log.epoch_for_offset(offset) if offset < log.log_end_offset else None}
+
+    # -- 1, 2, 4, 9 -------------------------------------------------------------------------
+    def _check_leaders(self) -> None:
+        c, ctrl = self.cluster, self.cluster.controller
+        acting: dict[int, int] = {}
+        for b, broker in c.brokers.items():
+            r = broker.replica
+            if broker.alive and r.role == "leader" and r.leader_epoch is not None:
+                other = acting.get(r.leader_epoch)
+                if other is not None:
+                    self.report("Inv-EpochFencing", f"brokers {other} and {b} both lead epoch "
+                                f"{r.leader_epoch}", {"replicas": [other, b],
+                                                       "epoch": r.leader_epoch}, loss_like=False)
+                acting[r.leader_epoch] = b
+        leader = ctrl.leader
+        if leader is None:
+            return
+        broker = c.brokers[leader]
+        r = broker.replica
+        if not (broker.alive and r.role == "leader" and r.leader_epoch == ctrl.leader_epoch):
+            return
+        missing = self._missing_committed(r.log)
+        if missing is not None:
+            details = {"leader": leader, "epoch": r.leader_epoch, "offset": missing,
+                       "true_high_watermark": self.true_hw,
+                       "committed": self._record_at(self.truth, missing),
+                       "leader_has": self._record_at(r.log, missing),
+                       "leader_log_end_offset": r.log.log_end_offset}
+            msg = (f"leader {leader} of epoch {r.leader_epoch} lacks committed offset {missing} "
+                   f"(value {details['committed']['value']}, trueHW {self.true_hw}); it holds "
+                   f"{details['leader_has']['value']}")
+            if (leader, ctrl.leader_epoch) not in self._leaderships and not self._unclean(ctrl.leader_epoch):
+                self.report("Inv-LeaderCompleteness", "clean-elected " + msg, details)
+            self.report("Inv-Durability", msg, details)
+        self._leaderships.add((leader, ctrl.leader_epoch))
+        if r.partition_epoch is not None:
+            maximal = set(r.maximal_isr)
+            hw = r.log.high_watermark
+            short = [x for x in ctrl.isr if x not in maximal
+                     and c.brokers[x].replica.log.log_end_offset < hw]
+            if short:
+                self.report("Inv-ReplicationQuorumSuperset", f"leader {leader} counts ISR "
+                            f"{sorted(maximal)} toward its HW {hw}, but the controller's ISR "
+                            f"{list(ctrl.isr)} also holds {short}, which lack offsets below it",
+                            {"leader": leader, "epoch": r.leader_epoch, "maximal_isr": sorted(maximal),
+                             "controller_isr": list(ctrl.isr), "high_watermark": hw,
+                             "behind": {str(x): c.brokers[x].replica.log.log_end_offset for x in short}},
+                            loss_like=False)
+
+    def _unclean(self, epoch: int) -> bool:
+        return any(e[1] == epoch and e[3] for e in self.cluster.controller.elections)
+
+    # -- 5 ------------------------------------------------------------------------------------
+    def _check_log_matching(self, changed: list[int]) -> None:
+        brokers = self.cluster.brokers
+        ids = sorted(brokers)
+        for i, a in enumerate(ids):
+            for b in ids[i + 1:]:
+                if a not in changed and b not in changed:
+                    continue
+                la, lb = brokers[a].replica.log, brokers[b].replica.log
+                bound = min(la.high_watermark, lb.high_watermark)
+                if bound == 0:
+                    continue
+                m = self.impl.first_mismatch(la, lb)
+                if m is not None and m < bound:
+                    self.report("Inv-LogMatching", f"brokers {a} and {b} differ at offset {m} below "
+                                f"min(HW) = {bound}: {a} has {self._record_at(la, m)}, "
+                                f"{b} has {self._record_at(lb, m)}",
+                                {"replicas": [a, b], "offset": m, "min_high_watermark": bound,
+                                 str(a): self._record_at(la, m), str(b): self._record_at(lb, m)})
+
+    # -- 3, 10, 12 ----------------------------------------------------------------------------
+    def _check_isr(self, ctrl_changed: bool) -> None:
+        c, ctrl = self.cluster, self.cluster.controller
+        members = [x for x in c.config.replicas or () if x in ctrl.isr or x in ctrl.elr]
+        for b in members:
+            broker = c.brokers[b]
+            r = broker.replica
+            if not broker.alive or r.role not in ("leader", "follower"):
+                continue
+            missing = self._missing_committed(r.log)
+            if missing is not None:
+                self.report("Inv-StrongIsr", f"ISR member {b} lacks committed offset {missing} "
+                            f"(trueHW {self.true_hw})",
+                            {"replica": b, "offset": missing, "true_high_watermark": self.true_hw,
+                             "committed": self._record_at(self.truth, missing),
+                             "replica_has": self._record_at(r.log, missing),
+                             "isr": list(ctrl.isr), "epoch": ctrl.leader_epoch})
+        for b in sorted(self.recovering):
+            broker = c.brokers[b]
+            if not broker.alive:
+                continue
+            if broker.replica.log.log_end_offset >= self.true_hw:
+                self.recovering.discard(b)
+                continue
+            known = ctrl.incarnation.get(b) == broker.incarnation and ctrl.live.get(b, False)
+            if known and (b == ctrl.leader or b in ctrl.isr or b in ctrl.elr):
+                where = "leader" if b == ctrl.leader else "ISR/ELR"
+                self.report("Inv-UncleanExclusion", f"broker {b} restarted after losing its "
+                            f"unflushed tail is {where} with LEO {broker.replica.log.log_end_offset} "
+                            f"< trueHW {self.true_hw}",
+                            {"replica": b, "log_end_offset": broker.replica.log.log_end_offset,
+                             "true_high_watermark": self.true_hw, "isr": list(ctrl.isr),
+                             "leader": ctrl.leader})
+        if ctrl_changed:
+            added = [x for x in ctrl.isr if x not in self._last_isr]
+            self._last_isr = tuple(ctrl.isr)
+            leader = ctrl.leader
+            if leader is None or not added:
+                return
+            lr = c.brokers[leader].replica
+            leso = lr.leader_epoch_start_offset if lr.role == "leader" else None
+            for x in added:
+                # a crashed (or lossy-restarted) broker's LEO now says nothing about the fetch
+                # that got it into the ISR; Inv-UncleanExclusion covers the lossy case
+                if x == leader or leso is None or not c.brokers[x].alive or x in self.recovering:
+                    continue
+                leo = c.brokers[x].replica.log.log_end_offset
+                if leo < leso:
+                    self.report("Inv-IsrJoin", f"broker {x} joined the ISR of leader {leader} "
+                                f"(epoch {ctrl.leader_epoch}) with LEO {leo} < LESO {leso}",
+                                {"replica": x, "leader": leader, "epoch": ctrl.leader_epoch,
+                                 "log_end_offset": leo, "leader_epoch_start_offset": leso},
+                                loss_like=False)

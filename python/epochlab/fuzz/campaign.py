@@ -1,0 +1,184 @@
+"""The random engine's campaign loop and the artifacts every engine writes.
+
+A campaign runs generated schedules (per-run seed: a hash of the campaign seed and the run
+number, so a run is reproducible on its own) until a time or run budget is spent. The first
+time a signature (invariant name) shows up as a protocol violation, the schedule is saved at
+once (``original.json``), shrunk to a minimal schedule that violates the same invariant, and
+the directory ``<out>/violations/<signature>/`` gets::
+
+    schedule.json   the minimal schedule (replay: epochlab replay .../schedule.json)
+    original.json   the schedule as generated
+    verdict.json    the minimal schedule's verdict
+    README.txt      invariant, message, seed, build, the exact replay and shrink commands
+
+``<out>/summary.json`` lists every distinct violation with the runs and seconds to its first
+occurrence. The wall clock (``time.monotonic``) is used here only for the budget and these
+figures, never inside a run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from epochlab.checks import Violation
+from epochlab.fuzz.executor import RunResult, execute
+from epochlab.fuzz.generator import FuzzProfile, generate_schedule
+from epochlab.fuzz.schedule import Schedule
+from epochlab.fuzz.shrink import shrink
+from epochlab.generations import Generation
+
+__all__ = ["Campaign", "Finding", "run_seed", "write_finding"]
+
+
+def run_seed(campaign_seed: int, run: int) -> int:
+    """The seed of run ``run``: a hash of the campaign seed and the run number (31 bits)."""
+    digest = hashlib.sha256(f"{campaign_seed}:{run}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def _build() -> str:
+    try:
+        import epochlab
+
+        return str(epochlab.BUILD)
+    except Exception:  # pragma: no cover - the core failed to import
+        return "unknown"
+
+
+@dataclass
+class Finding:
+    """One distinct violation of a campaign."""
+
+    violation: Violation
+    run: int
+    seed: int | None
+    seconds: float
+    directory: Path | None = None
+    minimal_actions: int | None = None
+    original_actions: int = 0
+    shrink_runs: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"signature": self.violation.signature, "invariant": self.violation.invariant,
+                "message": self.violation.message, "runs_to_first": self.run + 1,
+                "seconds_to_first": round(self.seconds, 3), "seed": self.seed,
+                "original_actions": self.original_actions, "minimal_actions": self.minimal_actions,
+                "shrink_runs": self.shrink_runs,
+                "schedule": str(self.directory / "schedule.json") if self.directory else None}
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def write_finding(out: Path, violation: Violation, original: Schedule, minimal: Schedule | None,
+                  result: RunResult | None, seed: int | None, engine: str) -> Path:
+    """Write (or update) ``<out>/violations/<signature>/``; safe to call first with
+    ``minimal=None`` (before shrinking) and again with the minimal schedule."""
+    directory = out / "violations" / violation.signature
+    directory.mkdir(parents=True, exist_ok=True)
+    original.save(directory / "original.json")
+    best = minimal or original
+    best.save(directory / "schedule.json")
+    if result is not None:
+        _write(directory / "verdict.json", result.verdict_json())
+    shown = result.verdict.first(violation.signature) if result is not None else None
+    shown = shown or violation
+    lines = [
+        f"invariant: {violation.invariant} ({violation.verdict})",
+        f"message:   {shown.message}",
+        f"step:      {shown.step} at {shown.time_ms} ms",
+        f"generation: {original.generation.label}",
+        f"engine:    {engine}",
+        f"seed:      {seed if seed is not None else original.seed}",
+        f"build:     {_build()}",
+        f"actions:   {len(best.actions)} (original {len(original.actions)})"
+        + ("" if minimal is not None else " - not shrunk yet"),
+        "",
+        "replay:",
+        f"  epochlab replay {directory / 'schedule.json'}",
+        "shrink again:",
+        f"  epochlab shrink {directory / 'original.json'}",
+    ]
+    _write(directory / "README.txt", "\n".join(lines) + "\n")
+    return directory
+
+
+@dataclass
+class Campaign:
+    """A random-engine campaign; :meth:`run` spends the budget and returns the findings."""
+
+    generation: Generation
+    profile: FuzzProfile = field(default_factory=FuzzProfile)
+    seed: int = 0
+    seconds: float | None = 60.0
+    runs: int | None = None
+    out: Path | None = None
+    backend: str | None = None
+    shrink_runs: int = 300
+    until_found: bool = False
+    progress: Callable[[str], None] = lambda _line: None
+    findings: dict[str, Finding] = field(default_factory=dict)
+    allowed: dict[str, int] = field(default_factory=dict)
+    total_runs: int = 0
+    elapsed: float = 0.0
+
+    def run(self) -> list[Finding]:
+        start = time.monotonic()
+        deadline = None if self.seconds is None else start + self.seconds
+        run = 0
+        while (self.runs is None or run < self.runs) and (deadline is None or time.monotonic() < deadline):
+            seed = run_seed(self.seed, run)
+            schedule = generate_schedule(seed, self.generation, self.profile)
+            result = execute(schedule, backend=self.backend)
+            self.total_runs = run + 1
+            for v in result.verdict.allowed:
+                self.allowed[v.invariant] = self.allowed.get(v.invariant, 0) + 1
+            for v in result.verdict.protocol_violations:
+                if v.signature not in self.findings:
+                    self._found(v, run, seed, schedule, result, time.monotonic() - start, deadline)
+            run += 1
+            if self.until_found and self.findings:
+                break
+        self.elapsed = time.monotonic() - start
+        if self.out is not None:
+            self.write_summary()
+        return list(self.findings.values())
+
+    def _found(self, v: Violation, run: int, seed: int, schedule: Schedule, result: RunResult,
+               seconds: float, deadline: float | None) -> None:
+        finding = Finding(v, run, seed, seconds, original_actions=len(schedule.actions))
+        self.findings[v.signature] = finding
+        self.progress(f"run {run + 1} ({seconds:.1f} s, seed {seed}): {v.invariant}: {v.message}")
+        if self.out is None:
+            return
+        finding.directory = write_finding(self.out, v, schedule, None, result, seed, "random")
+        grace = time.monotonic() + 60.0  # shrinking may overrun the budget by at most a minute
+        shrunk = shrink(schedule, v.signature, backend=self.backend, max_runs=self.shrink_runs,
+                        stop=lambda: time.monotonic() > max(grace, deadline or 0.0))
+        finding.minimal_actions = len(shrunk.schedule.actions)
+        finding.shrink_runs = shrunk.runs
+        write_finding(self.out, v, schedule, shrunk.schedule, shrunk.result, seed, "random")
+        self.progress(f"  shrunk {len(schedule.actions)} -> {len(shrunk.schedule.actions)} actions "
+                      f"in {shrunk.runs} runs: {finding.directory / 'schedule.json'}")
+
+    def summary(self) -> dict[str, Any]:
+        return {"engine": "random", "generation": self.generation.label, "seed": self.seed,
+                "build": _build(), "runs": self.total_runs, "seconds": round(self.elapsed, 3),
+                "runs_per_second": round(self.total_runs / self.elapsed, 2) if self.elapsed else None,
+                "violations": [f.to_dict() for f in self.findings.values()],
+                "allowed_by_configuration": dict(sorted(self.allowed.items())),
+                "profile": self.profile.to_dict()}
+
+    def write_summary(self) -> None:
+        assert self.out is not None
+        self.out.mkdir(parents=True, exist_ok=True)
+        _write(self.out / "summary.json", json.dumps(self.summary(), sort_keys=True, indent=1) + "\n")

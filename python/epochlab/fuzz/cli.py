@@ -1,0 +1,225 @@
+"""The ``fuzz``, ``replay`` and ``shrink`` subcommands of ``epochlab`` (``epochlab/cli.py``).
+
+* ``fuzz``: search for violations (random engine in-process, or atheris in a subprocess),
+  shrink each distinct one, print a summary; exit 1 if a protocol violation was found.
+* ``replay SCHEDULE``: run a saved schedule; the same build gives byte-identical history and
+  verdict; exit 1 if it violates an invariant.
+* ``shrink SCHEDULE``: write the minimal schedule that violates the same invariant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_fuzz_commands", "dispatch_fuzz"]
+
+
+def add_fuzz_commands(sub: Any) -> None:
+    fuzz = sub.add_parser("fuzz", help="search failure interleavings for invariant violations")
+    fuzz.add_argument("--engine", choices=("random", "atheris"), default="random")
+    fuzz.add_argument("--generation", "-g", default="strict-min-isr")
+    fuzz.add_argument("--config", help="fuzz profile JSON (cluster, producers, consumers, "
+                      "actions, healing_ms, fault_classes, swarm, vary_config)")
+    fuzz.add_argument("--seconds", type=float, default=60.0, help="time budget (default 60)")
+    fuzz.add_argument("--runs", type=int, help="run budget (default: unlimited)")
+    fuzz.add_argument("--seed", type=int, default=0, help="campaign seed")
+    fuzz.add_argument("--out", help="directory for findings (default runs/fuzz-<generation>-seed<S>)")
+    fuzz.add_argument("--json", action="store_true", help="print the summary as JSON")
+    fuzz.add_argument("--until-found", action="store_true", help="stop at the first violation")
+    fuzz.add_argument("--backend", help="simulator backend passed to Cluster (rust, python, reference)")
+    replay = sub.add_parser("replay", help="run a saved schedule and judge it")
+    replay.add_argument("schedule")
+    replay.add_argument("--out", help="write history.jsonl, verdict.json, state.json here")
+    replay.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    replay.add_argument("--backend")
+    shrink = sub.add_parser("shrink", help="shrink a schedule that violates an invariant")
+    shrink.add_argument("schedule")
+    shrink.add_argument("--invariant", help="name or signature (default: its first violation)")
+    shrink.add_argument("--out", help="output file (default: <schedule>.min.json)")
+    shrink.add_argument("--max-runs", type=int, default=400)
+    shrink.add_argument("--json", action="store_true")
+    shrink.add_argument("--backend")
+
+
+def dispatch_fuzz(args: argparse.Namespace) -> int:
+    if args.command == "replay":
+        return _replay(args)
+    if args.command == "shrink":
+        return _shrink(args)
+    return _fuzz(args)
+
+
+def _build() -> str:
+    import epochlab
+
+    return str(epochlab.BUILD)
+
+
+def _generation(value: str) -> Any:
+    from epochlab.errors import ConfigError
+    from epochlab.generations import Generation
+
+    try:
+        return Generation.parse(value)
+    except ConfigError:
+        from epochlab.cli import _UsageError
+
+        raise _UsageError("epochlab: --generation: expected one of "
+                          + ", ".join(g.label for g in sorted(Generation)) + f", got {value!r}") from None
+
+
+def _fuzz(args: argparse.Namespace) -> int:
+    from epochlab.fuzz.campaign import Campaign
+    from epochlab.fuzz.generator import load_profile
+
+    generation = _generation(args.generation)
+    profile = load_profile(args.config)
+    out = Path(args.out or f"runs/fuzz-{generation.label}-seed{args.seed}")
+    if args.engine == "atheris":
+        summary = _atheris(args, generation, out)
+    else:
+        quiet = args.json
+        campaign = Campaign(generation, profile, seed=args.seed, seconds=args.seconds,
+                            runs=args.runs, out=out, backend=args.backend,
+                            until_found=args.until_found,
+                            progress=(lambda line: None) if quiet else
+                            (lambda line: print(line, flush=True)))
+        campaign.run()
+        summary = campaign.summary()
+    summary["out"] = str(out)
+    if args.json:
+        print(json.dumps(summary, sort_keys=True, indent=2))
+    else:
+        _print_summary(summary)
+    return 1 if summary["violations"] else 0
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    print(f"\n{summary['engine']} engine, {summary['generation']}: {summary['runs']} runs in "
+          f"{summary['seconds']} s (build {summary['build']}, campaign seed {summary.get('seed')})")
+    if not summary["violations"]:
+        print("no protocol violation found")
+    for v in summary["violations"]:
+        print(f"VIOLATION {v['invariant']}: {v['message']}")
+        print(f"  first after {v['runs_to_first']} runs / {v['seconds_to_first']} s, run seed {v['seed']}; "
+              f"minimal schedule ({v['minimal_actions']} of {v['original_actions']} actions): {v['schedule']}")
+        print(f"  replay: epochlab replay {v['schedule']}")
+    allowed = summary.get("allowed_by_configuration") or {}
+    if allowed:
+        print("allowed by the configuration (not violations): "
+              + ", ".join(f"{k} x{n}" for k, n in allowed.items()))
+
+
+def _atheris(args: argparse.Namespace, generation: Any, out: Path) -> dict[str, Any]:
+    """Run the atheris harness in a subprocess, then shrink what it wrote."""
+    import time
+
+    from epochlab.fuzz.campaign import write_finding
+    from epochlab.fuzz.executor import execute
+    from epochlab.fuzz.schedule import load_schedule
+    from epochlab.fuzz.shrink import shrink
+
+    cmd = [sys.executable, "-m", "epochlab.fuzz.harness", "--generation", generation.label,
+           "--out", str(out), f"-max_total_time={int(args.seconds)}", f"-seed={args.seed or 1}"]
+    if args.config:
+        cmd += ["--config", args.config]
+    if args.runs is not None:
+        cmd.append(f"-runs={args.runs}")
+    if args.until_found:
+        cmd.append("--stop-on-violation")
+    start = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    elapsed = time.monotonic() - start
+    if proc.returncode != 0 and not (out / "violations").exists():
+        sys.stderr.write(proc.stderr[-4000:])
+    runs = 0
+    for line in proc.stderr.splitlines():
+        if line.startswith("#") and " cov:" in line:
+            try:
+                runs = int(line[1:].split()[0])
+            except ValueError:
+                pass
+    violations = []
+    for directory in sorted((out / "violations").glob("*")) if (out / "violations").exists() else []:
+        original = load_schedule(directory / "original.json")
+        first = execute(original).verdict.first(directory.name)
+        if first is None:
+            continue
+        shrunk = shrink(original, directory.name, max_runs=300)
+        write_finding(out, first, original, shrunk.schedule, shrunk.result, None, "atheris")
+        violations.append({"signature": first.signature, "invariant": first.invariant,
+                           "message": first.message, "runs_to_first": None,
+                           "seconds_to_first": None, "seed": None,
+                           "original_actions": len(original.actions),
+                           "minimal_actions": len(shrunk.schedule.actions),
+                           "schedule": str(directory / "schedule.json")})
+    return {"engine": "atheris", "generation": generation.label, "seed": args.seed,
+            "build": _build(), "runs": runs, "seconds": round(elapsed, 3),
+            "violations": violations, "harness_exit": proc.returncode}
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from epochlab.fuzz.executor import execute
+    from epochlab.fuzz.schedule import load_schedule
+
+    schedule = load_schedule(args.schedule)
+    result = execute(schedule, backend=args.backend)
+    digest = hashlib.sha256(result.history_jsonl.encode()).hexdigest()[:16]
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        schedule.save(out / "schedule.json")
+        (out / "history.jsonl").write_text(result.history_jsonl, encoding="utf-8")
+        (out / "verdict.json").write_text(result.verdict_json(), encoding="utf-8")
+        (out / "state.json").write_text(json.dumps(result.final_state, sort_keys=True, indent=1) + "\n",
+                                        encoding="utf-8")
+    if args.json:
+        data = result.verdict.to_dict()
+        data.update(schedule=args.schedule, seed=schedule.seed, build=_build(),
+                    generation=schedule.generation.label, history_sha256=digest)
+        print(json.dumps(data, sort_keys=True, indent=2))
+    else:
+        print(f"{args.schedule}: {schedule.generation.label}, seed {schedule.seed}, "
+              f"{len(schedule.actions)} actions, build {_build()}, history sha256 {digest}")
+        for v in result.verdict.violations:
+            tag = "VIOLATION" if v.is_protocol_violation else "allowed  "
+            print(f"{tag} {v.invariant} at step {v.step} ({v.time_ms} ms): {v.message}"
+                  + (f" [{v.reason}]" if v.reason else ""))
+        if result.verdict.ok:
+            print("no protocol violation")
+        else:
+            print(f"replay: epochlab replay {args.schedule}")
+    return 0 if result.verdict.ok else 1
+
+
+def _shrink(args: argparse.Namespace) -> int:
+    from epochlab.fuzz.schedule import load_schedule
+    from epochlab.fuzz.shrink import shrink
+
+    schedule = load_schedule(args.schedule)
+    try:
+        res = shrink(schedule, args.invariant, backend=args.backend, max_runs=args.max_runs)
+    except ValueError as exc:
+        print(f"epochlab: shrink: {args.schedule}: {exc}", file=sys.stderr)
+        return 2
+    src = Path(args.schedule)
+    out = Path(args.out) if args.out else src.with_name(src.stem + ".min.json")
+    res.schedule.save(out)
+    v = res.result.verdict.first(res.signature)
+    if args.json:
+        print(json.dumps({"signature": res.signature, "actions": len(res.schedule.actions),
+                          "original_actions": len(schedule.actions), "runs": res.runs,
+                          "out": str(out), "build": _build(), "seed": schedule.seed},
+                         sort_keys=True, indent=2))
+    else:
+        print(f"{res.signature}: {len(schedule.actions)} -> {len(res.schedule.actions)} actions in "
+              f"{res.runs} runs; {v.message if v else ''}")
+        print(f"minimal schedule: {out} (seed {schedule.seed}, build {_build()})")
+        print(f"replay: epochlab replay {out}")
+    return 0

@@ -1,0 +1,235 @@
+"""Run a :class:`~epochlab.fuzz.schedule.Schedule` on a ``Cluster`` and return the checker's
+verdict.
+
+The run: build the cluster (``seed``, ``generation``, configs) and the clients, then for each
+action advance virtual time to its ``at_ms`` and apply it, checking the state invariants after
+every engine event and every action. Then the healing phase: faults stop (network healed,
+links reset, slow followers released, crashed brokers and consumers restarted), consumers keep
+polling every second, and the cluster runs until it has converged or ``healing_ms`` passed;
+producers get their delivery timeout to finish. Finally the history and liveness invariants.
+
+Same schedule, same build -> byte-identical history and verdict JSON (no wall clock, no
+unordered iteration; ``produce`` with ``count`` takes the next unused integers as values).
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Any
+
+from epochlab.checks import (
+    ALL_INVARIANTS,
+    StateChecker,
+    Verdict,
+    Violation,
+    check_history,
+    check_liveness,
+    converged,
+)
+from epochlab.fuzz.schedule import Action, Schedule
+
+__all__ = ["RunResult", "execute"]
+
+POLL_EVERY_MS = 1000
+STABLE_POLLS = 7  # > CONTROLLED_SHUTDOWN_TIMEOUT_MS (5 s) of the broker
+
+
+@dataclass
+class RunResult:
+    """What one run produced; ``verdict_json()`` and ``history_jsonl`` are byte-stable."""
+
+    schedule: Schedule
+    verdict: Verdict
+    history_jsonl: str
+    final_state: dict[str, Any]
+    events: list[dict[str, Any]] = field(default_factory=list)
+    end_ms: int = 0
+
+    def verdict_json(self) -> str:
+        return self.verdict.to_json()
+
+
+class _Run:
+    def __init__(self, schedule: Schedule, backend: str | None) -> None:
+        from epochlab.sim import Cluster
+        from epochlab.sim.config import ClusterConfig, ConsumerConfig, ProducerConfig
+
+        self.schedule = schedule
+        self.config = ClusterConfig.from_dict(schedule.cluster, "cluster")
+        kwargs = {"backend": backend} if backend is not None else {}
+        self.cluster = Cluster(self.config, schedule.generation, seed=schedule.seed, **kwargs)
+        self.producers = {n: self.cluster.producer(n, ProducerConfig.from_dict(c, f"producers.{n}"))
+                          for n, c in sorted(schedule.producers.items())}
+        self.consumers = {n: self.cluster.consumer(n, ConsumerConfig.from_dict(c, f"consumers.{n}"))
+                          for n, c in sorted(schedule.consumers.items())}
+        self.step = -1
+        self.checker = StateChecker(self.cluster, lambda: self.step)
+        self.next_value = 1
+        self.links: list[tuple[Any, Any]] = []
+        self.slowed: list[int] = []
+        self.healing_start_ms: int | None = None
+
+    def _tick(self, _cluster: Any) -> bool:
+        self.checker.observe()
+        return False
+
+    def advance_to(self, time_ms: int) -> None:
+        now = self.cluster.now_ms
+        if time_ms > now:
+            self.cluster.run_until(self._tick, time_ms - now)
+
+    def apply(self, action: Action) -> None:
+        c, p, op = self.cluster, action.params, action.op
+        if op == "produce":
+            values = p["values"] or tuple(range(self.next_value, self.next_value + p["count"]))
+            self.next_value = max(self.next_value, max(values) + 1)
+            self.producers[p["producer"]].send_many(list(values))
+        elif op == "consume":
+            self.consumers[p["consumer"]].poll()
+        elif op == "commit":
+            self.consumers[p["consumer"]].commit()
+        elif op == "crash":
+            if p["lose_unflushed"] and c.brokers[p["broker"]].alive:
+                self.checker.note_lossy_crash(p["broker"])
+            c.crash(p["broker"], lose_unflushed=p["lose_unflushed"])
+        elif op == "restart":
+            c.restart(p["broker"])
+        elif op == "partition":
+            c.partition([list(g) for g in p["groups"]])
+        elif op == "heal":
+            c.heal()
+        elif op == "isolate":
+            c.isolate(p["broker"])
+        elif op == "slow_follower":
+            c.slow_follower(p["broker"], p["extra_delay_ms"])
+            self.slowed.append(p["broker"])
+        elif op == "set_link":
+            c.set_link(p["a"], p["b"], delay_ms=p["delay_ms"], drop=p["drop"],
+                       duplicate=p["duplicate"], reorder=p["reorder"])
+            self.links.append((p["a"], p["b"]))
+        elif op == "elect":
+            c.elect(p["broker"], unclean=p["unclean"])
+        elif op == "elect_preferred":
+            c.elect_preferred_leader()
+        elif op == "controlled_shutdown":
+            c.controlled_shutdown(p["broker"])
+        elif op == "restart_producer":
+            self.producers[p["producer"]].restart()
+        elif op == "crash_consumer":
+            self.consumers[p["consumer"]].crash()
+        elif op == "restart_consumer":
+            self.consumers[p["consumer"]].restart()
+        else:  # pragma: no cover - the schedule validator knows every op
+            raise AssertionError(op)
+
+    def heal_everything(self) -> None:
+        c = self.cluster
+        c.heal()
+        for a, b in self.links:
+            delay = self.config.controller_delay_ms if "controller" in (a, b) else self.config.network_delay_ms
+            c.set_link(a, b, delay_ms=delay)
+        for b in self.slowed:
+            c.slow_follower(b, 0)
+        self.restart_dead()
+
+    def restart_dead(self) -> None:
+        """Restart crashed brokers and consumers (also those a late controlled shutdown
+        stopped after the healing began)."""
+        c = self.cluster
+        for b in sorted(c.brokers):
+            if not c.brokers[b].alive:
+                c.restart(b)
+        for consumer in self.consumers.values():
+            if not consumer.alive:
+                consumer.restart()
+
+    def healing(self) -> None:
+        self.step = len(self.schedule.actions)
+        self.healing_start_ms = self.cluster.now_ms
+        self.heal_everything()
+        self.checker.observe()
+        deadline = self.cluster.now_ms + self.schedule.healing_ms
+        stable = 0
+        while self.cluster.now_ms < deadline:
+            self.advance_to(min(deadline, self.cluster.now_ms + POLL_EVERY_MS))
+            self.restart_dead()
+            for consumer in self.consumers.values():
+                consumer.poll()
+            done = converged(self.cluster) and not any(p.pending for p in self.producers.values())
+            stable = stable + 1 if done else 0
+            # converged for longer than a controlled shutdown still in flight can take
+            if stable >= STABLE_POLLS:
+                break
+        if any(p.pending for p in self.producers.values()):
+            wait = max(p.config.delivery_timeout_ms + p.config.request_timeout_ms
+                       for p in self.producers.values())
+            self.cluster.run_until(lambda c: self._tick(c) or not any(
+                p.pending for p in self.producers.values()), wait)
+
+    def step_of(self, time_ms: int) -> int | None:
+        if self.healing_start_ms is not None and time_ms > self.healing_start_ms:
+            return len(self.schedule.actions)
+        times = [a.at_ms for a in self.schedule.actions]
+        index = bisect.bisect_right(times, time_ms) - 1
+        return index if index >= 0 else None
+
+    def final_log(self) -> dict[int, int]:
+        c = self.cluster
+        leader = c.controller.leader
+        candidates = [leader] if leader is not None else sorted(
+            c.brokers, key=lambda b: -c.brokers[b].replica.log.log_end_offset)
+        if not candidates:
+            return {}
+        log = c.brokers[candidates[0]].replica.log
+        out: dict[int, int] = {}
+        for batch in log.batches():
+            for i, value in enumerate(batch.records):
+                out[batch.base_offset + i] = value
+        return out
+
+    def committed(self) -> dict[int, int]:
+        out: dict[int, int] = {}
+        for batch in self.checker.truth.batches():
+            for i, value in enumerate(batch.records):
+                if batch.base_offset + i < self.checker.true_hw:
+                    out[batch.base_offset + i] = value
+        return out
+
+    def verdict(self) -> Verdict:
+        c = self.cluster
+        violations: list[Violation] = list(self.checker.violations)
+        resets: dict[str, list[int]] = {}
+        for e in c.events:
+            if e.kind == "client" and "OFFSET_OUT_OF_RANGE" in e.message and e.message.startswith("consumer "):
+                resets.setdefault(e.message.split()[1].rstrip(":"), []).append(e.time_ms)
+        idempotent = {n for n, p in self.producers.items() if p.config.enable_idempotence}
+        violations += check_history([op.to_dict() for op in c.history], self.final_log(),
+                                    self.committed(), self.checker.true_hw_at,
+                                    self.checker.allowance, idempotent, self.step_of, resets,
+                                    c.now_ms)
+        violations += check_liveness(c, len(self.schedule.actions), self.schedule.healing_ms)
+        seen: set[str] = set()
+        unique = []
+        for v in violations:
+            if v.invariant not in seen:
+                seen.add(v.invariant)
+                unique.append(v)
+        return Verdict(unique, list(ALL_INVARIANTS))
+
+
+def execute(schedule: Schedule, backend: str | None = None) -> RunResult:
+    """Run ``schedule`` and judge it. ``backend`` is passed to ``Cluster`` when given
+    (``"rust"``, ``"python"`` or ``"reference"``)."""
+    run = _Run(schedule, backend)
+    run.checker.observe()
+    for index, action in enumerate(schedule.actions):
+        run.advance_to(action.at_ms)
+        run.step = index
+        run.apply(action)
+        run.checker.observe()
+    run.healing()
+    verdict = run.verdict()
+    c = run.cluster
+    return RunResult(schedule, verdict, c.history_jsonl(), c.state().to_dict(),
+                     [e.to_dict() for e in c.events], c.now_ms)

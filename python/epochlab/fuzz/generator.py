@@ -1,0 +1,318 @@
+"""Two schedule producers that share one action builder: a seeded random walk with swarm
+testing, and a decoder from fuzzer bytes.
+
+Both draw every decision through a :class:`Source` as a *bounded choice* (``below(n)``: an
+integer in ``[0, n)``). :class:`RandomSource` answers from ``random.Random`` seeded with the run
+seed; :class:`ByteSource` answers from the fuzzer's bytes, one byte per choice (two above
+256), zeros once they run out. The decoder gives every action a fixed-size record of bytes,
+so a mutated byte changes one action and an inserted record inserts one action: small
+mutations make small changes.
+
+Swarm testing (Groce et al., ISSTA 2012): each run first switches whole fault classes on or
+off (:data:`FAULT_CLASSES`), so that some runs are dense in, say, crashes and controller
+delays and have no partitions at all. Weights only say how often an enabled class is picked;
+nothing here knows any historical interleaving.
+
+The fuzzing profile (:class:`FuzzProfile`) is the configuration under test: by default three
+replicas, ``min.insync.replicas=2``, unclean election disabled (also in G0, whose Kafka default
+was enabled), an acks=all producer, sometimes an acks=1 or idempotent one, one consumer reading
+from the earliest offset. A ``--config`` JSON file overrides it (``docs/fuzzing.md``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from random import Random
+from typing import Any, Mapping
+
+from epochlab.errors import ScheduleError
+from epochlab.fuzz.schedule import DEFAULT_HEALING_MS, Action, Schedule
+from epochlab.generations import Generation
+
+__all__ = ["FAULT_CLASSES", "ByteSource", "FuzzProfile", "RandomSource", "Source",
+           "decode_schedule", "generate_schedule", "load_profile"]
+
+#: Fault classes and their weight when enabled (how often an action is drawn from them).
+FAULT_CLASSES: dict[str, int] = {
+    "crash": 6,            # crash without loss, restart
+    "lossy-crash": 2,      # crash losing the unflushed tail
+    "partition": 3,        # partition / isolate / heal
+    "controller-link": 3,  # controller decisions delayed, dropped, reordered, duplicated
+    "broker-link": 3,      # fetch traffic delayed, dropped, reordered
+    "slow": 1,             # slow follower
+    "election": 2,         # operator elections, preferred election (clean)
+    "shutdown": 1,         # controlled shutdown
+    "client-restart": 1,   # producer / consumer restarts
+    "unclean": 0,          # operator-forced unclean elections (off unless configured)
+}
+DELAYS = (0, 0, 10, 50, 100, 300, 700, 1500, 3000, 6000)
+RECORD_BYTES = 12
+
+
+class Source:
+    """Bounded choices; subclasses implement :meth:`below`."""
+
+    def below(self, n: int) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def pick(self, items: list[Any] | tuple[Any, ...]) -> Any:
+        return items[self.below(len(items))]
+
+    def chance(self, percent: int) -> bool:
+        return self.below(100) < percent
+
+    def weighted(self, weights: Mapping[str, int]) -> str:
+        names = [k for k in sorted(weights) if weights[k] > 0]
+        total = sum(weights[k] for k in names)
+        x = self.below(total)
+        for k in names:
+            x -= weights[k]
+            if x < 0:
+                return k
+        return names[-1]  # pragma: no cover
+
+
+class RandomSource(Source):
+    def __init__(self, seed: int | str) -> None:
+        self.rng = Random(f"epochlab-fuzz:{seed}")
+
+    def below(self, n: int) -> int:
+        return self.rng.randrange(n) if n > 1 else 0
+
+
+class ByteSource(Source):
+    """Choices from ``data``: one byte each (two if ``n > 256``), 0 past the end."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def below(self, n: int) -> int:
+        if n <= 1:
+            return 0
+        width = 1 if n <= 256 else 2
+        chunk = self.data[self.pos:self.pos + width]
+        self.pos += width
+        return int.from_bytes(chunk.ljust(width, b"\0"), "big") % n
+
+    def record(self, size: int) -> ByteSource:
+        """The next ``size`` bytes as a source of their own (zero-padded)."""
+        sub = ByteSource(self.data[self.pos:self.pos + size])
+        self.pos += size
+        return sub
+
+    def remaining(self) -> int:
+        return max(0, len(self.data) - self.pos)
+
+
+@dataclass(frozen=True)
+class FuzzProfile:
+    """The configuration under test and the shape of generated schedules."""
+
+    cluster: dict[str, Any] = field(default_factory=lambda: {
+        "brokers": [1, 2, 3], "min.insync.replicas": 2, "unclean.leader.election.enable": False})
+    producers: dict[str, dict[str, Any]] = field(default_factory=lambda: {
+        "p1": {"acks": "all", "request.timeout.ms": 3000, "delivery.timeout.ms": 15000}})
+    consumers: dict[str, dict[str, Any]] = field(default_factory=lambda: {
+        "c1": {"auto.offset.reset": "earliest"}})
+    actions: int = 100
+    healing_ms: int = DEFAULT_HEALING_MS
+    fault_classes: dict[str, int] = field(default_factory=lambda: dict(FAULT_CLASSES))
+    swarm: bool = True
+    vary_config: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cluster": self.cluster, "producers": self.producers, "consumers": self.consumers,
+                "actions": self.actions, "healing_ms": self.healing_ms,
+                "fault_classes": self.fault_classes, "swarm": self.swarm,
+                "vary_config": self.vary_config}
+
+
+def load_profile(path: str | Path | None) -> FuzzProfile:
+    """Read a ``--config`` JSON file: any of :class:`FuzzProfile`'s fields; ``cluster``,
+    ``producers`` and ``consumers`` replace the defaults, ``fault_classes`` is merged."""
+    base = FuzzProfile()
+    if path is None:
+        return base
+    where = str(path)
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ScheduleError(f"{where}: cannot read fuzz configuration: {exc}", where=where, field="",
+                            expected="a JSON object", got=type(exc).__name__) from None
+    if not isinstance(data, dict):
+        raise ScheduleError(f"{where}: expected a JSON object", where=where, field="",
+                            expected="a JSON object", got=type(data).__name__)
+    known = set(base.to_dict())
+    for key in data:
+        if key not in known:
+            raise ScheduleError(f"{where}: unknown key {key!r}", where=where, field=key,
+                                expected="one of " + ", ".join(sorted(known)), got=repr(key))
+    classes = dict(base.fault_classes)
+    for name, weight in dict(data.get("fault_classes", {})).items():
+        if name not in FAULT_CLASSES or not isinstance(weight, int) or weight < 0:
+            raise ScheduleError(f"{where}: fault_classes.{name}: expected a known class with an "
+                                "integer weight >= 0", where=where, field=f"fault_classes.{name}",
+                                expected=", ".join(sorted(FAULT_CLASSES)), got=repr(weight))
+        classes[name] = weight
+    out = replace(base, **{k: v for k, v in data.items() if k != "fault_classes"},
+                  fault_classes=classes)
+    # validate the configs through a trivial schedule
+    Schedule.from_dict(_skeleton(Generation.STRICT_MIN_ISR, 0, out, out.cluster, out.producers, []), where)
+    return out
+
+
+def _skeleton(generation: Generation, seed: int, profile: FuzzProfile, cluster: dict[str, Any],
+              producers: dict[str, Any], actions: list[dict[str, Any]],
+              origin: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"format": "epochlab-schedule", "version": 1, "generation": generation.label,
+            "seed": seed, "healing_ms": profile.healing_ms, "cluster": cluster,
+            "producers": producers, "consumers": profile.consumers, "actions": actions,
+            "origin": origin or {}}
+
+
+class _Builder:
+    """Turns choices into actions, tracking which brokers are down so restarts make sense."""
+
+    def __init__(self, profile: FuzzProfile, brokers: list[int], producers: list[str],
+                 consumers: list[str], classes: dict[str, int]) -> None:
+        self.profile = profile
+        self.brokers = brokers
+        self.producers = producers
+        self.consumers = consumers
+        self.classes = classes
+        self.down: set[int] = set()
+        self.now = 0
+
+    def action(self, src: Source) -> dict[str, Any] | None:
+        self.now += src.pick(DELAYS)
+        kind = src.below(100)
+        if kind < 45 and self.producers:
+            return self._at(op="produce", producer=src.pick(self.producers), count=1 + src.below(3))
+        if kind < 55 and self.consumers:
+            consumer = src.pick(self.consumers)
+            return self._at(op="commit" if src.chance(20) else "consume", consumer=consumer)
+        if not self.classes:
+            return None
+        return self._fault(src.weighted(self.classes), src)
+
+    def _at(self, **params: Any) -> dict[str, Any]:
+        return {"at_ms": self.now, **params}
+
+    def _fault(self, cls: str, src: Source) -> dict[str, Any]:
+        b = src.pick(self.brokers)
+        if cls in ("crash", "lossy-crash"):
+            if self.down and src.chance(60):
+                b = src.pick(sorted(self.down))
+                self.down.discard(b)
+                return self._at(op="restart", broker=b)
+            self.down.add(b)
+            return self._at(op="crash", broker=b, lose_unflushed=cls == "lossy-crash")
+        if cls == "partition":
+            choice = src.below(3)
+            if choice == 0:
+                return self._at(op="heal")
+            if choice == 1:
+                return self._at(op="isolate", broker=b)
+            nodes: list[Any] = [*self.brokers, "controller", *self.producers, *self.consumers]
+            side = [n for n in nodes if src.chance(50)]
+            return self._at(op="partition", groups=[side] if side else [[b]])
+        if cls in ("controller-link", "broker-link"):
+            other: Any = "controller" if cls == "controller-link" else src.pick(
+                [x for x in self.brokers if x != b] or ["controller"])
+            hi = src.pick((5, 50, 500, 2000, 8000))
+            return self._at(op="set_link", a=other, b=b, delay_ms=[src.below(hi + 1) // 4, hi],
+                            drop=src.pick((0.0, 0.0, 0.1, 0.3, 1.0)),
+                            duplicate=src.pick((0.0, 0.0, 0.2)) if other == "controller" else 0.0,
+                            reorder=src.chance(50))
+        if cls == "slow":
+            return self._at(op="slow_follower", broker=b, extra_delay_ms=src.pick((0, 200, 2000, 10000)))
+        if cls == "election":
+            if src.chance(40):
+                return self._at(op="elect_preferred")
+            return self._at(op="elect", broker=b, unclean=False)
+        if cls == "unclean":
+            return self._at(op="elect", broker=b, unclean=True)
+        if cls == "shutdown":
+            self.down.add(b)
+            return self._at(op="controlled_shutdown", broker=b)
+        if cls == "client-restart":
+            if self.consumers and src.chance(50):
+                return self._at(op=src.pick(("restart_consumer", "crash_consumer")),
+                                consumer=src.pick(self.consumers))
+            if self.producers:
+                return self._at(op="restart_producer", producer=src.pick(self.producers))
+            return self._at(op="heal")
+        raise AssertionError(cls)  # pragma: no cover
+
+
+def _configure(src: Source, profile: FuzzProfile) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Per-run configuration variation (timing knobs only; the guarantees stay the same)."""
+    cluster = dict(profile.cluster)
+    producers = {k: dict(v) for k, v in profile.producers.items()}
+    if not profile.vary_config:
+        return cluster, producers
+    cluster.setdefault("replica.lag.time.max.ms", src.pick((1000, 3000, 10000, 30000)))
+    cluster.setdefault("high.watermark.checkpoint.interval.ms", src.pick((500, 1000, 5000)))
+    flush = src.pick((None, 200, 1000, 5000))
+    if flush is not None:
+        cluster.setdefault("flush.interval.ms", flush)
+    if src.chance(30) and "p2" not in producers:
+        producers["p2"] = {"acks": "1", "request.timeout.ms": 3000, "delivery.timeout.ms": 15000}
+    if src.chance(30) and "p3" not in producers:
+        producers["p3"] = {"acks": "all", "enable.idempotence": True, "request.timeout.ms": 3000,
+                           "delivery.timeout.ms": 15000}
+    return cluster, producers
+
+
+def _swarm(src: Source, profile: FuzzProfile) -> dict[str, int]:
+    enabled = {k: w for k, w in sorted(profile.fault_classes.items()) if w > 0}
+    if not profile.swarm or not enabled:
+        return enabled
+    chosen = {k: w for k, w in enabled.items() if src.chance(50)}
+    return chosen or {src.pick(sorted(enabled)): 1}
+
+
+def _finish(generation: Generation, seed: int, profile: FuzzProfile, cluster: dict[str, Any],
+            producers: dict[str, Any], actions: list[dict[str, Any]],
+            origin: dict[str, Any]) -> Schedule:
+    return Schedule.from_dict(_skeleton(generation, seed, profile, cluster, producers, actions, origin))
+
+
+def generate_schedule(seed: int, generation: Generation | str | int,
+                      profile: FuzzProfile | None = None) -> Schedule:
+    """A random schedule of ``profile.actions`` actions for ``seed`` (swarm testing on)."""
+    profile = profile or FuzzProfile()
+    generation = Generation.parse(generation)
+    src = RandomSource(seed)
+    cluster, producers = _configure(src, profile)
+    classes = _swarm(src, profile)
+    builder = _Builder(profile, list(cluster.get("brokers", [1, 2, 3])), sorted(producers),
+                       sorted(profile.consumers), classes)
+    actions = [a for a in (builder.action(src) for _ in range(profile.actions)) if a is not None]
+    return _finish(generation, seed, profile, cluster, producers, actions,
+                   {"engine": "random", "seed": seed, "fault_classes": sorted(classes)})
+
+
+def decode_schedule(data: bytes, generation: Generation | str | int,
+                    profile: FuzzProfile | None = None, max_actions: int = 200) -> Schedule:
+    """A schedule from fuzzer bytes: a 16-byte header (configuration and swarm choices), then
+    one :data:`RECORD_BYTES`-byte record per action (at most ``max_actions``)."""
+    profile = profile or FuzzProfile()
+    generation = Generation.parse(generation)
+    src = ByteSource(data)
+    header = src.record(16)
+    seed = header.below(65536)
+    cluster, producers = _configure(header, profile)
+    classes = _swarm(header, profile)
+    builder = _Builder(profile, list(cluster.get("brokers", [1, 2, 3])), sorted(producers),
+                       sorted(profile.consumers), classes)
+    actions = []
+    while src.remaining() > 0 and len(actions) < max_actions:
+        action = builder.action(src.record(RECORD_BYTES))
+        if action is not None:
+            actions.append(action)
+    return _finish(generation, seed, profile, cluster, producers, actions,
+                   {"engine": "bytes", "fault_classes": sorted(classes)})

@@ -1,0 +1,339 @@
+"""Schedules: the one representation every explorer shares (``DESIGN.md``, "Schedules").
+
+A :class:`Schedule` is a versioned, printable list of timed client operations and faults plus
+the configuration they run against. The JSON form (``docs/fuzzing.md``)::
+
+    {"format": "epochlab-schedule", "version": 1,
+     "generation": "kip-101", "seed": 7, "healing_ms": 60000,
+     "cluster": {"min.insync.replicas": 2, "unclean.leader.election.enable": false},
+     "producers": {"p1": {"acks": "all"}}, "consumers": {"c1": {}},
+     "actions": [{"at_ms": 120, "op": "produce", "producer": "p1", "count": 1},
+                 {"at_ms": 900, "op": "crash", "broker": 2, "lose_unflushed": true}],
+     "origin": {"engine": "random", "seed": 7}}
+
+``at_ms`` is absolute virtual time and never decreases along ``actions``. ``origin`` is
+free-form provenance (which engine, seed or scenario produced it); it never changes what a run
+does. Every malformed input raises :class:`~epochlab.errors.ScheduleError` naming the field
+(``actions[3].broker``). The fault menu of ``PROTOCOL.md`` 4.1 maps onto :data:`OPS`:
+
+* controller decisions delayed, reordered or lost: ``set_link`` between ``"controller"`` and a
+  broker (``delay_ms``, ``drop``, ``duplicate``, ``reorder``), ``partition`` / ``isolate``;
+  back-to-back elections: ``elect``, ``elect_preferred``, ``controlled_shutdown``;
+* zombie leaders and followers: a broker cut from the controller keeps acting in its old epoch
+  (``partition``), late fetches and responses (``set_link`` between brokers with ``reorder``,
+  ``slow_follower``), a request processed after its sender restarted (``crash``/``restart``);
+* crashes with no loss, with loss of the unflushed tail (``lose_unflushed``) and the stale HW
+  checkpoint every restart reads (``restart``);
+* clean vs unclean election (``elect`` with ``unclean``; the cluster setting), ``acks``,
+  ``min.insync.replicas``; producer retries, restarts (epoch bumps), consumer crash/restart.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from epochlab.errors import ConfigError, ScheduleError
+from epochlab.generations import Generation
+
+__all__ = ["FORMAT", "OPS", "VERSION", "Action", "Schedule", "load_schedule"]
+
+FORMAT = "epochlab-schedule"
+VERSION = 1
+DEFAULT_HEALING_MS = 60000
+MAX_VALUES = 1000
+
+#: op -> {parameter: (type tag, required, default)}. Types: ``broker``, ``node``, ``producer``,
+#: ``consumer``, ``bool``, ``int`` (>= 0), ``pos_int`` (>= 1), ``fraction``, ``delay``
+#: (``[lo, hi]``), ``groups`` (list of lists of nodes), ``values`` (ints >= 0).
+OPS: dict[str, dict[str, tuple[str, bool, Any]]] = {
+    "produce": {"producer": ("producer", True, None), "count": ("pos_int", False, None),
+                "values": ("values", False, None)},
+    "consume": {"consumer": ("consumer", True, None)},
+    "commit": {"consumer": ("consumer", True, None)},
+    "crash": {"broker": ("broker", True, None), "lose_unflushed": ("bool", False, False)},
+    "restart": {"broker": ("broker", True, None)},
+    "partition": {"groups": ("groups", True, None)},
+    "heal": {},
+    "isolate": {"broker": ("broker", True, None)},
+    "slow_follower": {"broker": ("broker", True, None), "extra_delay_ms": ("int", True, None)},
+    "set_link": {"a": ("node", True, None), "b": ("node", True, None),
+                 "delay_ms": ("delay", False, None), "drop": ("fraction", False, 0.0),
+                 "duplicate": ("fraction", False, 0.0), "reorder": ("bool", False, False)},
+    "elect": {"broker": ("broker", True, None), "unclean": ("bool", False, False)},
+    "elect_preferred": {},
+    "controlled_shutdown": {"broker": ("broker", True, None)},
+    "restart_producer": {"producer": ("producer", True, None)},
+    "crash_consumer": {"consumer": ("consumer", True, None)},
+    "restart_consumer": {"consumer": ("consumer", True, None)},
+}
+
+#: Fault classes for swarm testing and reports: op -> class.
+FAULT_CLASS: dict[str, str] = {
+    "produce": "client", "consume": "client", "commit": "client",
+    "crash": "crash", "restart": "crash", "partition": "partition", "heal": "partition",
+    "isolate": "partition", "slow_follower": "slow", "set_link": "link", "elect": "election",
+    "elect_preferred": "election", "controlled_shutdown": "shutdown",
+    "restart_producer": "client-restart", "crash_consumer": "client-restart",
+    "restart_consumer": "client-restart",
+}
+
+
+@dataclass(frozen=True)
+class Action:
+    """One timed action: ``op`` with its parameters (defaults filled in)."""
+
+    at_ms: int
+    op: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"at_ms": self.at_ms, "op": self.op}
+        for key in sorted(self.params):
+            value = self.params[key]
+            if value is None:
+                continue
+            out[key] = [list(v) for v in value] if key == "groups" else \
+                list(value) if isinstance(value, tuple) else value
+        return out
+
+    def describe(self) -> str:
+        args = " ".join(f"{k}={v}" for k, v in sorted(self.to_dict().items()) if k not in ("at_ms", "op"))
+        return f"{self.op} {args}".strip()
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A validated schedule; build with :meth:`from_dict` or :func:`load_schedule`."""
+
+    generation: Generation
+    seed: int
+    cluster: dict[str, Any]
+    producers: dict[str, dict[str, Any]]
+    consumers: dict[str, dict[str, Any]]
+    actions: tuple[Action, ...]
+    healing_ms: int = DEFAULT_HEALING_MS
+    origin: dict[str, Any] = field(default_factory=dict)
+
+    # -- JSON ---------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": FORMAT, "version": VERSION, "generation": self.generation.label,
+                "seed": self.seed, "healing_ms": self.healing_ms, "cluster": dict(self.cluster),
+                "producers": {k: dict(v) for k, v in self.producers.items()},
+                "consumers": {k: dict(v) for k, v in self.consumers.items()},
+                "actions": [a.to_dict() for a in self.actions], "origin": dict(self.origin)}
+
+    def to_json(self) -> str:
+        """Canonical JSON: sorted keys, indented, trailing newline (byte-stable)."""
+        return json.dumps(self.to_dict(), sort_keys=True, indent=1) + "\n"
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(self.to_json(), encoding="utf-8")
+        tmp.replace(path)
+        return path
+
+    def with_actions(self, actions: tuple[Action, ...] | list[Action], **origin: Any) -> Schedule:
+        merged = dict(self.origin)
+        merged.update(origin)
+        return Schedule(self.generation, self.seed, self.cluster, self.producers, self.consumers,
+                        tuple(actions), self.healing_ms, merged)
+
+    @property
+    def brokers(self) -> list[int]:
+        return list(self.cluster.get("brokers", [1, 2, 3]))
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "<python>") -> Schedule:
+        """Validate ``data`` (parsed JSON); :class:`ScheduleError` names the first bad field."""
+        v = _Validator(where)
+        if not isinstance(data, Mapping):
+            raise v.fail("", "a JSON object", data)
+        known = {"format", "version", "generation", "seed", "healing_ms", "cluster", "producers",
+                 "consumers", "actions", "origin"}
+        for key in sorted(data, key=str):
+            if key not in known:
+                raise v.fail(str(key), "one of " + ", ".join(sorted(known)), key)
+        if data.get("format") != FORMAT:
+            raise v.fail("format", repr(FORMAT), data.get("format"))
+        if data.get("version") != VERSION:
+            raise v.fail("version", f"{VERSION} (this build reads version {VERSION} only)",
+                         data.get("version"))
+        try:
+            generation = Generation.parse(data.get("generation"))
+        except ConfigError:
+            raise v.fail("generation", ", ".join(g.label for g in Generation),
+                         data.get("generation")) from None
+        seed = v.int_("seed", data.get("seed", 0))
+        healing = v.int_("healing_ms", data.get("healing_ms", DEFAULT_HEALING_MS))
+        cluster = v.mapping("cluster", data.get("cluster", {}))
+        producers = v.clients("producers", data.get("producers", {}))
+        consumers = v.clients("consumers", data.get("consumers", {}))
+        origin = v.mapping("origin", data.get("origin", {}))
+        _check_configs(v, cluster, producers, consumers)
+        brokers = list(cluster.get("brokers", [1, 2, 3]))
+        v.nodes = {"controller", *brokers, *producers, *consumers}
+        v.brokers, v.producers, v.consumers = set(brokers), set(producers), set(consumers)
+        raw = data.get("actions", [])
+        if not isinstance(raw, list):
+            raise v.fail("actions", "a list of actions", raw)
+        actions: list[Action] = []
+        last = 0
+        for i, item in enumerate(raw):
+            action = v.action(f"actions[{i}]", item)
+            if action.at_ms < last:
+                raise v.fail(f"actions[{i}].at_ms", f"an integer >= {last} (times never decrease)",
+                             action.at_ms)
+            last = action.at_ms
+            actions.append(action)
+        return cls(generation, seed, dict(cluster), producers, consumers, tuple(actions), healing,
+                   dict(origin))
+
+    @classmethod
+    def from_json(cls, text: str, where: str = "<python>") -> Schedule:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ScheduleError(f"{where}: not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+                                where=where, field=f"line {exc.lineno}", expected="JSON",
+                                got=exc.msg) from None
+        return cls.from_dict(data, where)
+
+
+def load_schedule(path: str | Path) -> Schedule:
+    """Read and validate a schedule file (:class:`ScheduleError` if unreadable or malformed)."""
+    where = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScheduleError(f"{where}: cannot read schedule: {exc}", where=where, field="",
+                            expected="a readable UTF-8 JSON file", got=type(exc).__name__) from None
+    return Schedule.from_json(text, where)
+
+
+def _check_configs(v: _Validator, cluster: Mapping[str, Any], producers: Mapping[str, Any],
+                   consumers: Mapping[str, Any]) -> None:
+    """Run the engine's own config validation; re-raise as ScheduleError with the path."""
+    from epochlab.sim.config import ClusterConfig, ConsumerConfig, ProducerConfig
+
+    checks: list[tuple[str, Any, Any]] = [("cluster", ClusterConfig, cluster)]
+    checks += [(f"producers.{n}", ProducerConfig, c) for n, c in producers.items()]
+    checks += [(f"consumers.{n}", ConsumerConfig, c) for n, c in consumers.items()]
+    for path, cls, mapping in checks:
+        try:
+            cls.from_dict(mapping, path)
+        except ConfigError as exc:
+            raise ScheduleError(f"{v.where}: {path}.{exc.field}: {exc.message}", where=v.where,
+                                field=f"{path}.{exc.field}", expected=exc.expected,
+                                got=exc.got) from None
+
+
+class _Validator:
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.nodes: set[Any] = set()
+        self.brokers: set[int] = set()
+        self.producers: set[str] = set()
+        self.consumers: set[str] = set()
+
+    def fail(self, path: str, expected: str, got: Any) -> ScheduleError:
+        shown = repr(got)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        return ScheduleError(f"{self.where}: {path or 'schedule'}: expected {expected}, got {shown}",
+                             where=self.where, field=path, expected=expected, got=shown)
+
+    def int_(self, path: str, value: Any, lo: int = 0) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < lo:
+            raise self.fail(path, f"an integer >= {lo}", value)
+        return value
+
+    def mapping(self, path: str, value: Any) -> dict[str, Any]:
+        if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+            raise self.fail(path, "a JSON object", value)
+        return dict(value)
+
+    def clients(self, path: str, value: Any) -> dict[str, dict[str, Any]]:
+        table = self.mapping(path, value)
+        out = {}
+        for name in sorted(table):
+            if not name or name == "controller":
+                raise self.fail(f"{path}.{name}", "a client name other than 'controller'", name)
+            out[name] = self.mapping(f"{path}.{name}", table[name])
+        return out
+
+    def action(self, path: str, item: Any) -> Action:
+        if not isinstance(item, Mapping):
+            raise self.fail(path, "a JSON object with at_ms and op", item)
+        op = item.get("op")
+        if op not in OPS:
+            raise self.fail(f"{path}.op", "one of " + ", ".join(sorted(OPS)), op)
+        spec = OPS[op]
+        for key in sorted(item, key=str):
+            if key not in spec and key not in ("at_ms", "op"):
+                raise self.fail(f"{path}.{key}", f"a parameter of {op}: "
+                                + (", ".join(sorted(spec)) or "none"), key)
+        at = self.int_(f"{path}.at_ms", item.get("at_ms"))
+        params: dict[str, Any] = {}
+        for name, (type_, required, default) in spec.items():
+            if name not in item:
+                if required:
+                    raise self.fail(f"{path}.{name}", f"a {type_} (required by {op})", None)
+                params[name] = default
+                continue
+            params[name] = self.typed(f"{path}.{name}", type_, item[name])
+        if op == "produce" and (params["count"] is None) == (params["values"] is None):
+            raise self.fail(f"{path}.count", "exactly one of count or values", item.get("count"))
+        if op == "set_link" and params["a"] == params["b"]:
+            raise self.fail(f"{path}.b", "a node other than a", params["b"])
+        return Action(at, op, params)
+
+    def typed(self, path: str, type_: str, value: Any) -> Any:
+        if type_ == "bool":
+            if not isinstance(value, bool):
+                raise self.fail(path, "true or false", value)
+            return value
+        if type_ in ("int", "pos_int"):
+            return self.int_(path, value, 1 if type_ == "pos_int" else 0)
+        if type_ == "fraction":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+                raise self.fail(path, "a number in [0, 1]", value)
+            return float(value)
+        if type_ == "delay":
+            if not isinstance(value, list) or len(value) != 2:
+                raise self.fail(path, "[lo, hi] in ms", value)
+            lo, hi = (self.int_(path, x) for x in value)
+            if lo > hi:
+                raise self.fail(path, "[lo, hi] with lo <= hi", value)
+            return (lo, hi)
+        if type_ == "values":
+            if not isinstance(value, list) or not value or len(value) > MAX_VALUES:
+                raise self.fail(path, f"a list of 1..{MAX_VALUES} integers >= 0", value)
+            return tuple(self.int_(f"{path}[{i}]", x) for i, x in enumerate(value))
+        if type_ == "broker":
+            if value not in self.brokers or isinstance(value, bool):
+                raise self.fail(path, f"a broker id of cluster.brokers {sorted(self.brokers)}", value)
+            return value
+        if type_ == "producer":
+            if value not in self.producers:
+                raise self.fail(path, f"a declared producer {sorted(self.producers)}", value)
+            return value
+        if type_ == "consumer":
+            if value not in self.consumers:
+                raise self.fail(path, f"a declared consumer {sorted(self.consumers)}", value)
+            return value
+        if type_ == "node":
+            if isinstance(value, bool) or value not in self.nodes:
+                raise self.fail(path, "a broker id, 'controller' or a client name", value)
+            return value
+        if type_ == "groups":
+            if not isinstance(value, list) or not all(isinstance(g, list) for g in value):
+                raise self.fail(path, "a list of lists of nodes", value)
+            for i, group in enumerate(value):
+                for j, node in enumerate(group):
+                    self.typed(f"{path}[{i}][{j}]", "node", node)
+            return tuple(tuple(g) for g in value)
+        raise AssertionError(f"unknown parameter type {type_}")  # pragma: no cover

@@ -1,0 +1,314 @@
+"""Each invariant of the checker: a state (or history) that violates it and one that does not.
+
+State invariants are exercised on a real ``Cluster`` whose replica state is then bent directly
+(truncating a log, renaming a role, rewriting the controller's ISR) to build the violating
+state; history invariants on hand-written Jepsen-style histories; liveness on clusters that
+have or have not converged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from epochlab import RecordBatch
+from epochlab.checks import ALLOWED, PROTOCOL, StateChecker, check_history, check_liveness
+from epochlab.generations import Generation
+from epochlab.sim import Cluster, ClusterConfig, ProducerConfig
+
+
+def _cluster(generation: Generation = Generation.DIVERGING_EPOCH, values: int = 4) -> tuple[Cluster, StateChecker]:
+    # backend "python": the replica state machine in Python, whose attributes a test may bend
+    c = Cluster(ClusterConfig(min_insync_replicas=2, unclean_leader_election_enable=False), generation,
+                seed=1, backend="python")
+    checker = StateChecker(c)
+    p = c.producer("p", ProducerConfig(acks="all"))
+    p.send_many(list(range(1, values + 1)))
+    c.run_until(lambda _c: checker.observe() or not p.pending, 10000)
+    c.run_until(lambda _c: checker.observe() or False, 2000)  # followers learn the HW
+    checker.observe()
+    return c, checker
+
+
+def _names(checker: StateChecker) -> set[str]:
+    return {v.invariant for v in checker.violations}
+
+
+def test_clean_run_violates_nothing() -> None:
+    c, checker = _cluster()
+    assert checker.true_hw == 4
+    assert checker.violations == []
+
+
+def test_durability_and_strong_isr() -> None:
+    c, checker = _cluster()
+    c.brokers[1].replica.log.truncate_to(2)
+    checker.observe()
+    names = _names(checker)
+    assert {"Inv-Durability", "Inv-StrongIsr"} <= names
+    v = next(x for x in checker.violations if x.invariant == "Inv-Durability")
+    assert v.verdict == PROTOCOL and v.details["offset"] == 2 and v.details["committed"]["value"] == 3
+    assert v.details["leader"] == 1 and v.details["true_high_watermark"] == 4
+
+
+def test_strong_isr_follower_only() -> None:
+    c, checker = _cluster()
+    c.brokers[3].replica.log.truncate_to(1)
+    checker.observe()
+    v = next(x for x in checker.violations if x.invariant == "Inv-StrongIsr")
+    assert v.details["replica"] == 3 and v.details["offset"] == 1
+    assert "Inv-Durability" not in _names(checker)
+
+
+def test_leader_completeness_on_a_new_clean_leader() -> None:
+    c, checker = _cluster()
+    c.brokers[2].replica.log.truncate_to(1)
+    c.elect(2)
+    c.run_until(lambda _c: checker.observe() or False, 200)
+    assert "Inv-LeaderCompleteness" in _names(checker)
+
+
+def test_loss_after_unclean_election_is_allowed_by_configuration() -> None:
+    c, checker = _cluster()
+    c.controller.elections.append((c.now_ms, 99, 1, True))
+    c.brokers[1].replica.log.truncate_to(2)
+    checker.observe()
+    v = next(x for x in checker.violations if x.invariant == "Inv-Durability")
+    assert v.verdict == ALLOWED and "unclean" in (v.reason or "")
+
+
+def test_loss_after_too_many_lossy_crashes_is_allowed() -> None:
+    c, checker = _cluster()
+    checker.note_lossy_crash(2)
+    checker.note_lossy_crash(3)
+    c.brokers[1].replica.log.truncate_to(2)
+    checker.observe()
+    v = next(x for x in checker.violations if x.invariant == "Inv-Durability")
+    assert v.verdict == ALLOWED and "unflushed" in (v.reason or "")
+
+
+def test_log_matching() -> None:
+    c, checker = _cluster()
+    log = c.brokers[3].replica.log
+    log.truncate_to(0)
+    log.append_as_leader([90, 91, 92, 93], 0)
+    log.update_high_watermark(4)
+    checker.observe()
+    v = next(x for x in checker.violations if x.invariant == "Inv-LogMatching")
+    assert v.details["offset"] == 0 and 3 in v.details["replicas"]
+    assert v.details["3"]["value"] == 90
+
+
+def test_log_matching_ignores_differences_above_the_high_watermark() -> None:
+    c, checker = _cluster()
+    log = c.brokers[3].replica.log
+    log.append_as_leader([77], 0)  # an uncommitted extra record on a follower
+    checker.observe()
+    assert "Inv-LogMatching" not in _names(checker)
+
+
+def test_epoch_monotone() -> None:
+    c, checker = _cluster()
+    log = c.brokers[3].replica.log
+    log.append_as_follower(RecordBatch(log.log_end_offset, 5, [50]))
+    checker.observe()
+    assert "Inv-EpochMonotone" not in _names(checker)
+    log.append_as_follower(RecordBatch(log.log_end_offset, 3, [51]))
+    checker.observe()
+    v = next(x for x in checker.violations if x.invariant == "Inv-EpochMonotone")
+    assert v.details["epoch"] == 3 and v.details["previous_epoch"] == 5
+
+
+def test_offset_monotone_holes() -> None:
+    c, checker = _cluster()
+    log = c.brokers[2].replica.log
+    log.append_as_leader([5, 6, 7], 0)
+    checker.observe()
+    assert "Inv-OffsetMonotone" not in _names(checker)
+    log.truncate_to(log.log_end_offset - 1)  # inside the last batch: a hole
+    checker.observe()
+    assert "Inv-OffsetMonotone" in _names(checker)
+
+
+def test_hw_bounds_leader_hw_never_decreases() -> None:
+    c, checker = _cluster()
+    c.brokers[1].replica.log.update_high_watermark(1)
+    checker.observe()
+    v = next(x for x in checker.violations if x.invariant == "Inv-HW-bounds")
+    assert v.details == {"replica": 1, "epoch": 0, "before": 4, "after": 1}
+
+
+def test_epoch_fencing_two_leaders_in_one_epoch() -> None:
+    c, checker = _cluster()
+    r = c.brokers[2].replica
+    r.role = "leader"
+    checker.observe()
+    v = next(x for x in checker.violations if x.invariant == "Inv-EpochFencing")
+    assert v.details == {"replicas": [1, 2], "epoch": 0}
+
+
+def test_isr_join_requires_leso() -> None:
+    c, checker = _cluster()
+    ctrl = c.controller
+    ctrl.isr = (1, 2)
+    checker.observe()
+    c.brokers[1].replica.leader_epoch_start_offset = 3
+    c.brokers[3].replica.log.truncate_to(2)
+    c.brokers[3].replica.log.update_high_watermark(0)
+    ctrl.isr = (1, 2, 3)
+    checker.observe()
+    v = next(x for x in checker.violations if x.invariant == "Inv-IsrJoin")
+    assert v.details["replica"] == 3 and v.details["leader_epoch_start_offset"] == 3
+
+
+def test_isr_join_with_leso_caught_up_is_fine() -> None:
+    c, checker = _cluster()
+    ctrl = c.controller
+    ctrl.isr = (1, 2)
+    checker.observe()
+    ctrl.isr = (1, 2, 3)
+    checker.observe()
+    assert "Inv-IsrJoin" not in _names(checker)
+
+
+def test_replication_quorum_superset() -> None:
+    c, checker = _cluster()
+    c.brokers[3].replica.log.truncate_to(2)
+    c.brokers[1].replica.isr = (1, 2)
+    checker.observe()
+    v = next(x for x in checker.violations if x.invariant == "Inv-ReplicationQuorumSuperset")
+    assert v.details["controller_isr"] == [1, 2, 3] and v.details["behind"] == {"3": 2}
+
+
+def test_min_isr_in_strict_generation() -> None:
+    c, checker = _cluster(Generation.STRICT_MIN_ISR)
+    assert "Inv-MinIsr" not in _names(checker)
+    r = c.brokers[1].replica
+    r.isr = (1,)
+    r.log.append_as_leader([9], r.leader_epoch)
+    r.log.maybe_increment_high_watermark(r.log.log_end_offset)
+    checker.observe()
+    v = next(x for x in checker.violations if x.invariant == "Inv-MinIsr")
+    assert v.details["isr"] == [1] and v.details["after"] == 5
+
+
+def test_unclean_exclusion() -> None:
+    c, checker = _cluster()
+    checker.note_lossy_crash(3)  # broker 3 "came back" without its tail and stays in the ISR
+    c.brokers[3].replica.log.truncate_to(0)
+    checker.observe()
+    assert "Inv-UncleanExclusion" in _names(checker)
+
+
+def test_unclean_exclusion_clears_once_caught_up() -> None:
+    c, checker = _cluster()
+    checker.note_lossy_crash(3)
+    checker.observe()
+    assert 3 not in checker.recovering and "Inv-UncleanExclusion" not in _names(checker)
+
+
+# -- history ---------------------------------------------------------------------------------
+
+def _op(i: int, process: str, type_: str, f: str, value: Any = None, offset: int | None = None,
+        acks: str | None = "all", time_ms: int | None = None) -> dict[str, Any]:
+    return {"index": i, "time_ms": time_ms if time_ms is not None else i * 10, "process": process,
+            "type": type_, "f": f, "value": value, "offset": offset, "error": None, "acks": acks}
+
+
+def _check(history: list[dict[str, Any]], final: dict[int, int], committed: dict[int, int] | None = None,
+           idempotent: set[str] | None = None, reason: str | None = None) -> dict[str, Any]:
+    out = check_history(history, final, committed if committed is not None else dict(final),
+                        lambda _t: max(final, default=-1) + 1, lambda _t: reason,
+                        idempotent or set(), lambda _t: 0, {}, 1000)
+    return {v.invariant: v for v in out}
+
+
+def _sends(pairs: list[tuple[int, int]], acks: str = "all", process: str = "p") -> list[dict[str, Any]]:
+    ops = []
+    for value, offset in pairs:
+        ops.append(_op(len(ops), process, "invoke", "send", value, acks=acks))
+        ops.append(_op(len(ops), process, "ok", "send", value, offset, acks=acks))
+    return ops
+
+
+def test_history_clean() -> None:
+    h = _sends([(1, 0), (2, 1), (3, 2)])
+    h.append(_op(len(h), "c", "ok", "poll", [[0, 1], [1, 2], [2, 3]], acks=None))
+    assert _check(h, {0: 1, 1: 2, 2: 3}) == {}
+
+
+def test_inconsistent_offsets() -> None:
+    h = _sends([(1, 0), (2, 1)])
+    h.append(_op(len(h), "c", "ok", "poll", [[0, 1], [1, 9]], acks=None))
+    out = _check(h, {0: 1, 1: 2})
+    assert out["inconsistent-offsets"].details["offset"] == 1
+    assert out["inconsistent-offsets"].verdict == PROTOCOL
+
+
+def test_inconsistent_offsets_of_an_uncommitted_acks1_write_is_allowed() -> None:
+    h = _sends([(1, 0), (2, 1)], acks="1")
+    h.append(_op(len(h), "c", "ok", "poll", [[0, 1], [1, 9], [2, 10]], acks=None))
+    out = _check(h, {0: 1, 1: 9, 2: 10}, committed={0: 1, 1: 9, 2: 10})
+    assert out["inconsistent-offsets"].verdict == ALLOWED
+    assert "acks=1" in (out["inconsistent-offsets"].reason or "")
+
+
+def test_lost_write() -> None:
+    h = _sends([(1, 0), (2, 1), (3, 2)])
+    h.append(_op(len(h), "c", "ok", "poll", [[0, 1], [2, 3]], acks=None))
+    out = _check(h, {0: 1, 2: 3})
+    assert out["lost-write"].details["value"] == 2 and out["lost-write"].verdict == PROTOCOL
+
+
+def test_acks_all_write_missing_from_the_final_log_is_lost() -> None:
+    h = _sends([(1, 0), (2, 1)])
+    out = _check(h, {0: 1})
+    assert out["lost-write"].details["offset"] == 1
+
+
+def test_read_committed_only_and_consistent_read() -> None:
+    h = [_op(0, "c", "ok", "poll", [[0, 1], [1, 2]], acks=None)]
+    out = check_history(h, {0: 1}, {0: 1}, lambda _t: 1, lambda _t: None, set(), lambda _t: 0, {}, 100)
+    names = {v.invariant for v in out}
+    assert {"Inv-ReadCommittedOnly", "Inv-ConsistentRead"} <= names
+    ok = check_history(h, {0: 1, 1: 2}, {0: 1, 1: 2}, lambda _t: 2, lambda _t: None, set(),
+                       lambda _t: 0, {}, 100)
+    assert ok == []
+
+
+def test_duplicate_only_for_idempotent_producers() -> None:
+    h = _sends([(1, 0), (1, 1)])
+    assert _check(h, {0: 1, 1: 1}, idempotent={"p"})["duplicate"].verdict == PROTOCOL
+    assert _check(h, {0: 1, 1: 1})["duplicate"].verdict == ALLOWED
+
+
+def test_nonmonotonic_send() -> None:
+    h = [_op(0, "p", "invoke", "send", 1), _op(1, "p", "invoke", "send", 2),
+         _op(2, "p", "ok", "send", 2, 0), _op(3, "p", "ok", "send", 1, 1)]
+    assert "nonmonotonic-send" in _check(h, {0: 2, 1: 1}, idempotent={"p"})
+    assert "nonmonotonic-send" not in _check(h, {0: 1, 1: 2}, idempotent={"p"})
+
+
+@pytest.mark.parametrize("offsets, name", [([0, 1, 3], "poll-skip"), ([0, 1, 1], "nonmonotonic-poll")])
+def test_poll_order(offsets: list[int], name: str) -> None:
+    final = {o: 10 + o for o in range(4)}
+    h = [_op(i, "c", "ok", "poll", [[o, 10 + o]], acks=None) for i, o in enumerate(offsets)]
+    assert name in _check(h, final)
+    good = [_op(i, "c", "ok", "poll", [[o, 10 + o]], acks=None) for i, o in enumerate([0, 1, 2])]
+    assert _check(good, final) == {}
+    restarted = [*h[:2], _op(2, "c", "info", "restart", acks=None), _op(3, "c", "ok", "poll", [[0, 10]], acks=None)]
+    assert "nonmonotonic-poll" not in _check(restarted, final)
+
+
+# -- liveness --------------------------------------------------------------------------------
+
+def test_liveness_converged_and_not() -> None:
+    c, _ = _cluster()
+    assert check_liveness(c, 0, 1000) == []
+    c.crash(3)
+    out = {v.invariant: v for v in check_liveness(c, 0, 1000)}
+    assert "broker 3 is down" in out["Liveness-Converge"].details["gaps"]
+    p = c.producer("late", ProducerConfig(acks="all"))
+    p.send(100)
+    assert "Liveness-Ack" in {v.invariant for v in check_liveness(c, 0, 1000)}

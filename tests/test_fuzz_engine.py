@@ -1,0 +1,107 @@
+"""The fuzzing engines end to end, on small budgets: the random campaign and its artifacts,
+the atheris harness (without atheris), and the CLI's ``fuzz`` / ``replay`` / ``shrink``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from epochlab.cli import main
+from epochlab.fuzz import FuzzProfile, execute, generate_schedule, load_schedule
+from epochlab.fuzz.campaign import Campaign, run_seed
+from epochlab.fuzz.harness import ScheduleHarness, ViolationFound
+from epochlab.generations import Generation
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = FuzzProfile(actions=40)
+
+
+def test_run_seeds_are_stable_and_distinct() -> None:
+    assert run_seed(0, 0) == run_seed(0, 0)
+    assert len({run_seed(7, i) for i in range(100)}) == 100
+
+
+def test_campaign_finds_committed_loss_in_hw_truncation(tmp_path: Path) -> None:
+    campaign = Campaign(Generation.TRUNCATE_TO_HW, seed=2, seconds=None, runs=6, out=tmp_path,
+                        shrink_runs=40, until_found=True)
+    findings = campaign.run()
+    assert findings, "hw-truncation loses committed data within a few runs"
+    f = findings[0]
+    d = tmp_path / "violations" / f.violation.signature
+    for name in ("schedule.json", "original.json", "verdict.json", "README.txt"):
+        assert (d / name).exists()
+    readme = (d / "README.txt").read_text()
+    assert "epochlab replay" in readme and "build:" in readme and "seed:" in readme
+    minimal = load_schedule(d / "schedule.json")
+    assert len(minimal.actions) <= len(load_schedule(d / "original.json").actions)
+    assert execute(minimal).verdict.first(f.violation.signature) is not None
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["violations"][0]["runs_to_first"] >= 1
+
+
+def test_latest_generation_short_campaign_is_clean() -> None:
+    campaign = Campaign(Generation.STRICT_MIN_ISR, SMALL, seed=3, seconds=None, runs=4)
+    campaign.run()
+    assert campaign.findings == {}
+
+
+def test_harness_writes_findings_before_raising(tmp_path: Path) -> None:
+    harness = ScheduleHarness("strict-min-isr", tmp_path)
+    for i in range(6):
+        harness.test_one_input(bytes((i * 37 + j * 11) % 256 for j in range(16 + 12 * 30)))
+    assert harness.runs == 6
+    stop = ScheduleHarness("hw-truncation", tmp_path / "g0", stop_on_violation=True)
+    raised = False
+    for i in range(40):
+        try:
+            stop.test_one_input(bytes((i * 53 + j * 29 + j * j) % 256 for j in range(16 + 12 * 60)))
+        except ViolationFound:
+            raised = True
+            break
+    if raised:
+        found = list((tmp_path / "g0" / "violations").glob("*/original.json"))
+        assert found, "the finding is on disk before the exception"
+
+
+def test_harness_crash_keeps_the_schedule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import epochlab.fuzz.harness as harness_module
+
+    def boom(schedule, backend=None):  # type: ignore[no-untyped-def]
+        raise RuntimeError("simulated harness crash")
+
+    monkeypatch.setattr(harness_module, "execute", boom)
+    harness = ScheduleHarness("kip-320", tmp_path)
+    with pytest.raises(RuntimeError):
+        harness.test_one_input(b"\x01\x02\x03" * 20)
+    assert list((tmp_path / "crashes").glob("*.json")) and list((tmp_path / "crashes").glob("*.txt"))
+
+
+def test_fuzz_script_imports_without_atheris() -> None:
+    sys.path.insert(0, str(ROOT / "fuzz"))
+    try:
+        import fuzz_schedules
+    finally:
+        sys.path.pop(0)
+    assert callable(fuzz_schedules.test_one_input)
+
+
+def test_cli_fuzz_replay_shrink(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "fz"
+    code = main(["fuzz", "--generation", "hw-truncation", "--runs", "6", "--seed", "2",
+                 "--out", str(out), "--json", "--until-found"])
+    summary = json.loads(capsys.readouterr().out)
+    assert code == 1 and summary["violations"]
+    path = summary["violations"][0]["schedule"]
+    assert main(["replay", path, "--json"]) == 1
+    first = capsys.readouterr().out
+    assert main(["replay", path, "--json"]) == 1
+    assert capsys.readouterr().out == first  # byte-identical replay
+    assert json.loads(first)["build"]
+    original = str(Path(path).with_name("original.json"))
+    assert main(["shrink", original, "--out", str(tmp_path / "min.json"), "--max-runs", "20"]) == 0
+    assert "minimal schedule" in capsys.readouterr().out
+    clean = generate_schedule(1, "strict-min-isr", SMALL).save(tmp_path / "clean.json")
+    assert main(["replay", str(clean)]) == 0

@@ -1,0 +1,158 @@
+"""Trace format: schema round trips, the Arrow C data interface import, damaged files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+
+from epochlab import _core, trace  # noqa: E402
+from epochlab.errors import TraceError  # noqa: E402
+
+
+def _rows(table):
+    return table.to_pylist()
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".arrows"])
+def test_round_trip_keeps_rows_types_and_metadata(tmp_path: Path, suffix: str) -> None:
+    t = trace.generate(300, leader_changes=5, replicas=3, seed=4, crash_every=9)
+    path = trace.write_trace(t, tmp_path / f"t{suffix}", row_group_rows=97)
+    back = trace.read_trace(path)
+    assert back.schema.remove_metadata() == trace.schema().remove_metadata()
+    assert _rows(back) == _rows(t)
+    assert back.schema.metadata[b"epochlab-trace"] == b"1"
+    assert trace.replay(path).replicas == trace.replay(t).replicas
+
+
+def test_normalize_casts_compatible_columns_and_refuses_others() -> None:
+    t = pa.table({"kind": pa.array([0], pa.int64()), "broker": pa.array([1], pa.int64()),
+                  "epoch": [0], "values": [[5, 6]]})
+    n = trace.normalize(t)
+    assert n.schema.field("broker").type == pa.uint32() and n.column("event").to_pylist() == [0]
+    assert trace.replay(t).replicas[0]["log_end_offset"] == 2
+    with pytest.raises(TraceError) as e:
+        trace.normalize(pa.table({"kind": [0], "broker": ["one"]}))
+    assert e.value.row == 0 and "broker" in e.value.message
+    with pytest.raises(TraceError):
+        trace.normalize(pa.table({"broker": [1]}))
+
+
+def test_wrong_version_is_refused(tmp_path: Path) -> None:
+    t = trace.generate(10).replace_schema_metadata({b"epochlab-trace": b"2"})
+    import pyarrow.parquet as pq
+
+    pq.write_table(t, tmp_path / "v2.parquet")
+    with pytest.raises(TraceError, match="version 2"):
+        trace.replay(tmp_path / "v2.parquet")
+
+
+def test_c_data_import_of_sliced_batches_with_nulls() -> None:
+    """Every column sliced at a nonzero offset (the list's child too) replays like a copy."""
+    t = trace.generate(500, leader_changes=10, seed=2)
+    whole = t.combine_chunks().to_batches()[0]
+    r1 = _core.Replayer()
+    r1.replay_batch(whole, 0)
+    r2 = _core.Replayer()
+    cut = 137
+    r2.replay_batch(whole.slice(0, cut), 0)
+    tail = whole.slice(cut)
+    assert tail.column(tail.schema.get_field_index("values")).offset == cut
+    r2.replay_batch(tail, cut)
+    assert r1.replicas() == r2.replicas() and r2.rows == whole.num_rows
+    assert _core.check_trace_batch(tail) == whole.num_rows - cut
+
+
+def test_c_data_import_type_errors_never_panic() -> None:
+    with pytest.raises(TypeError):
+        _core.Replayer().replay_batch([1, 2, 3], 0)
+    bad = pa.record_batch({"kind": pa.array([0], pa.uint8()), "broker": pa.array([1], pa.int64())})
+    with pytest.raises(TraceError) as e:
+        _core.Replayer().replay_batch(bad, 10)
+    assert e.value.row == 10 and "'broker'" in e.value.reason and "uint32" in e.value.reason
+    no_kind = pa.record_batch({"broker": pa.array([1], pa.uint32())})
+    with pytest.raises(TraceError, match="no 'kind'"):
+        _core.check_trace_batch(no_kind)
+    strings = pa.record_batch({"kind": pa.array([0], pa.uint8()),
+                               "values": pa.array([["a"]], pa.list_(pa.string()))})
+    with pytest.raises(TraceError, match="uint64"):
+        _core.check_trace_batch(strings)
+    unknown = pa.record_batch({"kind": pa.array([0, 99], pa.uint8()), "broker": pa.array([1, 1], pa.uint32()),
+                               "epoch": pa.array([0, 0], pa.uint32()),
+                               "values": pa.array([[1], [2]], pa.list_(pa.uint64()))})
+    r = _core.Replayer()
+    with pytest.raises(TraceError) as e:
+        r.replay_batch(unknown, 0)
+    assert e.value.row == 1 and r.rows == 1  # the good row before it was applied
+    nulls = pa.record_batch({"kind": pa.array([0], pa.uint8()), "broker": pa.array([None], pa.uint32())})
+    with pytest.raises(TraceError, match="broker is null"):
+        _core.Replayer().replay_batch(nulls, 0)
+
+
+def _damage(path: Path, at_fraction: float) -> None:
+    data = bytearray(path.read_bytes())
+    i = int(len(data) * at_fraction)
+    data[i:i + 64] = bytes(64)
+    path.write_bytes(bytes(data))
+
+
+def test_corrupt_parquet_reports_the_row_group_and_keeps_earlier_rows(tmp_path: Path) -> None:
+    t = trace.generate(4000, leader_changes=20, seed=3)
+    path = trace.write_trace(t, tmp_path / "c.parquet", row_group_rows=1000)
+    _damage(path, 0.6)
+    report = trace.replay(path)
+    err = report.error
+    assert isinstance(err, TraceError) and err.path == str(path)
+    assert err.row % 1000 == 0 and 0 < err.row < t.num_rows
+    assert report.rows == err.row  # every row before the damage was replayed
+    expected = trace.replay(t.slice(0, err.row))
+    assert report.replicas == expected.replicas
+    with pytest.raises(TraceError) as raised:
+        trace.replay(path, raise_on_error=True)
+    assert raised.value.report.rows == err.row  # type: ignore[attr-defined]
+
+
+def test_truncated_ipc_stream_keeps_every_complete_batch(tmp_path: Path) -> None:
+    t = trace.generate(3000, leader_changes=10, seed=5)
+    path = trace.write_trace(t, tmp_path / "c.arrows", row_group_rows=700)
+    data = path.read_bytes()
+    path.write_bytes(data[: int(len(data) * 0.55)])
+    report = trace.replay(path)
+    assert report.error is not None and report.error.row % 700 == 0 and report.error.row > 0
+    assert report.rows == report.error.row
+    assert report.replicas == trace.replay(t.slice(0, report.error.row)).replicas
+
+
+def test_truncated_parquet_names_the_missing_footer(tmp_path: Path) -> None:
+    path = trace.write_trace(trace.generate(100), tmp_path / "t.parquet")
+    path.write_bytes(path.read_bytes()[:-100])
+    with pytest.raises(TraceError) as e:
+        trace.replay(path)
+    assert e.value.row == 0 and "footer" in e.value.message
+
+
+def test_cli_replay_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from epochlab.cli import main
+
+    ok = tmp_path / "ok.parquet"
+    assert main(["trace", "generate", str(ok), "--batches", "500", "--leader-changes", "5"]) == 0
+    assert main(["trace", "replay", str(ok), "--json"]) == 0
+    import json
+
+    out = capsys.readouterr().out
+    assert json.loads(out[out.index("{"):])["verdict"] == "ok"
+    bad = pa.table({"kind": pa.array([4], pa.uint8()), "broker": pa.array([1], pa.uint32()),
+                    "offset": pa.array([9], pa.uint64())})
+    bad_path = trace.write_trace(bad, tmp_path / "bad.parquet")
+    assert main(["trace", "replay", str(bad_path)]) == 1
+    assert "Inv-HW-bounds" in capsys.readouterr().out
+    assert main(["trace", "replay", str(tmp_path / "missing.parquet")]) == 2
+
+
+def test_python_vocabulary_matches_the_core() -> None:
+    from epochlab.trace.reference import NAMES
+
+    assert list(trace.KINDS) == _core._TRACE_KINDS
+    assert sorted(NAMES.values()) == sorted(_core._TRACE_INVARIANTS)

@@ -1,0 +1,81 @@
+"""Transactions in the core (PROTOCOL.md 1.12, docs/core-semantics.md "Transactions"), checked
+on the Rust core and the pure-Python reference alike: ongoing / unreplicated transactions, the
+last stable offset, the aborted index, marker fencing and INVALID_TXN_STATE."""
+
+from __future__ import annotations
+
+import pytest
+
+from epochlab.errors import InvalidProducerEpochError, InvalidTxnStateError, TransactionCoordinatorFencedError
+
+
+def txn(log, pid, seq, values, epoch=0):
+    return log.append_as_leader(values, 0, producer_id=pid, producer_epoch=epoch, base_sequence=seq,
+                                is_transactional=True)
+
+
+def test_read_committed_bound_follows_open_and_unreplicated_transactions(impl):
+    log = impl.ReplicaLog()
+    log.append_as_leader([1], 0)                       # 0
+    txn(log, 7, 0, [10, 11])                           # 1..2  producer 7
+    txn(log, 8, 0, [20])                               # 3     producer 8
+    log.update_high_watermark(4)
+    assert (log.first_unstable_offset, log.last_stable_offset) == (1, 1)
+    assert log.ongoing_transactions() == [(1, 7), (3, 8)]
+    marker = log.append_end_txn_marker(7, 0, 0, False, 0)  # ABORT at 4
+    assert (marker.base_offset, log.batches()[-1].control_type, log.batches()[-1].coordinator_epoch) == (4, "abort", 0)
+    assert log.aborted_transactions(0, 100) == [(7, 1, 4, 3)]
+    assert log.unreplicated_transactions() == [(1, 7, 4)]
+    assert log.last_stable_offset == 1                 # the ABORT marker is not replicated yet
+    log.append_end_txn_marker(8, 0, 0, True, 0)        # COMMIT at 5
+    log.update_high_watermark(6)
+    assert (log.first_unstable_offset, log.last_stable_offset) == (None, 6)
+    assert log.aborted_transactions(5, 6) == []        # the abort ended before offset 5
+    assert log.aborted_transactions(2, 3) == [(7, 1, 4, 3)]
+
+
+def test_truncating_a_marker_reopens_the_transaction(impl):
+    log = impl.ReplicaLog()
+    txn(log, 7, 0, [1])
+    log.append_end_txn_marker(7, 0, 0, True, 0)
+    log.update_high_watermark(2)
+    assert log.first_unstable_offset is None
+    log.truncate_to(1)
+    assert log.ongoing_transactions() == [(0, 7)]
+    assert log.last_stable_offset == 0
+
+
+def test_markers_are_fenced_by_producer_and_coordinator_epochs(impl):
+    log = impl.ReplicaLog()
+    txn(log, 7, 0, [1])
+    log.append_end_txn_marker(7, 0, 5, True, 0)
+    assert log.producer_state().coordinator_epoch(7) == 5
+    with pytest.raises(TransactionCoordinatorFencedError) as info:
+        log.append_end_txn_marker(7, 0, 4, False, 0)
+    assert (info.value.coordinator_epoch, info.value.current_coordinator_epoch) == (4, 5)
+    txn(log, 7, 0, [2], epoch=1)                       # the producer restarted: epoch 1
+    with pytest.raises(InvalidProducerEpochError) as fenced:
+        log.append_end_txn_marker(7, 0, 5, True, 0)
+    assert fenced.value.current_epoch == 1
+
+
+def test_non_transactional_write_inside_an_open_transaction_is_refused(impl):
+    log = impl.ReplicaLog()
+    txn(log, 7, 0, [1, 2])
+    with pytest.raises(InvalidTxnStateError) as info:
+        log.append_as_leader([3], 0, producer_id=7, producer_epoch=0, base_sequence=2)
+    assert (info.value.producer_id, info.value.transaction_first_offset) == (7, 0)
+    assert log.log_end_offset == 2
+
+
+def test_followers_derive_the_same_transaction_state(impl):
+    leader, follower = impl.ReplicaLog(), impl.ReplicaLog()
+    txn(leader, 7, 0, [1])
+    leader.append_end_txn_marker(7, 0, 2, False, 0)
+    txn(leader, 8, 0, [2])
+    follower.append_batches_as_follower(leader.batches())
+    for log in (leader, follower):
+        log.update_high_watermark(3)
+    assert follower.aborted_transactions(0, 10) == leader.aborted_transactions(0, 10)
+    assert follower.ongoing_transactions() == leader.ongoing_transactions() == [(2, 8)]
+    assert follower.producer_state().coordinator_epoch(7) == 2
