@@ -76,7 +76,8 @@ def save_timeline(records: Sequence[Any], path: str | Path, title: str = "") -> 
                      fontsize=8, loc="left")
     if title:
         fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    # Leave room at the top for the figure title above the first panel's own title.
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / fig.get_figheight()))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return f"![timeline]({Path(path).name})"
