@@ -145,7 +145,7 @@ METHODS = {
     "LogAppendInfo": {}, "TruncationOutcome": {}, "FetchCheck": {},
     # Messages are the simulator's dataclasses; junk in their place must still fail cleanly.
     "Replica": {
-        "take_events": 0, "apply_leader_and_isr": 2, "handle_produce": 2,
+        "take_events": 0, "apply_leader_and_isr": 2, "handle_produce": 2, "handle_write_txn_markers": 2,
         "produce_completion": 1, "maybe_increment_high_watermark": 1, "maybe_shrink_isr": 1,
         "pending_alter_partition": 0, "handle_alter_partition_response": 2,
         "checkpoint_high_watermark": 0, "flush": 0, "crash": 1, "clean_shutdown": 0,

@@ -12,7 +12,7 @@ from epochlab.errors import ScenarioError, ScheduleError
 from epochlab.fuzz import Schedule, decode_schedule, execute, generate_schedule, load_schedule
 from epochlab.fuzz.convert import scenario_to_schedule
 from epochlab.fuzz.generator import FuzzProfile, load_profile
-from epochlab.fuzz.schedule import OPS
+from epochlab.fuzz.schedule import OPS, V2_OPS
 from epochlab.scenarios import load_builtin
 
 
@@ -38,7 +38,7 @@ def test_round_trip_is_canonical() -> None:
 
 @pytest.mark.parametrize("change, field", [
     ({"format": "other"}, "format"),
-    ({"version": 2}, "version"),
+    ({"version": 3}, "version"),
     ({"generation": "kip-999"}, "generation"),
     ({"seed": -1}, "seed"),
     ({"bogus": 1}, "bogus"),
@@ -95,7 +95,10 @@ def test_random_generator_is_deterministic_and_swarms() -> None:
 def test_generated_schedules_cover_the_fault_menu() -> None:
     profile = FuzzProfile(fault_classes={**FuzzProfile().fault_classes, "unclean": 1})
     ops = {a.op for s in range(60) for a in generate_schedule(s, 2, profile).actions}
-    assert ops == set(OPS) - {"consume_nothing"}
+    assert ops == set(OPS) - V2_OPS
+    txn = profile.with_transactions()
+    ops |= {a.op for s in range(60) for a in generate_schedule(s, 2, txn).actions}
+    assert ops == set(OPS)
     lossy = any(a.params.get("lose_unflushed") for s in range(20) for a in generate_schedule(s, 1).actions)
     reorder = any(a.params.get("reorder") and a.params.get("a") == "controller"
                   for s in range(20) for a in generate_schedule(s, 1).actions)

@@ -49,8 +49,9 @@ def test_problem_1_loses_committed_message_in_g0(generation: Generation) -> None
 def test_problem_1_keeps_committed_message_later(generation: Generation) -> None:
     c = problem_1(generation)
     assert c.state().replicas[2].values() == [1, 2]
-    if generation.kraft:
-        # KRaft fences the restarted incarnation (new broker epoch): A left the ISR, so the
+    if generation >= Generation.KIP_320:
+        # From Kafka 2.2 the controller sees the restarted incarnation's new broker epoch
+        # (KIP-380 in ZooKeeper mode, KRaft registration in G5): A left the ISR, so the
         # partition waits OFFLINE for B instead of electing A.
         assert c.state().controller["offline"] and c.state().controller["isr"] == [1]
         c.restart(1)

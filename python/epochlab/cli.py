@@ -15,6 +15,7 @@ a step), 2 for a usage or input error, reported as one line on stderr naming the
                   [--runs N] [--seed S] [--out DIR] [--json] [--until-found]
     epochlab replay SCHEDULE [--out DIR] [--json]
     epochlab shrink SCHEDULE [--invariant NAME] [--out FILE] [--max-runs N] [--json]
+    epochlab campaign [--grid FILE] [--runs N] [--seed S] [--master URL] [--out DIR] [--resume]
 """
 
 from __future__ import annotations
@@ -64,6 +65,9 @@ def _parser() -> argparse.ArgumentParser:
     from epochlab.fuzz.cli import add_fuzz_commands
 
     add_fuzz_commands(sub)
+    from epochlab.campaigns.cli import add_campaign_command
+
+    add_campaign_command(sub)
     return parser
 
 
@@ -97,6 +101,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _generations()
     if args.command == "demo":
         return _demo(args.out)
+    if args.command == "campaign":
+        from epochlab.campaigns.cli import dispatch_campaign
+
+        return dispatch_campaign(args)
     if args.command in ("fuzz", "replay", "shrink"):
         from epochlab.fuzz.cli import dispatch_fuzz
 

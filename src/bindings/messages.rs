@@ -53,7 +53,8 @@ pub(crate) fn error_from_name(name: Option<String>) -> PyResult<Option<KafkaErro
     let Some(name) = name else { return Ok(None) };
     let all = [
         NotLeaderOrFollower, FencedLeaderEpoch, UnknownLeaderEpoch, OffsetOutOfRange, NotEnoughReplicas,
-        NotEnoughReplicasAfterAppend, InvalidProducerEpoch, OutOfOrderSequenceNumber,
+        NotEnoughReplicasAfterAppend, InvalidProducerEpoch, OutOfOrderSequenceNumber, InvalidTxnState,
+        TransactionCoordinatorFenced,
     ];
     match all.into_iter().find(|e| e.name() == name) {
         Some(e) => Ok(Some(e)),
@@ -151,6 +152,18 @@ pub(crate) fn produce_request(obj: &Bound<'_, PyAny>) -> PyResult<ProduceRequest
         acks,
         records: args::records(&field(obj, "records")?, "records")?,
         producer: args::producer_fields(attr(obj, "producer_id")?, attr(obj, "producer_epoch")?, attr(obj, "base_sequence")?)?,
+        is_transactional: attr(obj, "is_transactional")?,
+    })
+}
+
+pub(crate) fn write_txn_markers_request(obj: &Bound<'_, PyAny>) -> PyResult<WriteTxnMarkersRequest> {
+    let fields = args::producer_fields(Some(attr(obj, "producer_id")?), Some(attr(obj, "producer_epoch")?), Some(Int::Fits(0)))?
+        .ok_or_else(|| PyTypeError::new_err("producer fields are required"))?;
+    Ok(WriteTxnMarkersRequest {
+        producer_id: fields.producer_id,
+        producer_epoch: fields.producer_epoch,
+        coordinator_epoch: args::epoch(attr(obj, "coordinator_epoch")?, "coordinator_epoch")?.0,
+        commit: attr(obj, "commit")?,
     })
 }
 
@@ -161,12 +174,26 @@ pub(crate) fn consumer_fetch_request(obj: &Bound<'_, PyAny>) -> PyResult<Consume
         "latest" => OffsetReset::Latest,
         _ => return Err(ArgumentError::InvalidText { argument: "reset", value: reset, reason: "expected \"earliest\" or \"latest\"".into() }).py(),
     };
+    let isolation: String = attr(obj, "isolation_level")?;
+    let isolation_level = match isolation.as_str() {
+        "read_uncommitted" => IsolationLevel::ReadUncommitted,
+        "read_committed" => IsolationLevel::ReadCommitted,
+        _ => {
+            return Err(ArgumentError::InvalidText {
+                argument: "isolation_level",
+                value: isolation,
+                reason: "expected \"read_uncommitted\" or \"read_committed\"".into(),
+            })
+            .py()
+        }
+    };
     Ok(ConsumerFetchRequest {
         fetch_offset: args::opt_offset(attr(obj, "fetch_offset")?, "fetch_offset")?,
         current_leader_epoch: opt_epoch(obj, "current_leader_epoch")?,
         max_records: args::count(attr(obj, "max_records")?, "max_records")? as usize,
         reset,
         validate_epoch: opt_epoch(obj, "validate_epoch")?,
+        isolation_level,
     })
 }
 
@@ -260,10 +287,21 @@ impl<'py> Builder<'py> {
         d.set_item("request_id", request_id)?;
         d.set_item("error", r.error.map(KafkaError::name))?;
         d.set_item("leader_epoch", r.leader_epoch.map(|e| e.0))?;
-        d.set_item("records", PyTuple::new(self.py, r.records)?)?;
+        let records = r.records.into_iter().map(|(o, v, e, pid, kind)| (o, v, e, pid, kind as u8));
+        d.set_item("records", PyTuple::new(self.py, records)?)?;
         d.set_item("high_watermark", r.high_watermark.0)?;
         d.set_item("reset_offset", r.reset_offset.map(|o| o.0))?;
         d.set_item("epoch_end", epoch_offset(r.epoch_end))?;
+        d.set_item("last_stable_offset", r.last_stable_offset.0)?;
+        d.set_item("aborted_transactions", PyTuple::new(self.py, r.aborted_transactions)?)?;
         self.build("ConsumerFetchResponse", &d)
+    }
+
+    pub fn write_txn_markers_response(&self, request_id: &Bound<'py, PyAny>, r: WriteTxnMarkersResponse) -> PyResult<Bound<'py, PyAny>> {
+        let d = PyDict::new(self.py);
+        d.set_item("request_id", request_id)?;
+        d.set_item("error", r.error.map(KafkaError::name))?;
+        d.set_item("offset", r.offset.map(|o| o.0))?;
+        self.build("WriteTxnMarkersResponse", &d)
     }
 }

@@ -168,6 +168,13 @@ impl PyReplica {
         Builder::new(py)?.produce_response(&msg::field(req, "request_id")?, resp)
     }
 
+    fn handle_write_txn_markers<'py>(&self, py: Python<'py>, req: &Bound<'py, PyAny>, now_ms: Int) -> PyResult<Bound<'py, PyAny>> {
+        let r = msg::write_txn_markers_request(req)?;
+        let now = time(now_ms, "now_ms")?;
+        let resp = self.with(py, |rep, log| rep.handle_write_txn_markers(log, &r, now)).py()?;
+        Builder::new(py)?.write_txn_markers_response(&msg::field(req, "request_id")?, resp)
+    }
+
     fn produce_completion(&self, py: Python<'_>, required_offset: Int) -> PyResult<(bool, Option<&'static str>)> {
         let required = args::offset(required_offset, "required_offset")?;
         Ok(match self.with(py, |r, log| r.produce_completion(log, required)) {

@@ -5,7 +5,8 @@ use super::messages::*;
 use super::{FollowerState, Replica, Role};
 use crate::divergence::{leader_fetch_check, FetchCheck};
 use crate::generation::Generation;
-use crate::log::ReplicaLog;
+use crate::log::{RecordBatch, ReplicaLog};
+use crate::txn::ControlType;
 use crate::types::{BrokerId, LeaderEpoch, Offset};
 
 /// The most batches one fetch response carries.
@@ -120,11 +121,16 @@ impl Replica {
         resp
     }
 
-    /// A read_uncommitted consumer fetch: records strictly below the HW; also a ListOffsets
-    /// reset (earliest = log start, latest = HW) and a KIP-320 position validation (the
-    /// current `end_offset_for`, capped at the HW). G3+ fence the current epoch.
+    /// A consumer fetch: records strictly below the HW (read_uncommitted) or the LSO
+    /// (read_committed, which also gets the aborted transactions overlapping the range, 1.12);
+    /// control records are returned with their kind so the consumer steps over them. Also a
+    /// ListOffsets reset (earliest = log start, latest = HW, or LSO for read_committed) and a
+    /// KIP-320 position validation (the current `end_offset_for`, capped at the HW). G3+ fence
+    /// the current epoch.
     pub fn handle_consumer_fetch(&self, log: &ReplicaLog, req: &ConsumerFetchRequest) -> ConsumerFetchResponse {
-        let hw = log.high_watermark();
+        let (hw, lso) = (log.high_watermark(), log.last_stable_offset());
+        let committed = req.isolation_level == IsolationLevel::ReadCommitted;
+        let bound = if committed { lso } else { hw };
         let mut resp = ConsumerFetchResponse {
             error: self.epoch_error(req.current_leader_epoch),
             leader_epoch: self.leader_epoch,
@@ -132,11 +138,14 @@ impl Replica {
             high_watermark: Offset(0),
             reset_offset: None,
             epoch_end: None,
+            last_stable_offset: Offset(0),
+            aborted_transactions: Vec::new(),
         };
         if resp.error.is_some() {
             return resp;
         }
         resp.high_watermark = hw;
+        resp.last_stable_offset = lso;
         if let Some(epoch) = req.validate_epoch {
             resp.epoch_end = log.end_offset_for_epoch(Some(epoch)).map(|(e, end)| (e, end.min(hw)));
             return resp;
@@ -144,25 +153,43 @@ impl Replica {
         let Some(from) = req.fetch_offset else {
             resp.reset_offset = Some(match req.reset {
                 OffsetReset::Earliest => log.log_start_offset(),
-                OffsetReset::Latest => hw,
+                OffsetReset::Latest => bound,
             });
             return resp;
         };
-        let Ok(batches) = log.read(from, None, Some(hw)) else {
+        let Ok(batches) = log.read(from, None, Some(bound)) else {
             resp.error = Some(KafkaError::OffsetOutOfRange);
             return resp;
         };
         'batches: for batch in &batches {
+            let kind = record_kind(batch);
+            let pid = batch.producer().map(|p| p.producer_id.0);
             for (i, &value) in batch.records().iter().enumerate() {
                 let offset = batch.base_offset().0 + i as u64;
                 if resp.records.len() >= req.max_records {
                     break 'batches;
                 }
-                if from.0 <= offset && offset < hw.0 {
-                    resp.records.push((offset, value, batch.partition_leader_epoch().0));
+                if from.0 <= offset && offset < bound.0 {
+                    resp.records.push((offset, value, batch.partition_leader_epoch().0, pid, kind));
                 }
             }
         }
+        if let (true, Some(last)) = (committed, resp.records.last()) {
+            resp.aborted_transactions = log
+                .aborted_transactions(from, Offset(last.0 + 1))
+                .into_iter()
+                .map(|t| (t.producer_id.0, t.first_offset.0))
+                .collect();
+        }
         resp
+    }
+}
+
+fn record_kind(batch: &RecordBatch) -> RecordKind {
+    match batch.marker() {
+        Some((ControlType::Commit, _)) => RecordKind::CommitMarker,
+        Some((ControlType::Abort, _)) => RecordKind::AbortMarker,
+        None if batch.is_transactional() => RecordKind::Transactional,
+        None => RecordKind::Data,
     }
 }

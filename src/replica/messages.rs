@@ -4,7 +4,7 @@
 //! its network); the bindings convert between the two.
 
 use crate::log::{ProducerFields, RecordBatch};
-use crate::types::{BrokerId, LeaderEpoch, Offset};
+use crate::types::{BrokerId, LeaderEpoch, Offset, ProducerEpoch, ProducerId};
 
 /// Kafka error codes a replica answers with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -17,6 +17,8 @@ pub enum KafkaError {
     NotEnoughReplicasAfterAppend,
     InvalidProducerEpoch,
     OutOfOrderSequenceNumber,
+    InvalidTxnState,
+    TransactionCoordinatorFenced,
 }
 
 impl KafkaError {
@@ -31,6 +33,8 @@ impl KafkaError {
             KafkaError::NotEnoughReplicasAfterAppend => "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
             KafkaError::InvalidProducerEpoch => "INVALID_PRODUCER_EPOCH",
             KafkaError::OutOfOrderSequenceNumber => "OUT_OF_ORDER_SEQUENCE_NUMBER",
+            KafkaError::InvalidTxnState => "INVALID_TXN_STATE",
+            KafkaError::TransactionCoordinatorFenced => "TRANSACTION_COORDINATOR_FENCED",
         }
     }
 }
@@ -111,13 +115,31 @@ pub enum Acks {
     All,
 }
 
-/// One client batch to append as leader.
+/// One client batch to append as leader; `is_transactional` for a write inside a
+/// transaction (1.12).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProduceRequest {
     pub client: String,
     pub acks: Acks,
     pub records: Vec<u64>,
     pub producer: Option<ProducerFields>,
+    pub is_transactional: bool,
+}
+
+/// One COMMIT or ABORT marker to write as leader (WriteTxnMarkers, origin COORDINATOR).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteTxnMarkersRequest {
+    pub producer_id: ProducerId,
+    pub producer_epoch: ProducerEpoch,
+    pub coordinator_epoch: u32,
+    pub commit: bool,
+}
+
+/// The marker's offset on success.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteTxnMarkersResponse {
+    pub error: Option<KafkaError>,
+    pub offset: Option<Offset>,
 }
 
 /// The append's outcome; offsets are the original ones for a duplicate.
@@ -142,7 +164,16 @@ pub enum OffsetReset {
     Latest,
 }
 
-/// A consumer fetch, position reset or position validation (read_uncommitted).
+/// A consumer's isolation.level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IsolationLevel {
+    /// Read up to the high watermark.
+    ReadUncommitted,
+    /// Read up to the last stable offset, with the aborted transactions of the range.
+    ReadCommitted,
+}
+
+/// A consumer fetch, position reset or position validation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConsumerFetchRequest {
     pub fetch_offset: Option<Offset>,
@@ -150,15 +181,31 @@ pub struct ConsumerFetchRequest {
     pub max_records: usize,
     pub reset: OffsetReset,
     pub validate_epoch: Option<LeaderEpoch>,
+    pub isolation_level: IsolationLevel,
 }
 
-/// Records are `(offset, value, batch epoch)` below the HW.
+/// What a consumer record is (the last element of a fetched record).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordKind {
+    Data = 0,
+    Transactional = 1,
+    AbortMarker = 2,
+    CommitMarker = 3,
+}
+
+/// One fetched record: offset, value, batch epoch, producer id, kind.
+pub type ConsumerRecord = (u64, u64, u32, Option<u64>, RecordKind);
+
+/// Records below the HW (read_uncommitted) or the LSO (read_committed), control records
+/// included; `aborted_transactions` are `(producer id, first offset)` (read_committed).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConsumerFetchResponse {
     pub error: Option<KafkaError>,
     pub leader_epoch: Option<LeaderEpoch>,
-    pub records: Vec<(u64, u64, u32)>,
+    pub records: Vec<ConsumerRecord>,
     pub high_watermark: Offset,
     pub reset_offset: Option<Offset>,
     pub epoch_end: Option<(LeaderEpoch, Offset)>,
+    pub last_stable_offset: Offset,
+    pub aborted_transactions: Vec<(u64, u64)>,
 }

@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 use crate::error::{Error, ProducerStateError};
 use crate::generation::Generation;
 use crate::log::ReplicaLog;
+use crate::txn::ControlType;
 use crate::types::{BrokerId, LeaderEpoch, Offset};
 pub use follower::FollowerAction;
 use messages::*;
@@ -262,7 +263,7 @@ impl Replica {
         if req.acks == Acks::All && self.isr.len() < self.effective_min_isr() {
             return Ok(ProduceResponse::error(KafkaError::NotEnoughReplicas));
         }
-        let info = match log.append_as_leader(req.records.clone(), epoch, req.producer, false) {
+        let info = match log.append_as_leader(req.records.clone(), epoch, req.producer, req.is_transactional) {
             Ok(info) => info,
             Err(Error::ProducerState(ProducerStateError::InvalidProducerEpoch { .. })) => {
                 self.events.push(format!("rejected produce from {}: INVALID_PRODUCER_EPOCH", req.client));
@@ -270,6 +271,9 @@ impl Replica {
             }
             Err(Error::ProducerState(ProducerStateError::OutOfOrderSequence { .. })) => {
                 return Ok(ProduceResponse::error(KafkaError::OutOfOrderSequenceNumber));
+            }
+            Err(Error::ProducerState(ProducerStateError::InvalidTxnState { .. })) => {
+                return Ok(ProduceResponse::error(KafkaError::InvalidTxnState));
             }
             Err(e) => return Err(e),
         };
@@ -282,6 +286,39 @@ impl Replica {
             last_offset: Some(info.last_offset),
             duplicate: info.duplicate,
         })
+    }
+
+    /// WriteTxnMarkers as leader (1.12, origin COORDINATOR, acks=all): not leader ->
+    /// NOT_LEADER_OR_FOLLOWER; |ISR| < effective minISR -> NOT_ENOUGH_REPLICAS; an older
+    /// producer epoch -> INVALID_PRODUCER_EPOCH; an older coordinator epoch than this producer's
+    /// last marker -> TRANSACTION_COORDINATOR_FENCED; else the control batch is appended at the
+    /// LEO (the HW may advance) and its offset returned. The caller answers once the HW is past
+    /// it ([`Self::produce_completion`]).
+    pub fn handle_write_txn_markers(&mut self, log: &mut ReplicaLog, req: &WriteTxnMarkersRequest, now_ms: u64) -> Result<WriteTxnMarkersResponse, Error> {
+        let fail = |e| Ok(WriteTxnMarkersResponse { error: Some(e), offset: None });
+        let Some(epoch) = self.leader_epoch.filter(|_| self.role == Role::Leader) else {
+            return fail(KafkaError::NotLeaderOrFollower);
+        };
+        if self.isr.len() < self.effective_min_isr() {
+            return fail(KafkaError::NotEnoughReplicas);
+        }
+        let (control, kind) = if req.commit { (ControlType::Commit, "COMMIT") } else { (ControlType::Abort, "ABORT") };
+        let pid = req.producer_id;
+        match log.append_end_txn_marker(pid, req.producer_epoch, req.coordinator_epoch, control, epoch) {
+            Ok(info) => {
+                self.maybe_increment_high_watermark(log, now_ms);
+                Ok(WriteTxnMarkersResponse { error: None, offset: Some(info.base_offset) })
+            }
+            Err(Error::ProducerState(ProducerStateError::InvalidProducerEpoch { .. })) => {
+                self.events.push(format!("rejected {kind} marker for producer {}: INVALID_PRODUCER_EPOCH", pid.0));
+                fail(KafkaError::InvalidProducerEpoch)
+            }
+            Err(Error::ProducerState(ProducerStateError::TransactionCoordinatorFenced { .. })) => {
+                self.events.push(format!("rejected {kind} marker for producer {}: TRANSACTION_COORDINATOR_FENCED", pid.0));
+                fail(KafkaError::TransactionCoordinatorFenced)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// acks=all purgatory check (`checkEnoughReplicasReachOffset`, 1.8): `None` while waiting;

@@ -24,7 +24,7 @@ fn decision(leader: u32, epoch: u32, isr: &[u32], partition_epoch: u32) -> Leade
 }
 
 fn produce(n: &mut Node, values: &[u64]) -> ProduceResponse {
-    let req = ProduceRequest { client: "p".into(), acks: Acks::Leader, records: values.to_vec(), producer: None };
+    let req = ProduceRequest { client: "p".into(), acks: Acks::Leader, records: values.to_vec(), producer: None, is_transactional: false };
     n.replica.handle_produce(&mut n.log, &req, 0).expect("a plain batch is valid")
 }
 
@@ -105,4 +105,54 @@ fn kip320_fences_a_stale_fetch() {
     };
     let (resp, proposal) = a.replica.handle_fetch(&mut a.log, &req, 0);
     assert_eq!((resp.error, proposal), (Some(KafkaError::FencedLeaderEpoch), None));
+}
+
+fn txn_produce(n: &mut Node, values: &[u64], epoch: u16, seq: u32) -> ProduceResponse {
+    use crate::log::ProducerFields;
+    use crate::types::{ProducerEpoch, ProducerId, Sequence};
+    let producer = Some(ProducerFields { producer_id: ProducerId(7), producer_epoch: ProducerEpoch(epoch), base_sequence: Sequence(seq) });
+    let req = ProduceRequest { client: "t".into(), acks: Acks::All, records: values.to_vec(), producer, is_transactional: true };
+    n.replica.handle_produce(&mut n.log, &req, 0).expect("a transactional batch is valid")
+}
+
+fn marker(epoch: u16, coordinator_epoch: u32, commit: bool) -> WriteTxnMarkersRequest {
+    use crate::types::{ProducerEpoch, ProducerId};
+    WriteTxnMarkersRequest { producer_id: ProducerId(7), producer_epoch: ProducerEpoch(epoch), coordinator_epoch, commit }
+}
+
+fn committed_fetch(n: &Node, from: u64) -> ConsumerFetchResponse {
+    let req = ConsumerFetchRequest {
+        fetch_offset: Some(Offset(from)),
+        current_leader_epoch: None,
+        max_records: 100,
+        reset: OffsetReset::Earliest,
+        validate_epoch: None,
+        isolation_level: IsolationLevel::ReadCommitted,
+    };
+    n.replica.handle_consumer_fetch(&n.log, &req)
+}
+
+#[test]
+fn read_committed_stops_at_the_lso_and_gets_the_aborted_list() {
+    let (mut a, mut b) = (node(1, Generation::StrictMinIsr), node(2, Generation::StrictMinIsr));
+    a.replica.apply_leader_and_isr(&mut a.log, &decision(1, 0, &[1, 2], 0), 0);
+    b.replica.apply_leader_and_isr(&mut b.log, &decision(1, 0, &[1, 2], 0), 0);
+    produce(&mut a, &[1]);
+    txn_produce(&mut a, &[2, 3], 0, 0);
+    sync(&mut a, &mut b, 10);
+    assert_eq!(a.log.last_stable_offset(), Offset(1));
+    assert_eq!(committed_fetch(&a, 0).records.iter().map(|r| r.1).collect::<Vec<_>>(), vec![1]);
+    let resp = a.replica.handle_write_txn_markers(&mut a.log, &marker(0, 0, false), 20).expect("valid marker");
+    assert_eq!((resp.error, resp.offset), (None, Some(Offset(3))));
+    sync(&mut a, &mut b, 30);
+    let fetched = committed_fetch(&a, 0);
+    assert_eq!(fetched.last_stable_offset, Offset(4));
+    assert_eq!(fetched.aborted_transactions, vec![(7, 1)]);
+    assert_eq!(fetched.records.last().map(|r| r.4), Some(RecordKind::AbortMarker));
+    // An older coordinator epoch is fenced, as is an older producer epoch.
+    a.replica.handle_write_txn_markers(&mut a.log, &marker(1, 2, true), 40).expect("valid marker");
+    let stale = a.replica.handle_write_txn_markers(&mut a.log, &marker(1, 1, true), 50).expect("valid request");
+    assert_eq!(stale.error, Some(KafkaError::TransactionCoordinatorFenced));
+    let zombie = a.replica.handle_write_txn_markers(&mut a.log, &marker(0, 3, true), 50).expect("valid request");
+    assert_eq!(zombie.error, Some(KafkaError::InvalidProducerEpoch));
 }

@@ -58,10 +58,11 @@ def check_history(history: Sequence[Mapping[str, Any]], final_log: Mapping[int, 
                   committed: Mapping[int, int], true_hw_at: Callable[[int], int],
                   allowance: Callable[[int | None], str | None], idempotent: set[str],
                   step_of: Callable[[int], int | None], resets: Mapping[str, list[int]],
-                  end_ms: int) -> list[Violation]:
+                  end_ms: int, skippable: Mapping[str, set[int]] | None = None) -> list[Violation]:
     """Every history invariant's first failure. ``final_log``: offset -> value of the final
     leader; ``committed``: offset -> value below ``trueHW``; ``resets``: consumer -> times of
-    ``auto.offset.reset`` events."""
+    ``auto.offset.reset`` events; ``skippable``: consumer -> offsets it never receives by
+    design (transaction markers; aborted data for read_committed), which a poll may step over."""
     rep = _Report(step_of)
     acks = [op for op in history if op["f"] == "send" and op["type"] == "ok" and op["offset"] is not None]
     polls = [op for op in history if op["f"] == "poll" and op["type"] == "ok" and op["value"]]
@@ -93,7 +94,12 @@ def check_history(history: Sequence[Mapping[str, Any]], final_log: Mapping[int, 
                  "ops": [x["index"] for x in ops], "processes": [x["process"] for x in ops],
                  "final_log": final_log.get(offset)}, reason)
 
-    # 14: lost write
+    # 14: lost write (a transactional value counts only if its transaction committed: a
+    # read_committed consumer rightly never reads the others)
+    from epochlab.checks.transactions import transactions_from_history
+
+    uncommitted = {v for t in transactions_from_history(history) if t.outcome != "committed"
+                   for v in t.values}
     read_values = {v for op in polls for _, v in op["value"]}
     spans = {}
     for op in polls:
@@ -102,7 +108,7 @@ def check_history(history: Sequence[Mapping[str, Any]], final_log: Mapping[int, 
         spans[op["process"]] = (min(lo, min(offsets)), max(hi, max(offsets)))
     for op in acks:
         a, v = op["offset"], op["value"]
-        if v not in read_values and any(lo <= a < hi for lo, hi in spans.values()):
+        if v not in read_values and v not in uncommitted and any(lo <= a < hi for lo, hi in spans.values()):
             rep.add("lost-write", op["time_ms"], f"value {v} acked at offset {a} was never read, "
                     "though reads covered that offset",
                     {"value": v, "offset": a, "acks": op["acks"], "process": op["process"],
@@ -167,10 +173,15 @@ def check_history(history: Sequence[Mapping[str, Any]], final_log: Mapping[int, 
         for o, _ in op["value"]:
             prev = last.get(process)
             last[process] = (o, op["time_ms"])
-            if prev is None or o == prev[0] + 1:
+            skip = (skippable or {}).get(process, set())
+            if prev is None or o == prev[0] + 1 or (
+                    o > prev[0] and all(x in skip for x in range(prev[0] + 1, o))):
                 continue
             reset = any(prev[1] <= t <= op["time_ms"] for t in resets.get(process, []))
             reason = f"auto.offset.reset moved {process}'s position" if reset else allowance(op["time_ms"])
+            if reason is None and skippable is not None and end_reason and o > prev[0]:
+                reason = (f"{end_reason}; the skipped offsets may have held transaction markers or "
+                          "aborted data in a log that was replaced later")
             name = "nonmonotonic-poll" if o <= prev[0] else "poll-skip"
             rep.add(name, op["time_ms"], f"{process} polled offset {o} right after {prev[0]}",
                     {"process": process, "previous_offset": prev[0], "offset": o,

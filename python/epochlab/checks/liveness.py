@@ -8,7 +8,10 @@ crashed broker and runs the cluster for a bounded time. Then:
 * ``Liveness-Ack``: every send has an outcome (ok, fail or info) once the producers had their
   ``delivery.timeout.ms`` to finish.
 
-Liveness-LSO (26) needs transactions, which the engine does not model.
+* ``Liveness-LSO``: once the transaction coordinator has no transaction in progress (producers
+  stopped; open transactions were aborted by ``transaction.timeout.ms``), the leader's last
+  stable offset equals its HW: no transaction is left hanging on the partition (a data batch
+  that opened a transaction the coordinator does not know about, ``PROTOCOL.md`` 4 item 26).
 """
 
 from __future__ import annotations
@@ -20,9 +23,35 @@ from epochlab.checks.verdict import PROTOCOL, Violation
 if TYPE_CHECKING:
     from epochlab.sim.cluster import Cluster
 
-__all__ = ["LIVENESS_INVARIANTS", "check_liveness", "converged", "convergence_gaps"]
+__all__ = ["LIVENESS_INVARIANTS", "check_liveness", "converged", "convergence_gaps",
+           "hanging_transactions", "lso_settled"]
 
-LIVENESS_INVARIANTS = ("Liveness-Converge", "Liveness-Ack")
+LIVENESS_INVARIANTS = ("Liveness-Converge", "Liveness-Ack", "Liveness-LSO")
+
+
+def hanging_transactions(cluster: Cluster) -> list[tuple[int, int]]:
+    """``(first_offset, producer_id)`` of the transactions open on the acting leader's log
+    while the coordinator has none in progress (empty while it still has some)."""
+    leader = cluster.controller.leader
+    coordinator = getattr(cluster, "coordinator", None)
+    if leader is None or coordinator is None or coordinator.ongoing():
+        return []
+    broker = cluster.brokers[leader]
+    if not broker.alive or broker.replica.role != "leader":
+        return []
+    return [tuple(t) for t in broker.replica.log.ongoing_transactions()]  # type: ignore[misc]
+
+
+def lso_settled(cluster: Cluster) -> bool:
+    """No transaction in progress at the coordinator and LSO = HW on the leader."""
+    leader = cluster.controller.leader
+    coordinator = getattr(cluster, "coordinator", None)
+    if coordinator is not None and coordinator.ongoing():
+        return False
+    if leader is None:
+        return True
+    log = cluster.brokers[leader].replica.log
+    return bool(log.last_stable_offset == log.high_watermark)
 
 
 def convergence_gaps(cluster: Cluster) -> list[str]:
@@ -63,6 +92,19 @@ def check_liveness(cluster: Cluster, step: int | None, healing_ms: int) -> list[
         out.append(Violation("Liveness-Converge", PROTOCOL, step, cluster.now_ms,
                              f"not converged {healing_ms} ms after faults stopped: "
                              + "; ".join(gaps), details))
+    hanging = hanging_transactions(cluster)
+    if hanging:
+        log = cluster.brokers[cluster.controller.leader].replica.log  # type: ignore[index]
+        first, pid = hanging[0]
+        out.append(Violation("Liveness-LSO", PROTOCOL, step, cluster.now_ms,
+                             f"hanging transaction: producer {pid}'s transaction open at offset "
+                             f"{first} on leader {cluster.controller.leader} though the "
+                             "coordinator has no transaction in progress; LSO "
+                             f"{log.last_stable_offset} < HW {log.high_watermark}",
+                             {"leader": cluster.controller.leader, "producer_id": pid,
+                              "first_offset": first, "last_stable_offset": log.last_stable_offset,
+                              "high_watermark": log.high_watermark,
+                              "ongoing": [list(t) for t in hanging]}))
     open_sends = {name: c.pending for name, c in sorted(cluster.clients.items())
                   if hasattr(c, "pending") and c.pending}
     if open_sends:

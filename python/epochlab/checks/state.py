@@ -15,8 +15,9 @@ election, or after more than ``min.insync.replicas - 1`` lossy crashes, is allow
 configuration; everything else is a protocol violation.
 
 Not checkable from state and therefore not here: the per-message halves of Inv-EpochFencing
-(which epoch a fetch carried) and Inv-IsrJoin's HW clause at proposal time; transactions
-(Inv-ProducerFencing, Inv-TxnAtomicity, Liveness-LSO) are not modelled by the engine.
+(which epoch a fetch carried) and Inv-IsrJoin's HW clause at proposal time. Transactions
+(Inv-ProducerFencing, Inv-TxnAtomicity, Liveness-LSO) are judged after the run by
+:mod:`epochlab.checks.transactions` and :mod:`epochlab.checks.liveness`.
 """
 
 from __future__ import annotations

@@ -33,6 +33,10 @@ def add_fuzz_commands(sub: Any) -> None:
     fuzz.add_argument("--json", action="store_true", help="print the summary as JSON")
     fuzz.add_argument("--until-found", action="store_true", help="stop at the first violation")
     fuzz.add_argument("--backend", help="simulator backend passed to Cluster (rust, python, reference)")
+    fuzz.add_argument("--transactions", action="store_true",
+                      help="transactional producers, a read_committed consumer, coordinator faults")
+    fuzz.add_argument("--pre-kip890", action="store_true",
+                      help="model transactions before KIP-890 (implies --transactions)")
     replay = sub.add_parser("replay", help="run a saved schedule and judge it")
     replay.add_argument("schedule")
     replay.add_argument("--out", help="write history.jsonl, verdict.json, state.json here")
@@ -80,6 +84,8 @@ def _fuzz(args: argparse.Namespace) -> int:
 
     generation = _generation(args.generation)
     profile = load_profile(args.config)
+    if args.transactions or args.pre_kip890:
+        profile = profile.with_transactions(pre_kip890=True if args.pre_kip890 else None)
     out = Path(args.out or f"runs/fuzz-{generation.label}-seed{args.seed}")
     if args.engine == "atheris":
         summary = _atheris(args, generation, out)

@@ -44,7 +44,7 @@ def scenario_to_schedule(scenario: Any, generation: Generation | str | int | Non
                 params[key] = [list(v) if isinstance(v, tuple) else v for v in value]
         actions.append({"at_ms": record.executed_at_ms, "op": op, **params})
     return Schedule.from_dict({
-        "format": "epochlab-schedule", "version": 1, "generation": gen.label, "seed": seed,
+        "format": "epochlab-schedule", "version": 2, "generation": gen.label, "seed": seed,
         "healing_ms": healing_ms, "cluster": dict(scenario.cluster),
         "producers": {k: dict(v) for k, v in scenario.producers.items()},
         "consumers": {k: dict(v) for k, v in scenario.consumers.items()},

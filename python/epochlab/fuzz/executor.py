@@ -26,7 +26,9 @@ from epochlab.checks import (
     check_history,
     check_liveness,
     converged,
+    lso_settled,
 )
+from epochlab.checks.transactions import check_transactions
 from epochlab.fuzz.schedule import Action, Schedule
 
 __all__ = ["RunResult", "execute"]
@@ -120,6 +122,12 @@ class _Run:
             self.consumers[p["consumer"]].crash()
         elif op == "restart_consumer":
             self.consumers[p["consumer"]].restart()
+        elif op in ("begin_transaction", "commit_transaction", "abort_transaction"):
+            getattr(self.producers[p["producer"]], op)()
+        elif op == "crash_coordinator":
+            c.crash_coordinator()
+        elif op == "restart_coordinator":
+            c.restart_coordinator()
         else:  # pragma: no cover - the schedule validator knows every op
             raise AssertionError(op)
 
@@ -140,6 +148,8 @@ class _Run:
         for b in sorted(c.brokers):
             if not c.brokers[b].alive:
                 c.restart(b)
+        if not c.coordinator.alive:
+            c.restart_coordinator()
         for consumer in self.consumers.values():
             if not consumer.alive:
                 consumer.restart()
@@ -156,7 +166,9 @@ class _Run:
             self.restart_dead()
             for consumer in self.consumers.values():
                 consumer.poll()
-            done = converged(self.cluster) and not any(p.pending for p in self.producers.values())
+            done = converged(self.cluster) and not any(
+                p.pending or p.transactions_pending for p in self.producers.values()) \
+                and lso_settled(self.cluster)
             stable = stable + 1 if done else 0
             # converged for longer than a controlled shutdown still in flight can take
             if stable >= STABLE_POLLS:
@@ -184,13 +196,37 @@ class _Run:
         log = c.brokers[candidates[0]].replica.log
         out: dict[int, int] = {}
         for batch in log.batches():
+            if batch.is_control:
+                continue
             for i, value in enumerate(batch.records):
                 out[batch.base_offset + i] = value
         return out
 
+    def skippable(self) -> dict[str, set[int]]:
+        """Offsets a consumer legitimately never receives: transaction markers, and for a
+        read_committed consumer the aborted data, on any replica's log."""
+        from epochlab.checks.transactions import read_committed_view
+
+        markers: set[int] = set()
+        aborted: set[int] = set()
+        for b in sorted(self.cluster.brokers):
+            log = self.cluster.brokers[b].replica.log
+            view = read_committed_view(log)
+            lso = log.last_stable_offset
+            for batch in log.batches():
+                offsets = range(batch.base_offset, batch.last_offset + 1)
+                if batch.is_control:
+                    markers.update(offsets)
+                elif batch.is_transactional:
+                    aborted.update(o for o in offsets if o < lso and o not in view)
+        return {n: markers | (aborted if x.config.isolation_level == "read_committed" else set())
+                for n, x in self.consumers.items()}
+
     def committed(self) -> dict[int, int]:
         out: dict[int, int] = {}
         for batch in self.checker.truth.batches():
+            if batch.is_control:
+                continue
             for i, value in enumerate(batch.records):
                 if batch.base_offset + i < self.checker.true_hw:
                     out[batch.base_offset + i] = value
@@ -207,7 +243,16 @@ class _Run:
         violations += check_history([op.to_dict() for op in c.history], self.final_log(),
                                     self.committed(), self.checker.true_hw_at,
                                     self.checker.allowance, idempotent, self.step_of, resets,
-                                    c.now_ms)
+                                    c.now_ms, skippable=self.skippable() if any(
+                                        p.transactional for p in self.producers.values()) else None)
+        leader = c.controller.leader
+        read_committed = {n for n, x in self.consumers.items()
+                          if x.config.isolation_level == "read_committed"}
+        violations += check_transactions(
+            [op.to_dict() for op in c.history],
+            c.brokers[leader].replica.log if leader is not None else None,
+            {b: c.brokers[b].replica.log for b in sorted(c.brokers)}, read_committed,
+            self.checker.allowance, self.step_of, c.now_ms)
         violations += check_liveness(c, len(self.schedule.actions), self.schedule.healing_ms)
         seen: set[str] = set()
         unique = []

@@ -31,7 +31,7 @@ from epochlab.errors import ScheduleError
 from epochlab.fuzz.schedule import DEFAULT_HEALING_MS, Action, Schedule
 from epochlab.generations import Generation
 
-__all__ = ["FAULT_CLASSES", "ByteSource", "FuzzProfile", "RandomSource", "Source",
+__all__ = ["FAULT_CLASSES", "TXN_FAULT_CLASSES", "ByteSource", "FuzzProfile", "RandomSource", "Source",
            "decode_schedule", "generate_schedule", "load_profile"]
 
 #: Fault classes and their weight when enabled (how often an action is drawn from them).
@@ -46,7 +46,11 @@ FAULT_CLASSES: dict[str, int] = {
     "shutdown": 1,         # controlled shutdown
     "client-restart": 1,   # producer / consumer restarts
     "unclean": 0,          # operator-forced unclean elections (off unless configured)
+    "coordinator": 0,      # transaction coordinator crash / restart (transactions profile)
+    "txn-delay": 0,        # delayed produce requests and markers (transactions profile)
 }
+#: Weights of the transactional fault classes when ``FuzzProfile.transactions`` is on.
+TXN_FAULT_CLASSES: dict[str, int] = {"coordinator": 2, "txn-delay": 4}
 DELAYS = (0, 0, 10, 50, 100, 300, 700, 1500, 3000, 6000)
 RECORD_BYTES = 12
 
@@ -122,12 +126,23 @@ class FuzzProfile:
     fault_classes: dict[str, int] = field(default_factory=lambda: dict(FAULT_CLASSES))
     swarm: bool = True
     vary_config: bool = True
+    transactions: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"cluster": self.cluster, "producers": self.producers, "consumers": self.consumers,
                 "actions": self.actions, "healing_ms": self.healing_ms,
                 "fault_classes": self.fault_classes, "swarm": self.swarm,
-                "vary_config": self.vary_config}
+                "vary_config": self.vary_config, "transactions": self.transactions}
+
+    def with_transactions(self, pre_kip890: bool | None = None) -> FuzzProfile:
+        """This profile with transactions on (and the pre-KIP-890 cluster setting if given)."""
+        cluster = dict(self.cluster)
+        if pre_kip890 is not None:
+            cluster["transaction.pre_kip890"] = pre_kip890
+        classes = dict(self.fault_classes)
+        for name, weight in TXN_FAULT_CLASSES.items():
+            classes[name] = classes.get(name) or weight
+        return replace(self, cluster=cluster, fault_classes=classes, transactions=True)
 
 
 def load_profile(path: str | Path | None) -> FuzzProfile:
@@ -159,6 +174,8 @@ def load_profile(path: str | Path | None) -> FuzzProfile:
         classes[name] = weight
     out = replace(base, **{k: v for k, v in data.items() if k != "fault_classes"},
                   fault_classes=classes)
+    if out.transactions:
+        out = out.with_transactions()
     # validate the configs through a trivial schedule
     Schedule.from_dict(_skeleton(Generation.STRICT_MIN_ISR, 0, out, out.cluster, out.producers, []), where)
     return out
@@ -167,9 +184,9 @@ def load_profile(path: str | Path | None) -> FuzzProfile:
 def _skeleton(generation: Generation, seed: int, profile: FuzzProfile, cluster: dict[str, Any],
               producers: dict[str, Any], actions: list[dict[str, Any]],
               origin: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"format": "epochlab-schedule", "version": 1, "generation": generation.label,
+    return {"format": "epochlab-schedule", "version": 2, "generation": generation.label,
             "seed": seed, "healing_ms": profile.healing_ms, "cluster": cluster,
-            "producers": producers, "consumers": profile.consumers, "actions": actions,
+            "producers": producers, "consumers": _consumers(profile), "actions": actions,
             "origin": origin or {}}
 
 
@@ -185,12 +202,17 @@ class _Builder:
         self.classes = classes
         self.down: set[int] = set()
         self.now = 0
+        self.txn_producers = [p for p in producers if p in TXN_PRODUCERS] if profile.transactions else []
+        self.in_txn: set[str] = set()
 
     def action(self, src: Source) -> dict[str, Any] | None:
         self.now += src.pick(DELAYS)
         kind = src.below(100)
         if kind < 45 and self.producers:
-            return self._at(op="produce", producer=src.pick(self.producers), count=1 + src.below(3))
+            producer = src.pick(self.producers)
+            if producer in self.txn_producers:
+                return self._txn(producer, src)
+            return self._at(op="produce", producer=producer, count=1 + src.below(3))
         if kind < 55 and self.consumers:
             consumer = src.pick(self.consumers)
             return self._at(op="commit" if src.chance(20) else "consume", consumer=consumer)
@@ -200,6 +222,17 @@ class _Builder:
 
     def _at(self, **params: Any) -> dict[str, Any]:
         return {"at_ms": self.now, **params}
+
+    def _txn(self, producer: str, src: Source) -> dict[str, Any]:
+        """Begin when no transaction is open; else mostly sends, sometimes commit or abort."""
+        if producer not in self.in_txn:
+            self.in_txn.add(producer)
+            return self._at(op="begin_transaction", producer=producer)
+        choice = src.below(10)
+        if choice < 6:
+            return self._at(op="produce", producer=producer, count=1 + src.below(3))
+        self.in_txn.discard(producer)
+        return self._at(op="commit_transaction" if choice < 9 else "abort_transaction", producer=producer)
 
     def _fault(self, cls: str, src: Source) -> dict[str, Any]:
         b = src.pick(self.brokers)
@@ -243,8 +276,20 @@ class _Builder:
                 return self._at(op=src.pick(("restart_consumer", "crash_consumer")),
                                 consumer=src.pick(self.consumers))
             if self.producers:
-                return self._at(op="restart_producer", producer=src.pick(self.producers))
+                producer = src.pick(self.producers)
+                self.in_txn.discard(producer)
+                return self._at(op="restart_producer", producer=producer)
             return self._at(op="heal")
+        if cls == "coordinator":
+            return self._at(op="crash_coordinator" if src.chance(50) else "restart_coordinator")
+        if cls == "txn-delay":
+            hi = src.pick((5000, 20000, 40000))
+            if self.txn_producers and src.chance(85):
+                return self._at(op="set_link", a=src.pick(self.txn_producers), b=b,
+                                delay_ms=[hi // 2, hi], drop=0.0, duplicate=0.0,
+                                reorder=src.chance(30))
+            return self._at(op="set_link", a="coordinator", b=b, delay_ms=[hi // 2, hi],
+                            drop=0.0, duplicate=0.0, reorder=src.chance(30))
         raise AssertionError(cls)  # pragma: no cover
 
 
@@ -265,6 +310,30 @@ def _configure(src: Source, profile: FuzzProfile) -> tuple[dict[str, Any], dict[
         producers["p3"] = {"acks": "all", "enable.idempotence": True, "request.timeout.ms": 3000,
                            "delivery.timeout.ms": 15000}
     return cluster, producers
+
+
+def _configure_transactions(src: Source, profile: FuzzProfile, cluster: dict[str, Any],
+                            producers: dict[str, Any]) -> None:
+    if not profile.transactions:
+        return
+    shared = src.chance(30)
+    for name in TXN_PRODUCERS:
+        tid = "tx-1" if shared or name == "t1" else "tx-2"
+        producers.setdefault(name, {"acks": "all", "transactional.id": tid,
+                                    "request.timeout.ms": 3000, "delivery.timeout.ms": 10000,
+                                    "transaction.timeout.ms": 10000})
+    cluster.setdefault("transaction.abort.timed.out.transaction.cleanup.interval.ms", 2000)
+
+
+TXN_PRODUCERS = ("t1", "t2")
+
+
+def _consumers(profile: FuzzProfile) -> dict[str, Any]:
+    consumers = {k: dict(v) for k, v in profile.consumers.items()}
+    if profile.transactions:
+        consumers.setdefault("rc", {"auto.offset.reset": "earliest",
+                                    "isolation.level": "read_committed"})
+    return consumers
 
 
 def _swarm(src: Source, profile: FuzzProfile) -> dict[str, int]:
@@ -288,9 +357,10 @@ def generate_schedule(seed: int, generation: Generation | str | int,
     generation = Generation.parse(generation)
     src = RandomSource(seed)
     cluster, producers = _configure(src, profile)
+    _configure_transactions(src, profile, cluster, producers)
     classes = _swarm(src, profile)
     builder = _Builder(profile, list(cluster.get("brokers", [1, 2, 3])), sorted(producers),
-                       sorted(profile.consumers), classes)
+                       sorted(_consumers(profile)), classes)
     actions = [a for a in (builder.action(src) for _ in range(profile.actions)) if a is not None]
     return _finish(generation, seed, profile, cluster, producers, actions,
                    {"engine": "random", "seed": seed, "fault_classes": sorted(classes)})
@@ -306,10 +376,11 @@ def decode_schedule(data: bytes, generation: Generation | str | int,
     header = src.record(16)
     seed = header.below(65536)
     cluster, producers = _configure(header, profile)
+    _configure_transactions(header, profile, cluster, producers)
     classes = _swarm(header, profile)
     builder = _Builder(profile, list(cluster.get("brokers", [1, 2, 3])), sorted(producers),
-                       sorted(profile.consumers), classes)
-    actions = []
+                       sorted(_consumers(profile)), classes)
+    actions: list[dict[str, Any]] = []
     while src.remaining() > 0 and len(actions) < max_actions:
         action = builder.action(src.record(RECORD_BYTES))
         if action is not None:

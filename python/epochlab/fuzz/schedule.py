@@ -3,13 +3,19 @@
 A :class:`Schedule` is a versioned, printable list of timed client operations and faults plus
 the configuration they run against. The JSON form (``docs/fuzzing.md``)::
 
-    {"format": "epochlab-schedule", "version": 1,
+    {"format": "epochlab-schedule", "version": 2,
      "generation": "kip-101", "seed": 7, "healing_ms": 60000,
      "cluster": {"min.insync.replicas": 2, "unclean.leader.election.enable": false},
      "producers": {"p1": {"acks": "all"}}, "consumers": {"c1": {}},
      "actions": [{"at_ms": 120, "op": "produce", "producer": "p1", "count": 1},
                  {"at_ms": 900, "op": "crash", "broker": 2, "lose_unflushed": true}],
      "origin": {"engine": "random", "seed": 7}}
+
+Versions: 2 adds the transactional operations (:data:`V2_OPS`: ``begin_transaction``,
+``commit_transaction``, ``abort_transaction``, ``crash_coordinator``, ``restart_coordinator``;
+``set_link`` and ``partition`` also accept the node ``"coordinator"``). Version 1 files are
+still read; a schedule is written as version 1 when it uses none of them (so version-1 output
+stays byte-identical), else as version 2.
 
 ``at_ms`` is absolute virtual time and never decreases along ``actions``. ``origin`` is
 free-form provenance (which engine, seed or scenario produced it); it never changes what a run
@@ -25,7 +31,11 @@ does. Every malformed input raises :class:`~epochlab.errors.ScheduleError` namin
 * crashes with no loss, with loss of the unflushed tail (``lose_unflushed``) and the stale HW
   checkpoint every restart reads (``restart``);
 * clean vs unclean election (``elect`` with ``unclean``; the cluster setting), ``acks``,
-  ``min.insync.replicas``; producer retries, restarts (epoch bumps), consumer crash/restart.
+  ``min.insync.replicas``; producer retries, restarts (epoch bumps), consumer crash/restart;
+* transactions (version 2): begin / commit / abort, producer restarts with the same
+  transactional.id (``restart_producer``), coordinator crash and restart, delayed produce
+  requests and delayed markers (``set_link`` between a producer or ``"coordinator"`` and a
+  broker).
 """
 
 from __future__ import annotations
@@ -38,10 +48,12 @@ from typing import Any, Mapping
 from epochlab.errors import ConfigError, ScheduleError
 from epochlab.generations import Generation
 
-__all__ = ["FORMAT", "OPS", "VERSION", "Action", "Schedule", "load_schedule"]
+__all__ = ["FORMAT", "OPS", "READ_VERSIONS", "V2_OPS", "VERSION", "Action", "Schedule",
+           "load_schedule"]
 
 FORMAT = "epochlab-schedule"
-VERSION = 1
+VERSION = 2
+READ_VERSIONS = (1, 2)
 DEFAULT_HEALING_MS = 60000
 MAX_VALUES = 1000
 
@@ -68,7 +80,16 @@ OPS: dict[str, dict[str, tuple[str, bool, Any]]] = {
     "restart_producer": {"producer": ("producer", True, None)},
     "crash_consumer": {"consumer": ("consumer", True, None)},
     "restart_consumer": {"consumer": ("consumer", True, None)},
+    "begin_transaction": {"producer": ("producer", True, None)},
+    "commit_transaction": {"producer": ("producer", True, None)},
+    "abort_transaction": {"producer": ("producer", True, None)},
+    "crash_coordinator": {},
+    "restart_coordinator": {},
 }
+
+#: Operations that need schedule format version 2.
+V2_OPS = frozenset({"begin_transaction", "commit_transaction", "abort_transaction",
+                    "crash_coordinator", "restart_coordinator"})
 
 #: Fault classes for swarm testing and reports: op -> class.
 FAULT_CLASS: dict[str, str] = {
@@ -77,7 +98,9 @@ FAULT_CLASS: dict[str, str] = {
     "isolate": "partition", "slow_follower": "slow", "set_link": "link", "elect": "election",
     "elect_preferred": "election", "controlled_shutdown": "shutdown",
     "restart_producer": "client-restart", "crash_consumer": "client-restart",
-    "restart_consumer": "client-restart",
+    "restart_consumer": "client-restart", "begin_transaction": "client",
+    "commit_transaction": "client", "abort_transaction": "client",
+    "crash_coordinator": "coordinator", "restart_coordinator": "coordinator",
 }
 
 
@@ -118,8 +141,16 @@ class Schedule:
     origin: dict[str, Any] = field(default_factory=dict)
 
     # -- JSON ---------------------------------------------------------------------------------
+    @property
+    def version(self) -> int:
+        """1 unless an action needs version 2 (module doc)."""
+        uses_v2 = any(a.op in V2_OPS or "coordinator" in (a.params.get("a"), a.params.get("b"))
+                      or any("coordinator" in g for g in a.params.get("groups") or ())
+                      for a in self.actions)
+        return 2 if uses_v2 else 1
+
     def to_dict(self) -> dict[str, Any]:
-        return {"format": FORMAT, "version": VERSION, "generation": self.generation.label,
+        return {"format": FORMAT, "version": self.version, "generation": self.generation.label,
                 "seed": self.seed, "healing_ms": self.healing_ms, "cluster": dict(self.cluster),
                 "producers": {k: dict(v) for k, v in self.producers.items()},
                 "consumers": {k: dict(v) for k, v in self.consumers.items()},
@@ -160,9 +191,10 @@ class Schedule:
                 raise v.fail(str(key), "one of " + ", ".join(sorted(known)), key)
         if data.get("format") != FORMAT:
             raise v.fail("format", repr(FORMAT), data.get("format"))
-        if data.get("version") != VERSION:
-            raise v.fail("version", f"{VERSION} (this build reads version {VERSION} only)",
-                         data.get("version"))
+        version = data.get("version")
+        if isinstance(version, bool) or version not in READ_VERSIONS:
+            raise v.fail("version", f"one of {list(READ_VERSIONS)} (the versions this build reads)",
+                         version)
         try:
             generation = Generation.parse(data.get("generation"))
         except ConfigError:
@@ -177,6 +209,9 @@ class Schedule:
         _check_configs(v, cluster, producers, consumers)
         brokers = list(cluster.get("brokers", [1, 2, 3]))
         v.nodes = {"controller", *brokers, *producers, *consumers}
+        if version >= 2:
+            v.nodes.add("coordinator")
+        v.version = int(version)
         v.brokers, v.producers, v.consumers = set(brokers), set(producers), set(consumers)
         raw = data.get("actions", [])
         if not isinstance(raw, list):
@@ -239,6 +274,7 @@ class _Validator:
         self.brokers: set[int] = set()
         self.producers: set[str] = set()
         self.consumers: set[str] = set()
+        self.version = VERSION
 
     def fail(self, path: str, expected: str, got: Any) -> ScheduleError:
         shown = repr(got)
@@ -272,6 +308,9 @@ class _Validator:
         if op not in OPS:
             raise self.fail(f"{path}.op", "one of " + ", ".join(sorted(OPS)), op)
         spec = OPS[op]
+        if op in V2_OPS and self.version < 2:
+            raise self.fail(f"{path}.op", "an operation of schedule version 1 (this one needs "
+                            "\"version\": 2)", op)
         for key in sorted(item, key=str):
             if key not in spec and key not in ("at_ms", "op"):
                 raise self.fail(f"{path}.{key}", f"a parameter of {op}: "
@@ -327,7 +366,8 @@ class _Validator:
             return value
         if type_ == "node":
             if isinstance(value, bool) or value not in self.nodes:
-                raise self.fail(path, "a broker id, 'controller' or a client name", value)
+                raise self.fail(path, "a broker id, 'controller', 'coordinator' (version 2) or a "
+                                "client name", value)
             return value
         if type_ == "groups":
             if not isinstance(value, list) or not all(isinstance(g, list) for g in value):

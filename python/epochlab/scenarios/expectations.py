@@ -363,6 +363,40 @@ def _event_seen(p: dict, facts: Facts) -> tuple[bool, str]:
     return False, f"no engine event contains {p['text']!r} ({len(facts.events)} events)"
 
 
+def _consumer_polled(p: dict, facts: Facts) -> tuple[bool, str]:
+    polls = [op for op in facts.history if op.get("process") == p["consumer"]
+             and op.get("f") == "poll" and op.get("type") == "ok"]
+    if len(polls) < p["poll"]:
+        return False, f"{p['consumer']} polled only {len(polls)} times"
+    got = [v for _o, v in polls[p["poll"] - 1].get("value") or ()]
+    return got == list(p["values"]), f"poll {p['poll']} of {p['consumer']} delivered {got}"
+
+
+_FENCED = ("INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED")
+
+
+def _txn_outcome(p: dict, facts: Facts) -> tuple[bool, str]:
+    values = list(p["values"])
+    ends = [op for op in facts.history if op.get("process") == p["producer"]
+            and op.get("f") in ("commit_txn", "abort_txn") and op.get("type") != "invoke"
+            and list(op.get("value") or ()) == values]
+    if not ends:
+        return False, f"no commit/abort outcome of {p['producer']}'s transaction {values}"
+    last = ends[-1]
+    got = {("commit_txn", "ok"): "committed", ("abort_txn", "ok"): "aborted"}.get(
+        (last["f"], last["type"]), "fenced" if last.get("error") in _FENCED else "failed")
+    return got == p["outcome"], (f"{p['producer']}'s transaction {values}: {last['f']} "
+                                 f"{last['type']}" + (f" {last['error']}" if last.get("error") else ""))
+
+
+def _lso(p: dict, facts: Facts, snap: Snapshot) -> tuple[bool, str]:
+    r = snap.replica(p["broker"]) if p.get("broker") is not None else snap.leader_replica()
+    if r is None:
+        return False, "no such replica"
+    return r.last_stable_offset == p["value"], (f"broker {r.broker} LSO {r.last_stable_offset} "
+                                                f"(HW {r.high_watermark})")
+
+
 def _short(values: list[int]) -> str:
     return "[" + " ".join(f"m{v}" for v in values) + "]" if len(values) <= 12 else (
         f"[{len(values)} records]")
@@ -394,4 +428,7 @@ _KINDS: dict[str, Callable[..., tuple[bool, str]]] = {
     "inconsistent_offsets": _inconsistent,
     "consistent_offsets": _consistent,
     "event_seen": _event_seen,
+    "consumer_polled": _consumer_polled,
+    "txn_outcome": _txn_outcome,
+    "lso": _lso,
 }

@@ -216,6 +216,8 @@ def _check_expectation(kind: str, params: dict[str, Any], path: str, where: str)
         if len(params["offsets"]) != len(params["values"]):
             raise _err(where, f"{path}.offsets", f"{len(params['values'])} offsets (one per value)",
                        params["offsets"])
+    if kind == "txn_outcome" and params["outcome"] not in ("committed", "aborted", "fenced"):
+        raise _err(where, f"{path}.outcome", '"committed", "aborted" or "fenced"', params["outcome"])
     if kind == "unavailable_ms_between" and params.get("max") is not None:
         if params["max"] < params["min"]:
             raise _err(where, f"{path}.max", f"an integer >= min ({params['min']})", params["max"])
@@ -294,9 +296,10 @@ def _broker_list(v: Any, path: str, ctx: _Context) -> list[int]:
 
 def _node(v: Any, path: str, ctx: _Context) -> int | str:
     if isinstance(v, str):
-        if v == "controller" or v in ctx.producers or v in ctx.consumers:
+        if v in ("controller", "coordinator") or v in ctx.producers or v in ctx.consumers:
             return v
-        raise _err(ctx.where, path, "a broker id, \"controller\" or a declared client name", v)
+        raise _err(ctx.where, path, "a broker id, \"controller\", \"coordinator\" or a declared "
+                   "client name", v)
     return _broker(v, path, ctx)
 
 
@@ -425,7 +428,7 @@ def _table(raw: Any, path: str, where: str) -> dict[str, Any]:
 def _clients(raw: Any, path: str, where: str) -> dict[str, dict[str, Any]]:
     table = _table(raw, path, where)
     for name, config in table.items():
-        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", name) or name == "controller":
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", name) or name in ("controller", "coordinator"):
             raise _err(where, f"{path}.{name}", "a client name (letters, digits, '_', '-')", name)
         _table(config, f"{path}.{name}", where)
     return {k: dict(v) for k, v in table.items()}

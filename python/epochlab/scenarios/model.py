@@ -110,6 +110,12 @@ ACTIONS: dict[str, tuple[Param, ...]] = {
         _p("required", "bool", "a timeout fails the run's verdict", default=True),
     ),
     "restart_producer": (_p("producer", "producer", required=True),),
+    "begin_transaction": (_p("producer", "producer", "needs transactional.id", required=True),),
+    "commit_transaction": (_p("producer", "producer", "asynchronous: see transactions_done",
+                              required=True),),
+    "abort_transaction": (_p("producer", "producer", required=True),),
+    "crash_coordinator": (),
+    "restart_coordinator": (),
     "crash_consumer": (_p("consumer", "consumer", required=True),),
     "restart_consumer": (_p("consumer", "consumer", required=True),),
     "note": (_p("text", "str", required=True),),
@@ -125,6 +131,8 @@ CONDITIONS: dict[str, Param] = {
     "high_watermark_at_least": _p("high_watermark_at_least", "int", "the leader's HW"),
     "in_sync": _p("in_sync", "bool", "every live replica has the leader's LEO and HW"),
     "sends_done": _p("sends_done", "producer", "every send of this producer has an outcome"),
+    "transactions_done": _p("transactions_done", "producer",
+                            "every transaction this producer began has finished"),
 }
 
 #: expectation kind -> parameters. Every expectation also takes ``generations``,
@@ -165,6 +173,11 @@ EXPECTATIONS: dict[str, tuple[Param, ...]] = {
         _p("values", "values", required=True),
     ),
     "consumer_within_hw": (_p("consumer", "consumer", required=True),),
+    "consumer_polled": (
+        _p("consumer", "consumer", required=True),
+        _p("poll", "pos_int", "1 = the consumer's first poll", required=True),
+        _p("values", "values", "exactly these values, in order", required=True),
+    ),
     "consumer_saw_truncated": (
         _p("consumer", "consumer", required=True),
         _p("values", "values", "default: any"),
@@ -206,6 +219,15 @@ EXPECTATIONS: dict[str, tuple[Param, ...]] = {
     ),
     "inconsistent_offsets": (_p("offsets", "offsets", "default: any offset"),),
     "consistent_offsets": (),
+    "txn_outcome": (
+        _p("producer", "producer", required=True),
+        _p("values", "values", "the values sent in the transaction", required=True),
+        _p("outcome", "str", '"committed", "aborted" or "fenced"', required=True),
+    ),
+    "lso": (
+        _p("value", "int", required=True),
+        _p("broker", "broker", "default: the leader"),
+    ),
     "event_seen": (
         _p("text", "str", "a substring of an engine event message", required=True),
         _p("event_kind", "str", "the event's kind (crash, election, replica, ...)"),
@@ -215,7 +237,7 @@ EXPECTATIONS: dict[str, tuple[Param, ...]] = {
 #: kinds evaluated against one state snapshot (the final one, or the one after ``after_step``).
 STATE_KINDS = frozenset(
     {"lost", "present", "duplicated", "not_duplicated", "log", "leader", "offline", "isr",
-     "hw", "leo", "logs_match", "logs_diverge"}
+     "hw", "leo", "lso", "logs_match", "logs_diverge"}
 )
 
 

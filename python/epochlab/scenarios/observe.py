@@ -31,6 +31,7 @@ class ReplicaView:
     log_end_offset: int
     high_watermark: int
     batches: tuple[Batch, ...]
+    last_stable_offset: int = 0
 
     def records(self) -> list[tuple[int, int, int]]:
         """``(offset, epoch, value)`` for every record, in offset order."""
@@ -109,6 +110,7 @@ def _replica(r: Any) -> ReplicaView:
         log_end_offset=int(_get(r, "log_end_offset", 0) or 0),
         high_watermark=int(_get(r, "high_watermark", 0) or 0),
         batches=tuple(_batch(b) for b in (_get(r, "batches", ()) or ())),
+        last_stable_offset=int(_get(r, "last_stable_offset", _get(r, "high_watermark", 0)) or 0),
     )
 
 

@@ -230,6 +230,7 @@ def _holds(cond: dict[str, Any], snap: Snapshot, d: _Driver) -> bool:
         and snap.leader_replica().high_watermark >= h,  # type: ignore[union-attr]
         "in_sync": lambda v: _in_sync(snap) == v,
         "sends_done": lambda name: _sends_done(d, name),
+        "transactions_done": lambda name: not d.clients.producers[name].transactions_pending,
     }
     return all(checks[k](v) for k, v in cond.items())
 
@@ -290,6 +291,11 @@ _ACTIONS: dict[str, Callable[[_Driver, dict[str, Any]], str]] = {
     "wait": _wait,
     "wait_until": _wait_until,
     "restart_producer": _simple(lambda d, p: d.clients.producers[p["producer"]].restart()),
+    "begin_transaction": _simple(lambda d, p: d.clients.producers[p["producer"]].begin_transaction()),
+    "commit_transaction": _simple(lambda d, p: d.clients.producers[p["producer"]].commit_transaction()),
+    "abort_transaction": _simple(lambda d, p: d.clients.producers[p["producer"]].abort_transaction()),
+    "crash_coordinator": _simple(lambda d, p: d.cluster.crash_coordinator()),
+    "restart_coordinator": _simple(lambda d, p: d.cluster.restart_coordinator()),
     "crash_consumer": _simple(lambda d, p: d.clients.consumers[p["consumer"]].crash()),
     "restart_consumer": _simple(lambda d, p: d.clients.consumers[p["consumer"]].restart()),
     "note": _simple(lambda d, p: None),

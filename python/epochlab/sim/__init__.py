@@ -9,7 +9,10 @@ Modules, bottom-up:
   :mod:`~epochlab.sim.replica_leader`, follower side in :mod:`~epochlab.sim.replica_follower`)
 * :mod:`~epochlab.sim.broker` - a broker node: timers, purgatories, fetcher
 * :mod:`~epochlab.sim.controller` - failure detection, elections, ISR, epochs
-* :mod:`~epochlab.sim.clients` - :class:`Producer`, :class:`Consumer`
+* :mod:`~epochlab.sim.coordinator` - the transaction coordinator (``__transaction_state``,
+  InitProducerId, AddPartitionsToTxn, EndTxn, markers)
+* :mod:`~epochlab.sim.clients` - :class:`Producer` (transactions in
+  :mod:`~epochlab.sim.producer_txn`), :class:`Consumer`
 * :mod:`~epochlab.sim.history`, :mod:`~epochlab.sim.state` - observation
 * :mod:`~epochlab.sim.cluster` - the :class:`Cluster` facade
 """

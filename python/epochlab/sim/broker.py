@@ -13,6 +13,17 @@ leadership is lost); follower fetches that find no data wait up to
 minBytes = 1: a HW change alone does not complete it, so followers learn the HW one round
 trip late).
 
+Transactions (1.12): WriteTxnMarkers from the coordinator is appended by the replica and
+answered, like an acks=all produce, once the HW is past the marker (or with
+REQUEST_TIMED_OUT after ``MARKER_TIMEOUT_MS``). With KIP-890 (``cluster.kip890``) the first
+transactional write of a producer to the partition (no transaction of that producer open in the
+log) is verified first: the broker records a verification guard for the producer id, asks the
+coordinator (AddPartitionsToTxn with ``verify_only``) and appends only if the answer is OK and
+the guard is still there; any marker written for the producer clears the guard (Kafka's
+``VerificationGuard``), so a verification that raced with the end of the transaction cannot open
+a new one. A failed verification answers INVALID_TXN_STATE; a coordinator that does not answer
+within the request's timeout, NOT_ENOUGH_REPLICAS (retriable, as Kafka maps it for old clients).
+
 Zombies: a leader cut off from the controller keeps serving in its old epoch until a newer
 LeaderAndIsr reaches it; nothing here consults global state. A follower whose leader is down
 gets "connection refused" at once and backs off (a partitioned leader is only noticed by the
@@ -43,6 +54,10 @@ from epochlab.sim.messages import (
     OffsetsForLeaderEpochResponse,
     ProduceRequest,
     ProduceResponse,
+    AddPartitionsToTxnRequest,
+    TxnCoordinatorResponse,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
 )
 from epochlab.sim.replica import Replica
 
@@ -75,6 +90,7 @@ __all__ = ["Broker"]
 
 REPLICA_REQUEST_TIMEOUT_MS = 30000
 CONTROLLED_SHUTDOWN_TIMEOUT_MS = 5000
+MARKER_TIMEOUT_MS = 30000
 
 
 class Broker:
@@ -94,6 +110,10 @@ class Broker:
         self._fetch_timer: Timer | None = None
         self._parked_fetches: list[tuple[int, FetchRequest, Timer]] = []
         self._parked_produces: list[tuple[int, ProduceRequest, Timer, ProduceResponse]] = []
+        self._parked_markers: list[tuple[int, WriteTxnMarkersRequest, Timer, str]] = []
+        self._guards: dict[int, int] = {}                 # producer id -> verification token
+        self._verifying: dict[int, tuple[ProduceRequest, int, Timer]] = {}
+        self._tokens = 0
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self) -> None:
@@ -119,6 +139,7 @@ class Broker:
         self.cluster.network.set_alive(self.broker_id, False)
         self._parked_fetches.clear()
         self._parked_produces.clear()
+        self._clear_transactional()
         lost = self.replica.crash(lose_unflushed)
         self.cluster.log_event("crash", f"broker {self.broker_id} crashed"
                                + (f", lost {lost} unflushed records" if lose_unflushed else ""))
@@ -133,6 +154,8 @@ class Broker:
         self.clean_shutdown = True
         self.cluster.network.set_alive(self.broker_id, False)
         self._parked_fetches.clear()
+        self._answer_parked_markers(force_error="NOT_LEADER_OR_FOLLOWER")
+        self._clear_transactional()
         self.replica.clean_shutdown()
         self.cluster.log_event("shutdown", f"broker {self.broker_id} shut down cleanly")
 
@@ -312,7 +335,106 @@ class Broker:
     # -- leader: produce --------------------------------------------------------------------
     def on_produce(self, req: ProduceRequest, src: object) -> None:
         """Append as leader; answer at once (acks=1, errors), never (acks=0) or when the HW
-        covers the batch (acks=all, purgatory)."""
+        covers the batch (acks=all, purgatory). A transactional first write is verified first
+        with KIP-890 (module doc)."""
+        if self._needs_verification(req):
+            self._verify(req)
+            return
+        self._append_produce(req)
+
+    def _needs_verification(self, req: ProduceRequest) -> bool:
+        if not (self.cluster.kip890 and req.is_transactional and req.producer_id is not None):
+            return False
+        if self.replica.role != "leader":
+            return False
+        return all(pid != req.producer_id for _, pid in self.replica.log.ongoing_transactions())
+
+    def _verify(self, req: ProduceRequest) -> None:
+        assert req.producer_id is not None and req.producer_epoch is not None
+        self._tokens += 1
+        token = self._tokens
+        guard = self._guards.setdefault(req.producer_id, token)
+        inc = self.incarnation
+        timer = self.cluster.kernel.schedule(
+            req.timeout_ms, lambda: self._if_alive(inc, lambda: self._verification_timeout(token)))
+        self._verifying[token] = (req, guard, timer)
+        self.cluster.post(self.broker_id, "coordinator", "on_add_partitions_to_txn",
+                          AddPartitionsToTxnRequest(str(self.broker_id), token, req.transactional_id or "",
+                                                    req.producer_id, req.producer_epoch,
+                                                    self.cluster.topic_partition, verify_only=True))
+
+    def _verification_timeout(self, token: int) -> None:
+        entry = self._verifying.pop(token, None)
+        if entry is not None:
+            req = entry[0]
+            self.cluster.post(self.broker_id, req.client, "on_produce_response",
+                              ProduceResponse(req.request_id, "NOT_ENOUGH_REPLICAS"))
+
+    def on_verify_response(self, resp: TxnCoordinatorResponse, src: object) -> None:
+        entry = self._verifying.pop(resp.request_id, None)
+        if entry is None:
+            return
+        req, guard, timer = entry
+        timer.cancel()
+        assert req.producer_id is not None
+        if resp.error is None and self._guards.get(req.producer_id) == guard:
+            self._append_produce(req)
+            return
+        error = resp.error or "INVALID_TXN_STATE"
+        self.cluster.log_event("replica", f"broker {self.broker_id}: transaction verification "
+                               f"rejects produce from {req.client} (producer {req.producer_id} "
+                               f"epoch {req.producer_epoch}): {error}")
+        self.cluster.post(self.broker_id, req.client, "on_produce_response",
+                          ProduceResponse(req.request_id, error))
+
+    def _clear_transactional(self) -> None:
+        for _, _, timer in self._verifying.values():
+            timer.cancel()
+        self._verifying.clear()
+        self._guards.clear()
+        for _, _, timer, _ in self._parked_markers:
+            timer.cancel()
+        self._parked_markers.clear()
+
+    def on_write_txn_markers(self, req: WriteTxnMarkersRequest, src: object) -> None:
+        """Append a COMMIT/ABORT marker; answer when the HW covers it (acks=all)."""
+        resp = self.replica.handle_write_txn_markers(req, self.cluster.now_ms)
+        self._drain_events()
+        self._guards.pop(req.producer_id, None)
+        if resp.error is not None:
+            self.cluster.post(self.broker_id, "coordinator", "on_write_txn_markers_response", resp)
+            return
+        assert resp.offset is not None
+        self._answer_parked_fetches()
+        inc = self.incarnation
+        timer = self.cluster.kernel.schedule(
+            MARKER_TIMEOUT_MS, lambda: self._if_alive(inc, lambda: self._expire_marker(req)))
+        self._parked_markers.append((resp.offset + 1, req, timer, str(src)))
+        self._check_parked_produces()
+
+    def _expire_marker(self, req: WriteTxnMarkersRequest) -> None:
+        for i, (_, parked, _timer, dst) in enumerate(self._parked_markers):
+            if parked is req:
+                del self._parked_markers[i]
+                self.cluster.post(self.broker_id, dst, "on_write_txn_markers_response",
+                                  WriteTxnMarkersResponse(req.request_id, "REQUEST_TIMED_OUT"))
+                return
+
+    def _answer_parked_markers(self, force_error: str | None) -> None:
+        waiting = []
+        for entry in self._parked_markers:
+            required, req, timer, dst = entry
+            done, error = (True, force_error) if force_error else self.replica.produce_completion(required)
+            if not done:
+                waiting.append(entry)
+                continue
+            timer.cancel()
+            offset = required - 1 if error is None else None
+            self.cluster.post(self.broker_id, dst, "on_write_txn_markers_response",
+                              WriteTxnMarkersResponse(req.request_id, error, offset))
+        self._parked_markers = waiting
+
+    def _append_produce(self, req: ProduceRequest) -> None:
         resp = self.replica.handle_produce(req, self.cluster.now_ms)
         self._drain_events()
         if resp.error is None and not resp.duplicate:
@@ -341,6 +463,8 @@ class Broker:
 
     def _check_parked_produces(self) -> None:
         self._answer_parked_produces(force_error=None)
+        if self._parked_markers:
+            self._answer_parked_markers(force_error=None)
 
     def _answer_parked_produces(self, force_error: str | None) -> None:
         waiting: list[tuple[int, ProduceRequest, Timer, ProduceResponse]] = []

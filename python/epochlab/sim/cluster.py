@@ -24,6 +24,7 @@ from epochlab.sim.broker import Broker
 from epochlab.sim.clients import Consumer, Producer
 from epochlab.sim.config import ClusterConfig, ConsumerConfig, ProducerConfig
 from epochlab.sim.controller import Controller
+from epochlab.sim.coordinator import TransactionCoordinator
 from epochlab.sim.history import Event, HistoryOp, history_to_jsonl
 from epochlab.sim.kernel import Kernel
 from epochlab.sim.network import Network, Node
@@ -72,6 +73,12 @@ class Cluster:
         self.clients: dict[str, Producer | Consumer] = {}
         self.network.set_alive("controller", True)
         self.controller = Controller(self, config, self.generation)
+        pre = config.transaction_pre_kip890
+        #: KIP-890 (partition verification, epoch bump per transaction): the latest
+        #: generation's default; ``transaction.pre_kip890`` overrides it.
+        self.kip890 = (self.generation == max(Generation)) if pre is None else not pre
+        self.coordinator = TransactionCoordinator(
+            self, self.kip890, config.transaction_abort_timed_out_transaction_cleanup_interval_ms)
         self.brokers: dict[int, Broker] = {b: Broker(self, b, config, self.generation, backend)
                                            for b in config.brokers}
         self.trace_recorder: Any = None
@@ -84,6 +91,7 @@ class Cluster:
                 recording.append(self)
         for broker in self.brokers.values():
             broker.start()
+        self.coordinator.start()
         self.log_event("controller", f"controller: initial leader {self.controller.leader} "
                        f"epoch 0 ISR {list(self.controller.isr)} ({self.generation.label})")
 
@@ -95,6 +103,8 @@ class Cluster:
     def node(self, name: Node) -> Any:
         if name == "controller":
             return self.controller
+        if name == "coordinator":
+            return self.coordinator
         if isinstance(name, int):
             return self.brokers[name]
         return self.clients[name]
@@ -106,7 +116,7 @@ class Cluster:
         self.network.send(src, dst, lambda: getattr(self.node(dst), method)(msg, src), kind)
 
     def _known(self, name: Node) -> bool:
-        return name == "controller" or name in self.brokers or name in self.clients
+        return name in ("controller", "coordinator") or name in self.brokers or name in self.clients
 
     def log_event(self, kind: str, message: str) -> None:
         self.events.append(Event(self.now_ms, kind, message))
@@ -136,7 +146,8 @@ class Cluster:
         return client
 
     def _check_client_name(self, name: str) -> None:
-        if not isinstance(name, str) or not name or name == "controller" or name in self.clients:
+        if not isinstance(name, str) or not name or name in ("controller", "coordinator") \
+                or name in self.clients:
             raise ScenarioError(f"client name {name!r} is empty, reserved or already used",
                                 where="<python>", field="name", expected="a new client name",
                                 got=repr(name))
@@ -174,14 +185,22 @@ class Cluster:
                            f"{b.replica.log.log_end_offset}, HW {b.replica.log.high_watermark}")
             b.start()
 
+    def crash_coordinator(self) -> None:
+        """Kill the transaction coordinator (its ``__transaction_state`` survives)."""
+        self.coordinator.crash()
+
+    def restart_coordinator(self) -> None:
+        """Restart it: a new coordinator epoch; pending markers are sent again."""
+        self.coordinator.restart()
+
     def partition(self, groups: Sequence[Sequence[Node]]) -> None:
         """Cut the network into groups; unlisted nodes form one more group together."""
         for group in groups:
             for node in group:
                 if not self._known(node):
                     raise ScenarioError(f"unknown node {node!r}", where="<python>", field="groups",
-                                        expected="broker ids, 'controller' or client names",
-                                        got=repr(node))
+                                        expected="broker ids, 'controller', 'coordinator' or "
+                                        "client names", got=repr(node))
         self.network.partition(groups)
         self.log_event("network", f"partition {[list(g) for g in groups]}")
 
@@ -241,9 +260,13 @@ class Cluster:
             role = r.role if broker.alive and r.role in ("leader", "follower") else "offline"
             if b not in (self.config.replicas or ()):
                 continue
+            batches = log.batches()
             replicas[b] = ReplicaState(
                 b, broker.alive, role, r.leader_epoch, log.log_start_offset, log.log_end_offset,
                 log.high_watermark, tuple(log.epoch_entries()),
                 tuple((x.base_offset, x.last_offset, x.partition_leader_epoch, x.records)
-                      for x in log.batches()))
+                      for x in batches if not x.is_control),
+                log.last_stable_offset,
+                tuple((x.base_offset, x.producer_id, x.control_type)
+                      for x in batches if x.is_control))
         return ClusterState(self.now_ms, controller, replicas)

@@ -85,6 +85,11 @@ class ClusterConfig:
     ``flush_interval_ms=None`` means Kafka's default of never fsyncing (1.10), so a lossy crash
     drops everything written since start; ``network_delay_ms`` / ``controller_delay_ms`` are the
     ``(min, max)`` one-way delay of broker/client links and of controller links.
+    ``transaction_pre_kip890`` (``transaction.pre_kip890``): ``True`` models transactions as
+    before KIP-890 (no partition verification, no epoch bump per transaction), ``False`` as
+    Kafka 4.0 with transaction.version 2; ``None`` = generation default (KIP-890 only in the
+    latest generation). ``transaction_abort_timed_out_transaction_cleanup_interval_ms`` is how
+    often the coordinator looks for transactions past ``transaction.timeout.ms``.
     """
 
     brokers: tuple[int, ...] = (1, 2, 3)
@@ -101,6 +106,8 @@ class ClusterConfig:
     eligible_leader_replicas_enable: bool = False
     network_delay_ms: tuple[int, int] = (1, 5)
     controller_delay_ms: tuple[int, int] = (1, 10)
+    transaction_pre_kip890: bool | None = None
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10000
     _where: dataclasses.InitVar[str] = "ClusterConfig"
 
     def __post_init__(self, _where: str) -> None:
@@ -129,6 +136,10 @@ class ClusterConfig:
         if self.flush_interval_ms is not None:
             _int(w, "flush_interval_ms", self.flush_interval_ms, 1)
         _bool(w, "eligible_leader_replicas_enable", self.eligible_leader_replicas_enable)
+        if self.transaction_pre_kip890 is not None:
+            _bool(w, "transaction_pre_kip890", self.transaction_pre_kip890)
+        _int(w, "transaction_abort_timed_out_transaction_cleanup_interval_ms",
+             self.transaction_abort_timed_out_transaction_cleanup_interval_ms, 1)
         object.__setattr__(self, "network_delay_ms", _range(w, "network_delay_ms", self.network_delay_ms))
         object.__setattr__(
             self, "controller_delay_ms", _range(w, "controller_delay_ms", self.controller_delay_ms)
@@ -172,6 +183,7 @@ class ProducerConfig:
     max_block_ms: int = 60000
     linger_ms: int = 0
     batch_size_records: int = 1
+    transaction_timeout_ms: int = 60000
     _where: dataclasses.InitVar[str] = "ProducerConfig"
 
     def __post_init__(self, _where: str) -> None:
@@ -183,7 +195,7 @@ class ProducerConfig:
         _int(w, "retries", self.retries)
         for name in ("retry_backoff_ms", "request_timeout_ms", "delivery_timeout_ms",
                      "max_in_flight_requests_per_connection", "buffer_memory_records",
-                     "batch_size_records"):
+                     "batch_size_records", "transaction_timeout_ms"):
             _int(w, name, getattr(self, name), 1)
         _int(w, "max_block_ms", self.max_block_ms)
         _int(w, "linger_ms", self.linger_ms)
@@ -206,8 +218,9 @@ class ProducerConfig:
 
 @dataclasses.dataclass(frozen=True)
 class ConsumerConfig:
-    """Consumer settings. ``isolation_level="read_committed"`` reads up to the HW like
-    ``read_uncommitted`` for now: transactions (LSO, ``PROTOCOL.md`` 1.12) are not modelled yet."""
+    """Consumer settings. ``isolation_level="read_committed"`` reads up to the last stable
+    offset and drops aborted transactional data (``PROTOCOL.md`` 1.12); ``read_uncommitted``
+    reads up to the HW. Control records are never delivered."""
 
     enable_auto_commit: bool = True
     auto_commit_interval_ms: int = 5000

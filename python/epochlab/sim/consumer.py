@@ -3,8 +3,12 @@
 A background fetcher (every ``poll_interval_ms`` while nothing is in flight and the buffer
 holds fewer than ``fetch_max_records``) fills a buffer; :meth:`Consumer.poll` hands the buffer
 to the application and advances the consumed position. Reads stop below the leader's HW
-(read_uncommitted). ``isolation_level="read_committed"`` also stops at the HW for now:
-transactions and the LSO (``PROTOCOL.md`` 1.12) are not modelled yet, so LSO = HW.
+(read_uncommitted) or its last stable offset (``isolation_level="read_committed"``,
+``PROTOCOL.md`` 1.12). Control records (transaction markers) are never delivered; the
+position steps over them. A read_committed consumer drops aborted data as Kafka's fetcher
+does: the fetch response lists the aborted transactions ``(producer id, first offset)`` of the
+range; walking the records in offset order, a producer becomes "aborted" at its first offset
+and stops being so at its ABORT marker, and its transactional records in between are dropped.
 
 Offsets: the start position is the committed offset (OffsetFetch; the controller plays the
 group coordinator), else ``auto_offset_reset`` (earliest = log start, latest = HW; ``none``
@@ -26,7 +30,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from epochlab.sim.config import ConsumerConfig
-from epochlab.sim.messages import ConsumerFetchRequest, ConsumerFetchResponse
+from epochlab.sim.messages import (
+    RECORD_ABORT_MARKER,
+    RECORD_TRANSACTIONAL,
+    ConsumerFetchRequest,
+    ConsumerFetchResponse,
+)
 
 if TYPE_CHECKING:
     from epochlab.sim.cluster import Cluster
@@ -192,7 +201,7 @@ class Consumer:
         validate = self.last_consumed_epoch if self._validate else None
         req = ConsumerFetchRequest(self.name, request_id, self.position, current,
                                    self.config.fetch_max_records, self.config.auto_offset_reset,
-                                   validate)
+                                   validate, self.config.isolation_level)
         if not self.cluster.network.is_alive(self._leader):
             self._pending, self._leader = None, None
             return
@@ -213,7 +222,7 @@ class Consumer:
             self._validate = False
             self._check_truncation(resp.epoch_end)
         elif resp.error is None:
-            self._take(resp.records)
+            self._take(resp.records, resp.aborted_transactions)
 
     def _reset(self, why: str) -> None:
         self.cluster.log_event("client", f"consumer {self.name}: {why} at {self.position}, "
@@ -236,8 +245,20 @@ class Consumer:
         self.position = self.consumed = end
         self._buffer.clear()
 
-    def _take(self, records: tuple[tuple[int, int, int], ...]) -> None:
-        for offset, value, epoch in records:
-            if self.position is not None and offset == self.position:
-                self._buffer.append((offset, value, epoch))
-                self.position = offset + 1
+    def _take(self, records: tuple[tuple[int, int, int, int | None, int], ...],
+              aborted: tuple[tuple[int, int], ...] = ()) -> None:
+        upcoming = sorted(aborted, key=lambda a: a[1])
+        aborting: set[int | None] = set()
+        for offset, value, epoch, producer_id, kind in records:
+            if self.position is None or offset != self.position:
+                continue
+            self.position = offset + 1
+            while upcoming and upcoming[0][1] <= offset:
+                aborting.add(upcoming.pop(0)[0])
+            if kind >= RECORD_ABORT_MARKER:
+                if kind == RECORD_ABORT_MARKER:
+                    aborting.discard(producer_id)
+                continue
+            if kind == RECORD_TRANSACTIONAL and producer_id in aborting:
+                continue
+            self._buffer.append((offset, value, epoch))

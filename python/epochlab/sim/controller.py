@@ -3,9 +3,11 @@
 
 * Failure detection: a broker is declared dead ``session_timeout_ms`` after its last
   heartbeat. A heartbeat from a new incarnation of a broker believed alive is a fast restart:
-  in the ZK generations (G0-G4) it goes unnoticed (ZooKeeper's "ABA" re-registration, 1.10;
-  the controller just resends the partition state), in KRaft (G5) the new broker epoch fences
-  the old incarnation first.
+  before Kafka 2.2 (G0-G2) it goes unnoticed (ZooKeeper's "ABA" re-registration, 1.10; the
+  controller just resends the partition state); from 2.2 the ZooKeeper controller sees the new
+  broker epoch (KIP-380) and handles the bounce as a failure then a startup (G3, G4), and in
+  KRaft (G5) the new broker epoch fences the old incarnation: either way leadership moves and
+  the leader epoch is bumped before the restarted broker rejoins.
 * Elections (1.9): clean = first live ISR replica in assignment order; else ELR (KIP-966, G5
   with ``eligible_leader_replicas_enable``); else unclean if enabled (ISR := [leader]); else
   OFFLINE, with the unavailable time recorded. The leader epoch is bumped on every leader
@@ -18,9 +20,10 @@
 * Decisions go out as :class:`LeaderAndIsr` messages through the network (delayable,
   droppable); every heartbeat answer carries the current state too, so brokers converge.
 
-Simplifications: the controller is one always-up node (no controller failover); it also acts
-as transaction coordinator (producer ids and epochs) and group coordinator (committed offsets),
-both kept durably; the metadata clients fetch is the controller's current state.
+Simplifications: the controller is one always-up node (no controller failover); it hands out
+producer ids (to idempotent producers directly, to the transaction coordinator
+:mod:`epochlab.sim.coordinator` for transactional ones) and acts as group coordinator (committed
+offsets), kept durably; the metadata clients fetch is the controller's current state.
 """
 
 from __future__ import annotations
@@ -149,9 +152,10 @@ class Controller:
         self.cluster.post("controller", b, "on_leader_and_isr", self.state())
 
     def _register(self, b: int, hb: BrokerHeartbeat, restarted_while_alive: bool) -> None:
-        if restarted_while_alive and self.generation.kraft:
+        if restarted_while_alive and self.generation >= Generation.KIP_320:
+            # KIP-380 (2.2, ZK: bounced brokers are failed then started) / KRaft broker epochs.
             self.live[b] = False
-            self._handle_broker_failure(b)  # new broker epoch fences the old incarnation
+            self._handle_broker_failure(b)
         elif restarted_while_alive:
             self.cluster.log_event("controller", f"controller: broker {b} restarted unnoticed (ZK ABA)")
         self.incarnation[b] = hb.incarnation

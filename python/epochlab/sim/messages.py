@@ -15,7 +15,11 @@ from dataclasses import dataclass
 from epochlab import RecordBatch
 
 __all__ = [
+    "AddPartitionsToTxnRequest",
     "AlterPartitionRequest",
+    "EndTxnRequest",
+    "InitProducerIdRequest",
+    "TxnCoordinatorResponse",
     "BrokerHeartbeat",
     "ControlledShutdownRequest",
     "AlterPartitionResponse",
@@ -28,7 +32,19 @@ __all__ = [
     "OffsetsForLeaderEpochResponse",
     "ProduceRequest",
     "ProduceResponse",
+    "WriteTxnMarkersRequest",
+    "WriteTxnMarkersResponse",
+    "RECORD_DATA",
+    "RECORD_TRANSACTIONAL",
+    "RECORD_ABORT_MARKER",
+    "RECORD_COMMIT_MARKER",
 ]
+
+#: Kinds of the records a consumer fetch returns (last element of each record tuple).
+RECORD_DATA = 0
+RECORD_TRANSACTIONAL = 1
+RECORD_ABORT_MARKER = 2
+RECORD_COMMIT_MARKER = 3
 
 
 @dataclass(frozen=True)
@@ -119,7 +135,10 @@ class AlterPartitionResponse:
 @dataclass(frozen=True)
 class ProduceRequest:
     """One batch from a producer (``records`` are values). Producer fields present iff the
-    producer is idempotent. ``timeout_ms`` bounds the acks=all wait (request.timeout.ms)."""
+    producer is idempotent. ``timeout_ms`` bounds the acks=all wait (request.timeout.ms).
+    ``is_transactional`` marks a batch written inside a transaction (``PROTOCOL.md`` 1.12);
+    ``transactional_id`` travels with it as in Kafka's ProduceRequest, for the broker's KIP-890
+    verification (the replica state machine does not read it)."""
 
     client: str
     request_id: int
@@ -129,6 +148,8 @@ class ProduceRequest:
     producer_id: int | None = None
     producer_epoch: int | None = None
     base_sequence: int | None = None
+    is_transactional: bool = False
+    transactional_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -155,21 +176,56 @@ class ConsumerFetchRequest:
     max_records: int
     reset: str = "latest"
     validate_epoch: int | None = None
+    isolation_level: str = "read_uncommitted"
 
 
 @dataclass(frozen=True)
 class ConsumerFetchResponse:
-    """``records`` are ``(offset, value, batch_epoch)`` below the HW. ``reset_offset`` answers
-    a ListOffsets; ``epoch_end`` answers a validation (capped at the HW, ``None`` if
+    """``records`` are ``(offset, value, batch_epoch, producer_id, kind)`` below the HW
+    (read_uncommitted) or the LSO (read_committed), control records included so the consumer
+    can step over them; ``kind`` is one of ``RECORD_DATA``, ``RECORD_TRANSACTIONAL``,
+    ``RECORD_ABORT_MARKER``, ``RECORD_COMMIT_MARKER``; ``producer_id`` is ``None`` for a batch
+    without producer fields. ``aborted_transactions`` lists ``(producer_id, first_offset)`` of
+    the aborted transactions overlapping the returned range (read_committed only), as Kafka's
+    FetchResponse does. ``reset_offset`` answers a ListOffsets (latest = the HW, or the LSO for
+    read_committed); ``epoch_end`` answers a validation (capped at the HW, ``None`` if
     UNDEFINED)."""
 
     request_id: int
     error: str | None
     leader_epoch: int | None = None
-    records: tuple[tuple[int, int, int], ...] = ()
+    records: tuple[tuple[int, int, int, int | None, int], ...] = ()
     high_watermark: int = 0
     reset_offset: int | None = None
     epoch_end: tuple[int, int] | None = None
+    last_stable_offset: int = 0
+    aborted_transactions: tuple[tuple[int, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class WriteTxnMarkersRequest:
+    """The transaction coordinator asks the partition leader to write one COMMIT or ABORT
+    marker (Kafka's WriteTxnMarkers, one marker per request here; origin COORDINATOR, acks=all:
+    answered once the marker is below the HW). ``transactional_id`` is for the coordinator's
+    own bookkeeping; the replica does not read it."""
+
+    request_id: int
+    producer_id: int
+    producer_epoch: int
+    coordinator_epoch: int
+    commit: bool
+    transactional_id: str = ""
+
+
+@dataclass(frozen=True)
+class WriteTxnMarkersResponse:
+    """``offset`` of the appended marker on success; errors NOT_LEADER_OR_FOLLOWER,
+    NOT_ENOUGH_REPLICAS(_AFTER_APPEND), INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED,
+    REQUEST_TIMED_OUT."""
+
+    request_id: int
+    error: str | None
+    offset: int | None = None
 
 
 @dataclass(frozen=True)
@@ -188,3 +244,53 @@ class ControlledShutdownRequest:
 
     broker_id: int
     incarnation: int
+
+
+# -- transaction coordinator traffic (Python only: the coordinator is not part of the replica
+#    state machine) ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class InitProducerIdRequest:
+    """InitProducerId for ``transactional_id`` (1.12): a producer id and a bumped epoch."""
+
+    client: str
+    request_id: int
+    transactional_id: str
+    transaction_timeout_ms: int
+
+
+@dataclass(frozen=True)
+class AddPartitionsToTxnRequest:
+    """AddPartitionsToTxn from a producer; with ``verify_only`` (KIP-890) from a partition
+    leader asking whether ``partition`` is part of the producer's ongoing transaction."""
+
+    client: str
+    request_id: int
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    partition: str
+    verify_only: bool = False
+
+
+@dataclass(frozen=True)
+class EndTxnRequest:
+    """EndTxn: commit (``commit=True``) or abort the producer's ongoing transaction."""
+
+    client: str
+    request_id: int
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+
+
+@dataclass(frozen=True)
+class TxnCoordinatorResponse:
+    """The coordinator's answer to any of the three requests above. ``producer_epoch`` is the
+    producer's epoch after the request (InitProducerId; EndTxn with KIP-890's epoch bump)."""
+
+    request_id: int
+    error: str | None
+    producer_id: int | None = None
+    producer_epoch: int | None = None

@@ -12,7 +12,8 @@ replies to the old one are lost). Requests from a node that crashed after sendin
 delivered: bytes already on the wire arrive (zombie requests, ``PROTOCOL.md`` 4.1).
 
 Partitions: ``partition([[1, "p"], [2, 3, "controller"]])`` puts each listed group on its own
-side; every node not listed forms one further group together.
+side; every node not listed forms one further group together, except the transaction
+coordinator (node ``"coordinator"``), which stays on the controller's side unless listed.
 """
 
 from __future__ import annotations
@@ -79,6 +80,8 @@ class Network:
         for index, group in enumerate(groups):
             for node in group:
                 mapping[_key(node)] = index
+        if "ncoordinator" not in mapping and "ncontroller" in mapping:
+            mapping["ncoordinator"] = mapping["ncontroller"]
         self._groups = mapping
 
     def heal(self) -> None:

@@ -12,8 +12,11 @@ an answer after ``request_timeout_ms`` counts as REQUEST_TIMED_OUT. A batch stil
 waiting for a retry when ``delivery_timeout_ms`` expires fails with ``DELIVERY_TIMEOUT``
 (Java's TimeoutException).
 
-Idempotence: a producer id and epoch from InitProducerId (the controller plays the
-coordinator), a per-partition sequence assigned when a batch is first sent and kept across
+Transactions (``transactional.id``): see :mod:`epochlab.sim.producer_txn` (begin, commit,
+abort, fencing; InitProducerId at the transaction coordinator).
+
+Idempotence: a producer id and epoch from InitProducerId (the controller hands out ids to
+non-transactional producers), a per-partition sequence assigned when a batch is first sent and kept across
 retries, so the leader's producer state deduplicates a retry (also after failover, if the new
 leader's log holds the original). ``restart()`` starts a new session: a new producer id, or
 with ``transactional_id`` the same id with a bumped epoch, which fences the old session's late
@@ -33,6 +36,7 @@ from typing import TYPE_CHECKING
 from epochlab.sim.config import ProducerConfig
 from epochlab.sim.kernel import Timer
 from epochlab.sim.messages import ProduceRequest, ProduceResponse
+from epochlab.sim.producer_txn import FENCING_ERRORS, TransactionalMixin, Txn
 
 if TYPE_CHECKING:
     from epochlab.sim.cluster import Cluster
@@ -59,9 +63,10 @@ class _Batch:
     indeterminate: bool = False
     done: bool = False
     expiry: Timer | None = field(default=None, repr=False)
+    txn: Txn | None = field(default=None, repr=False)
 
 
-class Producer:
+class Producer(TransactionalMixin):
     """A producer client named ``name`` (its network node)."""
 
     def __init__(self, cluster: Cluster, name: str, config: ProducerConfig) -> None:
@@ -81,6 +86,10 @@ class Producer:
         send_id = op.index
         self._values[send_id] = value
         self._open.add(send_id)
+        txn = self._txn_of_new_send(send_id, value)
+        if self._fenced is not None or (txn is not None and txn.failed):
+            self._finish(send_id, "fail", error=self._fenced or "TRANSACTION_ABORTABLE")
+            return send_id
         if self._buffered() >= self.config.buffer_memory_records:
             if self.config.max_block_ms == 0:
                 self._finish(send_id, "fail", error="BUFFER_EXHAUSTED")
@@ -88,9 +97,9 @@ class Producer:
             session = self.session
             timer = self.cluster.kernel.schedule(
                 self.config.max_block_ms, lambda: self._block_expired(session, send_id))
-            self._blocked.append((send_id, value, timer))
+            self._blocked.append((send_id, value, timer, txn))
             return send_id
-        self._accumulator.append((send_id, value, self.cluster.now_ms))
+        self._accumulator.append((send_id, value, self.cluster.now_ms, txn))
         self._drain()
         return send_id
 
@@ -106,6 +115,10 @@ class Producer:
         """Run the cluster until every send has completed or ``timeout_ms`` passed."""
         return self.cluster.run_until(lambda _c: not self._open, timeout_ms)
 
+    def wait_for_transactions(self, timeout_ms: int = 60000) -> bool:
+        """Run until every transaction begun has finished (committed, aborted or failed)."""
+        return self.cluster.run_until(lambda _c: not self.transactions_pending, timeout_ms)
+
     def restart(self) -> None:
         """Crash and restart the producer process: unsent records fail, in-flight ones end as
         ``info``; a new session asks for a producer id (epoch bump with a transactional id)."""
@@ -115,6 +128,7 @@ class Producer:
             batch = self._batch_of.get(send_id)
             unknown = in_flight or (batch is not None and batch.indeterminate)
             self._finish(send_id, "info" if unknown else "fail", error="PRODUCER_RESTARTED")
+        self._abandon_transactions()
         self.cluster.network.set_alive(self.name, False)
         self._start_session()
 
@@ -124,8 +138,8 @@ class Producer:
         self.cluster.network.set_alive(self.name, True)
         self._values: dict[int, int] = {}
         self._open: set[int] = set()
-        self._accumulator: list[tuple[int, int, int]] = []
-        self._blocked: list[tuple[int, int, Timer]] = []
+        self._accumulator: list[tuple[int, int, int, Txn | None]] = []
+        self._blocked: list[tuple[int, int, Timer, Txn | None]] = []
         self._ready: list[_Batch] = []
         self._in_flight: dict[int, tuple[_Batch, Timer]] = {}
         self._batch_of: dict[int, _Batch] = {}
@@ -136,6 +150,7 @@ class Producer:
         self._linger_timer: Timer | None = None
         self._backoff_until = 0
         self.producer_id = self.producer_epoch = None
+        self._reset_transactions()
 
     def _next_id(self) -> int:
         self._ids += 1
@@ -157,7 +172,7 @@ class Producer:
     def _block_expired(self, session: int, send_id: int) -> None:
         if session != self.session:
             return
-        for i, (sid, _, _) in enumerate(self._blocked):
+        for i, (sid, _, _, _) in enumerate(self._blocked):
             if sid == send_id:
                 del self._blocked[i]
                 self._finish(send_id, "fail", error="BUFFER_EXHAUSTED")
@@ -167,19 +182,31 @@ class Producer:
     def _drain(self) -> None:
         """Move blocked sends into free buffer space, close batches, send what may be sent."""
         while self._blocked and self._buffered() < self.config.buffer_memory_records:
-            send_id, value, timer = self._blocked.pop(0)
+            send_id, value, timer, txn = self._blocked.pop(0)
             timer.cancel()
-            self._accumulator.append((send_id, value, self.cluster.now_ms))
+            self._accumulator.append((send_id, value, self.cluster.now_ms, txn))
         self._close_batches()
-        if self.config.enable_idempotence and self.producer_id is None:
-            self._init_producer_id()
+        if self._fenced is not None:
             return
+        if self.config.enable_idempotence and self.producer_id is None:
+            if not self.transactional or self._open or self.transactions_pending:
+                self._init_producer_id()
+            return
+        if self.transactional:
+            self._txn_step(self._txn_incomplete)
         if self._leader is None:
             self._refresh_metadata()
             return
-        while (self._ready and self._leader is not None and self.cluster.now_ms >= self._backoff_until
-               and len(self._in_flight) < self.config.max_in_flight_requests_per_connection):
-            self._send_batch(self._ready.pop(0))
+        while self._leader is not None and self.cluster.now_ms >= self._backoff_until \
+                and len(self._in_flight) < self.config.max_in_flight_requests_per_connection:
+            batch = next((b for b in self._ready if not self._txn_blocks(b.txn)), None)
+            if batch is None:
+                break
+            self._ready.remove(batch)
+            self._send_batch(batch)
+
+    def _txn_incomplete(self, txn: Txn) -> bool:
+        return any(s in self._open for s in txn.send_ids)
 
     def _close_batches(self) -> None:
         c, now = self.config, self.cluster.now_ms
@@ -191,10 +218,14 @@ class Producer:
                     self._linger_timer = self.cluster.kernel.schedule_at(
                         self._accumulator[0][2] + c.linger_ms, lambda: self._wake(session))
                 return
-            records, self._accumulator = (self._accumulator[:c.batch_size_records],
-                                          self._accumulator[c.batch_size_records:])
+            txn = self._accumulator[0][3]
+            size = 1
+            while size < min(c.batch_size_records, len(self._accumulator)) \
+                    and self._accumulator[size][3] is txn:
+                size += 1
+            records, self._accumulator = (self._accumulator[:size], self._accumulator[size:])
             batch = _Batch(self._next_id(), [r[0] for r in records], [r[1] for r in records],
-                           records[0][2])
+                           records[0][2], txn=txn)
             for send_id in batch.send_ids:
                 self._batch_of[send_id] = batch
             self._arm_expiry(batch)
@@ -220,7 +251,8 @@ class Producer:
         req = ProduceRequest(self.name, request_id, c.acks, tuple(batch.values), c.request_timeout_ms,
                              self.producer_id if c.enable_idempotence else None,
                              self.producer_epoch if c.enable_idempotence else None,
-                             batch.base_sequence)
+                             batch.base_sequence, is_transactional=batch.txn is not None,
+                             transactional_id=c.transactional_id)
         leader = self._leader
         assert leader is not None
         if not self.cluster.network.is_alive(leader):
@@ -244,6 +276,7 @@ class Producer:
         self._drain()
 
     def _fail(self, batch: _Batch, error: str) -> None:
+        self._note_batch_failed(batch.txn, error, batch.indeterminate)
         batch.done = True
         if batch.expiry is not None:
             batch.expiry.cancel()
@@ -273,6 +306,13 @@ class Producer:
         """Retry or fail one batch after an error (see the module doc)."""
         if error in _INDETERMINATE:
             batch.indeterminate = True
+        if error in FENCING_ERRORS and self.config.transactional_id is not None:
+            self._fence(error)
+            return
+        txn = batch.txn
+        if txn is not None and (txn.end == "abort" or txn.failed):
+            self._fail(batch, error)
+            return
         retriable = error in _RETRIABLE or (
             error == "OUT_OF_ORDER_SEQUENCE_NUMBER" and self._earlier_unresolved(batch))
         now, c = self.cluster.now_ms, self.config
@@ -328,6 +368,9 @@ class Producer:
         self._drain()
 
     def _init_producer_id(self) -> None:
+        if self.transactional:
+            self._init_transactional_id()
+            return
         if self._init_pending is not None:
             return
         request_id = self._init_pending = self._next_id()
@@ -341,7 +384,7 @@ class Producer:
                 self._drain()
         self.cluster.kernel.schedule(METADATA_TIMEOUT_MS, timeout)
 
-    def on_init_producer_id_response(self, msg: tuple[int, tuple[int, int]], src: object) -> None:
+    def _on_plain_init_response(self, msg: tuple[int, tuple[int, int]]) -> None:
         request_id, (producer_id, producer_epoch) = msg
         if request_id != self._init_pending:
             return

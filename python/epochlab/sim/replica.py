@@ -23,7 +23,12 @@ from __future__ import annotations
 from types import ModuleType
 
 import epochlab
-from epochlab.errors import InvalidProducerEpochError, OutOfOrderSequenceError
+from epochlab.errors import (
+    InvalidProducerEpochError,
+    InvalidTxnStateError,
+    OutOfOrderSequenceError,
+    TransactionCoordinatorFencedError,
+)
 from epochlab.generations import Generation
 from epochlab.sim.messages import (
     AlterPartitionRequest,
@@ -31,6 +36,8 @@ from epochlab.sim.messages import (
     LeaderAndIsr,
     ProduceRequest,
     ProduceResponse,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
 )
 from epochlab.sim.replica_follower import FollowerFetchMixin
 from epochlab.sim.replica_leader import FollowerState, LeaderFetchMixin
@@ -174,8 +181,9 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
     def handle_produce(self, req: ProduceRequest, now_ms: int) -> ProduceResponse:
         """Leader append (1.8): NOT_LEADER_OR_FOLLOWER if not leader; acks=all with
         ``|ISR| < effective minISR`` is NOT_ENOUGH_REPLICAS (nothing appended); producer-state
-        errors map to INVALID_PRODUCER_EPOCH / OUT_OF_ORDER_SEQUENCE_NUMBER; a duplicate answers
-        the original offsets. A successful append may advance the HW."""
+        errors map to INVALID_PRODUCER_EPOCH / OUT_OF_ORDER_SEQUENCE_NUMBER / INVALID_TXN_STATE
+        (a non-transactional batch while the producer has a transaction open here, 1.12); a
+        duplicate answers the original offsets. A successful append may advance the HW."""
         if self.role != "leader" or self.leader_epoch is None:
             return ProduceResponse(req.request_id, "NOT_LEADER_OR_FOLLOWER")
         if req.acks == "all" and len(self.isr) < self._effective_min_isr():
@@ -183,16 +191,47 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
         try:
             info = self.log.append_as_leader(
                 list(req.records), self.leader_epoch, producer_id=req.producer_id,
-                producer_epoch=req.producer_epoch, base_sequence=req.base_sequence)
+                producer_epoch=req.producer_epoch, base_sequence=req.base_sequence,
+                is_transactional=req.is_transactional)
         except InvalidProducerEpochError:
             self.events.append(f"rejected produce from {req.client}: INVALID_PRODUCER_EPOCH")
             return ProduceResponse(req.request_id, "INVALID_PRODUCER_EPOCH")
         except OutOfOrderSequenceError:
             return ProduceResponse(req.request_id, "OUT_OF_ORDER_SEQUENCE_NUMBER")
+        except InvalidTxnStateError:
+            return ProduceResponse(req.request_id, "INVALID_TXN_STATE")
         if not info.duplicate:
             self.maybe_increment_high_watermark(now_ms)
         return ProduceResponse(req.request_id, None, info.base_offset, info.last_offset,
                                info.duplicate)
+
+    def handle_write_txn_markers(self, req: WriteTxnMarkersRequest,
+                                 now_ms: int) -> WriteTxnMarkersResponse:
+        """WriteTxnMarkers as leader (1.12, origin COORDINATOR, acks=all): not leader ->
+        NOT_LEADER_OR_FOLLOWER; ``|ISR| < effective minISR`` -> NOT_ENOUGH_REPLICAS; an older
+        producer epoch -> INVALID_PRODUCER_EPOCH; an older coordinator epoch than the last marker
+        of this producer -> TRANSACTION_COORDINATOR_FENCED; else the control batch is appended
+        at the LEO (the HW may advance) and its offset returned. The caller answers the
+        coordinator once the HW is past that offset (:meth:`produce_completion`)."""
+        if self.role != "leader" or self.leader_epoch is None:
+            return WriteTxnMarkersResponse(req.request_id, "NOT_LEADER_OR_FOLLOWER")
+        if len(self.isr) < self._effective_min_isr():
+            return WriteTxnMarkersResponse(req.request_id, "NOT_ENOUGH_REPLICAS")
+        kind = "COMMIT" if req.commit else "ABORT"
+        try:
+            info = self.log.append_end_txn_marker(req.producer_id, req.producer_epoch,
+                                                  req.coordinator_epoch, req.commit,
+                                                  self.leader_epoch)
+        except InvalidProducerEpochError:
+            self.events.append(f"rejected {kind} marker for producer {req.producer_id}: "
+                               "INVALID_PRODUCER_EPOCH")
+            return WriteTxnMarkersResponse(req.request_id, "INVALID_PRODUCER_EPOCH")
+        except TransactionCoordinatorFencedError:
+            self.events.append(f"rejected {kind} marker for producer {req.producer_id}: "
+                               "TRANSACTION_COORDINATOR_FENCED")
+            return WriteTxnMarkersResponse(req.request_id, "TRANSACTION_COORDINATOR_FENCED")
+        self.maybe_increment_high_watermark(now_ms)
+        return WriteTxnMarkersResponse(req.request_id, None, info.base_offset)
 
     def produce_completion(self, required_offset: int) -> tuple[bool, str | None]:
         """acks=all purgatory check (``checkEnoughReplicasReachOffset``, 1.8): ``(False, None)``

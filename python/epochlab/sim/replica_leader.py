@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from types import ModuleType
 
-from epochlab import ReplicaLog
+from epochlab import RecordBatch, ReplicaLog
 from epochlab.errors import OffsetOutOfRangeError
 from epochlab.generations import Generation
 from epochlab.sim.messages import (
@@ -21,6 +21,10 @@ from epochlab.sim.messages import (
     FetchResponse,
     OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse,
+    RECORD_ABORT_MARKER,
+    RECORD_COMMIT_MARKER,
+    RECORD_DATA,
+    RECORD_TRANSACTIONAL,
 )
 
 __all__ = ["FollowerState", "LeaderFetchMixin"]
@@ -142,31 +146,50 @@ class LeaderFetchMixin:
         return OffsetsForLeaderEpochResponse(req, None, answer=cache.end_offset_for(req.leader_epoch, leo))
 
     def handle_consumer_fetch(self, req: ConsumerFetchRequest) -> ConsumerFetchResponse:
-        """A consumer fetch, read_uncommitted: records strictly below the HW. Also answers a
-        ListOffsets reset (earliest = log start, latest = HW) and a KIP-320 position
-        validation (``end_offset_for`` capped at the HW). G3+ fence the current epoch."""
+        """A consumer fetch: records strictly below the HW (read_uncommitted) or the LSO
+        (read_committed, which also gets the aborted transactions overlapping the range, 1.12);
+        control records are returned with their kind so the consumer steps over them. Also
+        answers a ListOffsets reset (earliest = log start, latest = HW, or LSO for
+        read_committed) and a KIP-320 position validation (``end_offset_for`` capped at the HW).
+        G3+ fence the current epoch."""
         log, epoch = self.log, self.leader_epoch
         error = self._epoch_error(req.current_leader_epoch)
         if error is not None:
             return ConsumerFetchResponse(req.request_id, error, epoch)
-        hw = log.high_watermark
+        hw, lso = log.high_watermark, log.last_stable_offset
+        committed = req.isolation_level == "read_committed"
+        bound = lso if committed else hw
         if req.validate_epoch is not None:
             answer = log.end_offset_for_epoch(req.validate_epoch)
             capped = None if answer is None else (answer[0], min(answer[1], hw))
             return ConsumerFetchResponse(req.request_id, None, epoch, high_watermark=hw,
-                                         epoch_end=capped)
+                                         epoch_end=capped, last_stable_offset=lso)
         if req.fetch_offset is None:
-            reset = log.log_start_offset if req.reset == "earliest" else hw
+            reset = log.log_start_offset if req.reset == "earliest" else bound
             return ConsumerFetchResponse(req.request_id, None, epoch, high_watermark=hw,
-                                         reset_offset=reset)
+                                         reset_offset=reset, last_stable_offset=lso)
         try:
-            batches = log.read(req.fetch_offset, max_offset=hw)
+            batches = log.read(req.fetch_offset, max_offset=bound)
         except OffsetOutOfRangeError:
-            return ConsumerFetchResponse(req.request_id, "OFFSET_OUT_OF_RANGE", epoch, high_watermark=hw)
-        records: list[tuple[int, int, int]] = []
+            return ConsumerFetchResponse(req.request_id, "OFFSET_OUT_OF_RANGE", epoch,
+                                         high_watermark=hw, last_stable_offset=lso)
+        records: list[tuple[int, int, int, int | None, int]] = []
         for batch in batches:
+            kind = _record_kind(batch)
             for i, value in enumerate(batch.records):
                 offset = batch.base_offset + i
-                if req.fetch_offset <= offset < hw and len(records) < req.max_records:
-                    records.append((offset, value, batch.partition_leader_epoch))
-        return ConsumerFetchResponse(req.request_id, None, epoch, tuple(records), hw)
+                if req.fetch_offset <= offset < bound and len(records) < req.max_records:
+                    records.append((offset, value, batch.partition_leader_epoch,
+                                    batch.producer_id, kind))
+        aborted: tuple[tuple[int, int], ...] = ()
+        if committed and records:
+            aborted = tuple((pid, first) for pid, first, _last, _lso
+                            in log.aborted_transactions(req.fetch_offset, records[-1][0] + 1))
+        return ConsumerFetchResponse(req.request_id, None, epoch, tuple(records), hw,
+                                     last_stable_offset=lso, aborted_transactions=aborted)
+
+
+def _record_kind(batch: RecordBatch) -> int:
+    if batch.is_control:
+        return RECORD_COMMIT_MARKER if batch.control_type == "commit" else RECORD_ABORT_MARKER
+    return RECORD_TRANSACTIONAL if batch.is_transactional else RECORD_DATA

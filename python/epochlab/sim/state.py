@@ -12,8 +12,10 @@ __all__ = ["ClusterState", "ReplicaState"]
 class ReplicaState:
     """One replica as its broker holds it (on-disk state while the broker is down: the HW
     shown is then the checkpointed one). ``batches``: ``(base_offset, last_offset, epoch,
-    values)``. ``role`` is ``"leader"``, ``"follower"`` or ``"offline"`` (down, or no
-    metadata yet)."""
+    values)`` of the data batches; transaction markers (control batches) are listed apart in
+    ``markers`` as ``(offset, producer_id, "commit" | "abort")``. ``last_stable_offset`` is
+    ``min(first unstable offset, HW)`` (1.12). ``role`` is ``"leader"``, ``"follower"`` or
+    ``"offline"`` (down, or no metadata yet)."""
 
     broker: int
     alive: bool
@@ -24,6 +26,8 @@ class ReplicaState:
     high_watermark: int
     epoch_entries: tuple[tuple[int, int], ...]
     batches: tuple[tuple[int, int, int, tuple[int, ...]], ...]
+    last_stable_offset: int = 0
+    markers: tuple[tuple[int, int, str], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -32,6 +36,8 @@ class ReplicaState:
             "log_end_offset": self.log_end_offset, "high_watermark": self.high_watermark,
             "epoch_entries": [list(e) for e in self.epoch_entries],
             "batches": [[b, l, e, list(v)] for b, l, e, v in self.batches],
+            "last_stable_offset": self.last_stable_offset,
+            "markers": [list(m) for m in self.markers],
         }
 
     def values(self) -> list[int]:

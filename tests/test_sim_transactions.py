@@ -1,0 +1,262 @@
+"""Transactions in the simulator (issue 7): coordinator, markers, LSO, read_committed,
+fencing, KIP-890, their checker invariants (15, 20, 21, 26) and the fuzzer's transactional menu."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import epochlab
+from epochlab.checks import check_liveness, check_transactions
+from epochlab.checks.liveness import hanging_transactions
+from epochlab.checks.transactions import read_committed_view, transactions_from_history
+from epochlab.fuzz import FuzzProfile, Schedule, execute, generate_schedule
+from epochlab.sim import Cluster, ClusterConfig, ConsumerConfig, ProducerConfig
+
+BACKENDS = ("rust", "python", "reference")
+
+
+def _ops(c: Cluster, process: str) -> list[tuple[str, str, object, str | None]]:
+    return [(op.f, op.type, op.value, op.error) for op in c.history
+            if op.process == process and op.f != "begin_txn"]
+
+
+def _zombie_run(backend: str, generation: str) -> Cluster:
+    c = Cluster(ClusterConfig(min_insync_replicas=2), generation, seed=3, backend=backend)
+    old = c.producer("old", ProducerConfig(acks="all", transactional_id="tx", request_timeout_ms=3000))
+    c.consumer("rc", ConsumerConfig(isolation_level="read_committed", auto_offset_reset="earliest"))
+    old.begin_transaction(); old.send(10); old.commit_transaction()
+    assert old.wait_for_transactions(5000)
+    old.begin_transaction(); old.send(11); c.run_for(500)
+    c.set_link("old", 1, delay_ms=(1000, 1000))
+    old.send(12)
+    c.run_for(100)
+    new = c.producer("new", ProducerConfig(acks="all", transactional_id="tx"))
+    new.begin_transaction(); new.send(20); new.commit_transaction()
+    assert new.wait_for_transactions(10000)
+    old.commit_transaction()
+    c.run_for(10000)
+    return c
+
+
+@pytest.mark.parametrize("generation", ["kip-320", "strict-min-isr"])
+def test_a_new_session_fences_the_zombie_with_structured_errors(generation: str) -> None:
+    c = _zombie_run("rust", generation)
+    ops = _ops(c, "old")
+    assert ("send", "fail", 12, "INVALID_PRODUCER_EPOCH") in ops
+    assert ("commit_txn", "fail", [11, 12], "INVALID_PRODUCER_EPOCH") in ops
+    assert ("commit_txn", "ok", [20], None) in _ops(c, "new")
+    polled = [v for op in c.history if op.process == "rc" and op.f == "poll" for _, v in op.value or ()]
+    assert polled == []  # nobody polled yet
+    log = c.brokers[c.controller.leader].replica.log
+    assert sorted(read_committed_view(log).values()) == [10, 20]
+    assert log.last_stable_offset == log.high_watermark
+
+
+def test_transactional_runs_are_identical_on_every_backend() -> None:
+    runs = {b: _zombie_run(b, "strict-min-isr") for b in BACKENDS}
+    prints = {b: (c.history_jsonl(), json.dumps(c.state().to_dict(), sort_keys=True),
+                  [str(e) for e in c.events]) for b, c in runs.items()}
+    assert prints["rust"] == prints["python"] == prints["reference"]
+
+
+def _late_write(pre_kip890: bool) -> Cluster:
+    """A transactional write delayed past the delivery timeout arrives after the abort."""
+    c = Cluster(ClusterConfig(min_insync_replicas=2, transaction_pre_kip890=pre_kip890),
+                "strict-min-isr", seed=5)
+    t = c.producer("t", ProducerConfig(acks="all", transactional_id="tx", request_timeout_ms=2000,
+                                       delivery_timeout_ms=5000))
+    t.begin_transaction(); t.send(1); t.flush(5000)
+    c.set_link("t", 1, delay_ms=(10000, 10000))
+    t.send(2)
+    c.run_for(3000)
+    c.set_link("t", 1, delay_ms=(1, 5))
+    t.commit_transaction()
+    assert t.wait_for_transactions(20000)
+    c.run_for(15000)
+    return c
+
+
+def test_pre_kip890_a_late_write_hangs_the_partition_then_joins_the_next_transaction() -> None:
+    c = _late_write(pre_kip890=True)
+    log = c.brokers[1].replica.log
+    assert ("abort_txn", "ok", [1, 2], None) in _ops(c, "t")
+    assert hanging_transactions(c) == [(2, log.ongoing_transactions()[0][1])]
+    assert log.last_stable_offset < log.high_watermark
+    assert [v.invariant for v in check_liveness(c, None, 0)] == ["Liveness-LSO"]
+    t = c.clients["t"]
+    t.begin_transaction(); t.send(3); t.commit_transaction()  # type: ignore[union-attr]
+    assert t.wait_for_transactions(20000)  # type: ignore[union-attr]
+    c.run_for(2000)
+    assert sorted(read_committed_view(log).values()) == [2, 3]   # the aborted 2 is committed
+    found = check_transactions([op.to_dict() for op in c.history], log,
+                               {b: c.brokers[b].replica.log for b in c.brokers}, set(),
+                               lambda _t: None, lambda _t: None, c.now_ms)
+    assert [v.invariant for v in found] == ["Inv-TxnAtomicity"]
+
+
+def test_kip890_verification_rejects_the_late_write() -> None:
+    c = _late_write(pre_kip890=False)
+    log = c.brokers[1].replica.log
+    assert hanging_transactions(c) == [] and log.last_stable_offset == log.high_watermark
+    assert 2 not in [v for b in log.batches() if not b.is_control for v in b.records]
+    assert any("transaction verification rejects" in e.message or "INVALID_PRODUCER_EPOCH" in e.message
+               for e in c.events)
+
+
+def test_coordinator_restart_resumes_markers_with_a_new_coordinator_epoch() -> None:
+    c = Cluster(ClusterConfig(min_insync_replicas=2), "strict-min-isr", seed=9)
+    t = c.producer("t", ProducerConfig(acks="all", transactional_id="tx"))
+    t.begin_transaction(); t.send(1); t.flush(5000)
+    c.set_link("coordinator", 1, delay_ms=(3000, 3000))
+    t.commit_transaction()
+    c.run_until(lambda cl: cl.coordinator.ongoing() and cl.coordinator.log["tx"].state == "PrepareCommit", 5000)
+    c.run_for(50)
+    c.crash_coordinator()
+    c.set_link("coordinator", 1, delay_ms=(1, 5))
+    c.run_for(1000)
+    c.restart_coordinator()
+    c.run_for(10000)
+    log = c.brokers[1].replica.log
+    markers = [b for b in log.batches() if b.is_control]
+    # the new coordinator's marker lands first; the old incarnation's delayed one is fenced
+    assert [(m.control_type, m.coordinator_epoch) for m in markers] == [("commit", 1)]
+    assert any("TRANSACTION_COORDINATOR_FENCED" in e.message for e in c.events)
+    assert c.coordinator.log["tx"].state == "CompleteCommit"
+    assert log.last_stable_offset == log.high_watermark
+    assert not [v for v in check_transactions([op.to_dict() for op in c.history], log,
+                                              {b: c.brokers[b].replica.log for b in c.brokers},
+                                              set(), lambda _t: None, lambda _t: None, c.now_ms)]
+
+
+def test_transaction_timeout_aborts_and_fences() -> None:
+    c = Cluster(ClusterConfig(transaction_abort_timed_out_transaction_cleanup_interval_ms=500),
+                "strict-min-isr", seed=2)
+    t = c.producer("t", ProducerConfig(acks="all", transactional_id="tx", transaction_timeout_ms=2000))
+    t.begin_transaction(); t.send(1); t.flush(5000)
+    c.run_for(4000)
+    t.commit_transaction()
+    assert t.wait_for_transactions(5000)
+    assert ("commit_txn", "fail", [1], "PRODUCER_FENCED") in _ops(c, "t")
+    assert read_committed_view(c.brokers[1].replica.log) == {}
+
+
+# -- checker: violating and non-violating states -----------------------------------------------
+
+def _op(i: int, process: str, type_: str, f: str, value: object = None, error: str | None = None,
+        offset: int | None = None) -> dict[str, object]:
+    return {"index": i, "time_ms": i, "process": process, "type": type_, "f": f, "value": value,
+            "offset": offset, "error": error, "acks": None}
+
+
+def _history(outcome: str, polled: list[list[int]]) -> list[dict[str, object]]:
+    end = "commit_txn" if outcome == "commit" else "abort_txn"
+    return [_op(0, "t", "invoke", "begin_txn"), _op(1, "t", "ok", "begin_txn", 1),
+            _op(2, "t", "invoke", "send", 5), _op(3, "t", "invoke", "send", 6),
+            _op(4, "t", "invoke", end, [5, 6]), _op(5, "t", "ok", end, [5, 6]),
+            _op(6, "rc", "invoke", "poll"), _op(7, "rc", "ok", "poll", polled)]
+
+
+def _txn_log(core: object, commit: bool, extra_commit: bool = False) -> object:
+    log = core.ReplicaLog()  # type: ignore[attr-defined]
+    log.append_as_leader([5], 0, producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True)
+    log.append_as_leader([6], 0, producer_id=7, producer_epoch=0, base_sequence=1, is_transactional=True)
+    log.append_end_txn_marker(7, 0, 0, commit, 0)
+    if extra_commit:
+        log.append_as_leader([8], 0, producer_id=7, producer_epoch=0, base_sequence=2, is_transactional=True)
+        log.append_end_txn_marker(7, 0, 0, True, 0)
+    log.update_high_watermark(log.log_end_offset)
+    return log
+
+
+def _check(history: list[dict[str, object]], log: object) -> list[str]:
+    return [v.invariant for v in check_transactions(history, log, {1: log}, {"rc"},
+                                                    lambda _t: None, lambda _t: None, 100)]
+
+
+@pytest.mark.parametrize("core", [epochlab, epochlab.reference])
+def test_checker_accepts_committed_and_aborted_transactions(core: object) -> None:
+    assert _check(_history("commit", [[0, 5], [1, 6]]), _txn_log(core, True)) == []
+    assert _check(_history("abort", []), _txn_log(core, False)) == []
+
+
+@pytest.mark.parametrize("core", [epochlab, epochlab.reference])
+def test_checker_flags_aborted_reads_and_broken_atomicity(core: object) -> None:
+    # 15: a read_committed consumer got data of an aborted transaction
+    assert "Inv-ReadCommittedOnly" in _check(_history("abort", [[0, 5]]), _txn_log(core, False))
+    # 21: the client aborted, yet the log committed its writes (they moved into another txn)
+    assert "Inv-TxnAtomicity" in _check(_history("abort", []), _txn_log(core, True))
+
+
+@pytest.mark.parametrize("core", [epochlab, epochlab.reference])
+def test_checker_flags_an_older_producer_epoch_after_a_bump(core: object) -> None:
+    log = core.ReplicaLog()  # type: ignore[attr-defined]
+    log.append_as_follower(core.RecordBatch(0, 0, [1], producer_id=7, producer_epoch=2,  # type: ignore[attr-defined]
+                                            base_sequence=0, is_transactional=True))
+    log.append_as_follower(core.RecordBatch(1, 0, [2], producer_id=7, producer_epoch=1,  # type: ignore[attr-defined]
+                                            base_sequence=0, is_transactional=True))
+    found = check_transactions([], None, {1: log}, set(), lambda _t: None, lambda _t: None, 0)
+    assert [v.invariant for v in found] == ["Inv-ProducerFencing"]
+    assert check_transactions([], None, {1: _txn_log(core, True)}, set(), lambda _t: None,
+                              lambda _t: None, 0) == []
+
+
+def test_transactions_from_history_follows_commit_failures_into_aborts() -> None:
+    history = [_op(0, "t", "ok", "begin_txn", 1), _op(1, "t", "invoke", "send", 5),
+               _op(2, "t", "invoke", "commit_txn", [5]),
+               _op(3, "t", "fail", "commit_txn", [5], "TRANSACTION_ABORTABLE"),
+               _op(4, "t", "invoke", "abort_txn", [5]), _op(5, "t", "ok", "abort_txn", [5])]
+    history += [_op(6, "t", "ok", "begin_txn", 2), _op(7, "t", "info", "restart"),
+                _op(8, "t", "ok", "begin_txn", 3), _op(9, "t", "invoke", "send", 6),
+                _op(10, "t", "invoke", "commit_txn", [6]), _op(11, "t", "ok", "commit_txn", [6])]
+    first, empty, last = transactions_from_history(history)
+    assert (first.values, first.outcome) == ([5], "aborted")
+    assert (empty.values, empty.outcome) == ([], "not-committed")
+    assert (last.values, last.outcome) == ([6], "committed")
+
+
+def test_liveness_lso_holds_after_a_clean_transaction() -> None:
+    c = Cluster(ClusterConfig(), "strict-min-isr", seed=1)
+    t = c.producer("t", ProducerConfig(acks="all", transactional_id="tx"))
+    t.begin_transaction(); t.send(1); t.commit_transaction()
+    assert t.wait_for_transactions(5000)
+    c.run_for(1000)
+    assert [v.invariant for v in check_liveness(c, None, 0)] == []
+
+
+# -- fuzzer ----------------------------------------------------------------------------------
+
+TXN_SIGNATURES = {"inv-txnatomicity", "inv-readcommittedonly", "liveness-lso", "inv-producerfencing"}
+
+
+def test_transactional_schedules_are_version_2_and_version_1_still_reads() -> None:
+    schedule = generate_schedule(4, "strict-min-isr", FuzzProfile(actions=30).with_transactions())
+    data = schedule.to_dict()
+    assert data["version"] == 2 and "rc" in data["consumers"]
+    assert Schedule.from_json(schedule.to_json()).to_json() == schedule.to_json()
+    plain = generate_schedule(4, "strict-min-isr", FuzzProfile(actions=30))
+    assert plain.to_dict()["version"] == 1
+    assert Schedule.from_dict({**plain.to_dict(), "version": 1}).to_json() == plain.to_json()
+    with pytest.raises(epochlab.errors.ScheduleError):
+        Schedule.from_dict({**data, "version": 1})
+
+
+def test_modern_transactions_fuzz_clean_on_a_few_seeds() -> None:
+    profile = FuzzProfile(actions=60).with_transactions()
+    for seed in range(6):
+        result = execute(generate_schedule(seed, "strict-min-isr", profile))
+        assert not set(result.verdict.signatures()) & TXN_SIGNATURES, result.verdict.to_json()
+
+
+def test_pre_kip890_fuzzing_finds_a_transactional_violation_within_a_small_budget() -> None:
+    profile = FuzzProfile().with_transactions(pre_kip890=True)
+    found = []
+    for seed in PRE_KIP890_SEEDS:
+        result = execute(generate_schedule(seed, "strict-min-isr", profile))
+        found += sorted(set(result.verdict.signatures()) & TXN_SIGNATURES)
+    assert found
+
+
+#: Seeds where the pre-KIP-890 profile finds a violation (see docs/fuzzing.md, "Transactions").
+PRE_KIP890_SEEDS = (13,)
