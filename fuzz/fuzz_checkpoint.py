@@ -17,7 +17,6 @@ same cache. Anything else raises :class:`HarnessFailure`, which atheris reports 
 from __future__ import annotations
 
 import atexit
-import contextlib
 import functools
 import shutil
 import sys
@@ -26,18 +25,9 @@ from pathlib import Path
 from typing import Any
 
 
-def _instrumentation() -> contextlib.AbstractContextManager[Any]:
-    """Coverage instrumentation of the Python code imported below, only when fuzzing."""
-    if __name__ != "__main__":
-        return contextlib.nullcontext()
-    try:
-        import atheris
-    except ImportError:
-        return contextlib.nullcontext()
-    return atheris.instrument_imports()
+from _atheris import instrumentation  # noqa: E402 - this folder is on sys.path
 
-
-with _instrumentation():
+with instrumentation(__name__ == "__main__"):
     import epochlab._core as core
     import epochlab.reference as reference
     from epochlab.errors import CorruptCheckpointError, StorageError

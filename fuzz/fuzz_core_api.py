@@ -23,25 +23,15 @@ The module imports without atheris (``tests/test_fuzz_harnesses.py`` calls
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 
-def _instrumentation() -> contextlib.AbstractContextManager[Any]:
-    """Coverage instrumentation of the Python code imported below, only when fuzzing."""
-    if __name__ != "__main__":
-        return contextlib.nullcontext()
-    try:
-        import atheris
-    except ImportError:
-        return contextlib.nullcontext()
-    return atheris.instrument_imports()
+from _atheris import instrumentation  # noqa: E402 - this folder is on sys.path
 
-
-with _instrumentation():
+with instrumentation(__name__ == "__main__"):
     import epochlab._core as core
     import epochlab.reference as reference
     from epochlab.errors import EpochlabError

@@ -84,15 +84,11 @@ class LeaderEpochCache:
         self, requested_epoch: int | None, log_end_offset: int
     ) -> tuple[int, int] | None:
         """Kafka 2.0: as :meth:`end_offset_for`, but below every known epoch it answers ``None``."""
-        _check_lookup(requested_epoch, log_end_offset)
-        if requested_epoch is None:
+        answer = self.end_offset_for(requested_epoch, log_end_offset)
+        earliest = self.earliest_epoch
+        if requested_epoch is not None and earliest is not None and requested_epoch < earliest:
             return None
-        if self.latest_epoch == requested_epoch:
-            return (requested_epoch, log_end_offset)
-        lo, hi = self._neighbours(requested_epoch)
-        if hi is None or lo is None:
-            return None
-        return (lo[0], hi[1])
+        return answer
 
     def _neighbours(self, epoch: int) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
         """The last entry with an epoch <= ``epoch`` and the first with a larger one."""
