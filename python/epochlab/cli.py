@@ -16,6 +16,7 @@ a step), 2 for a usage or input error, reported as one line on stderr naming the
     epochlab replay SCHEDULE [--out DIR] [--json]
     epochlab shrink SCHEDULE [--invariant NAME] [--out FILE] [--max-runs N] [--json]
     epochlab campaign [--grid FILE] [--runs N] [--seed S] [--master URL] [--out DIR] [--resume]
+    epochlab kafka jars [--version V]
 """
 
 from __future__ import annotations
@@ -68,6 +69,9 @@ def _parser() -> argparse.ArgumentParser:
     from epochlab.campaigns.cli import add_campaign_command
 
     add_campaign_command(sub)
+    from epochlab.kafka.cli import add_kafka_commands
+
+    add_kafka_commands(sub)
     return parser
 
 
@@ -105,6 +109,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from epochlab.campaigns.cli import dispatch_campaign
 
         return dispatch_campaign(args)
+    if args.command == "kafka":
+        from epochlab.kafka.cli import dispatch_kafka
+
+        return dispatch_kafka(args)
     if args.command in ("fuzz", "replay", "shrink"):
         from epochlab.fuzz.cli import dispatch_fuzz
 

@@ -1,0 +1,97 @@
+"""Kafka releases resolved from Maven Central into a local jar cache.
+
+The pinned Maven project ``pom.xml`` beside this file names ``org.apache.kafka:kafka_<scala>``
+(and ``kafka-tools`` from 3.5 on) at a version given on the command line; Maven's
+``dependency:copy-dependencies`` copies the release and its runtime dependencies into
+``$EPOCHLAB_KAFKA_CACHE/<version>`` (default ``~/.cache/epochlab/kafka/<version>``). A folder is
+used only once it is complete (marked by ``.complete``), so an interrupted resolution is redone,
+never half used.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from epochlab.errors import ConfigError
+
+__all__ = ["DEFAULT_KAFKA_VERSION", "KafkaRelease", "cache_root", "jar_dir", "release_for"]
+
+DEFAULT_KAFKA_VERSION = "4.3.1"
+POM = Path(__file__).with_name("pom.xml")
+_VERSION = re.compile(r"^\d+\.\d+\.\d+(\.\d+)?$")
+
+
+@dataclass(frozen=True)
+class KafkaRelease:
+    """One Kafka release: its version and the Scala binary version of its ``kafka_*`` artifact."""
+
+    version: str
+    scala: str
+
+    @property
+    def modern(self) -> bool:
+        """3.5 and later publish ``kafka-tools`` as its own module."""
+        major, minor = (int(p) for p in self.version.split(".")[:2])
+        return (major, minor) >= (3, 5)
+
+
+def release_for(version: str = DEFAULT_KAFKA_VERSION) -> KafkaRelease:
+    """The release named ``version`` with the Scala binary its artifacts were published for."""
+    if not _VERSION.match(version):
+        raise ConfigError(f"Kafka version: expected like 4.3.1, got {version!r}", where="--version",
+                          field="version", expected="MAJOR.MINOR.PATCH", got=version)
+    major, minor = (int(p) for p in version.split(".")[:2])
+    if (major, minor) >= (3, 0):
+        scala = "2.13"
+    elif (major, minor) >= (2, 1):
+        scala = "2.12"
+    else:
+        scala = "2.11"
+    return KafkaRelease(version, scala)
+
+
+def cache_root() -> Path:
+    """``$EPOCHLAB_KAFKA_CACHE``, or ``~/.cache/epochlab/kafka``."""
+    env = os.environ.get("EPOCHLAB_KAFKA_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "epochlab" / "kafka"
+
+
+def jar_dir(version: str = DEFAULT_KAFKA_VERSION, *, resolve: bool = True) -> Path:
+    """The folder holding every jar of Kafka ``version``, resolving it with Maven if needed.
+
+    Raises :class:`ConfigError` when the folder is missing and ``resolve`` is false, when Maven is
+    not installed, or when Maven fails (its last lines are in the message).
+    """
+    release = release_for(version)
+    dest = cache_root() / release.version
+    if (dest / ".complete").is_file():
+        return dest
+    if not resolve:
+        raise ConfigError(f"Kafka {version} is not resolved yet: run `epochlab kafka jars --version {version}`",
+                          where=str(dest), field="version", expected="resolved jars", got=version)
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise ConfigError("Maven (mvn) is needed to resolve Kafka's jars and is not on PATH",
+                          where="mvn", field="mvn", expected="Apache Maven 3", got=None)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    partial = dest.parent / f"{release.version}.partial.{os.getpid()}"
+    shutil.rmtree(partial, ignore_errors=True)
+    cmd = [mvn, "-q", "-B", "-f", str(POM), f"-Dkafka.version={release.version}",
+           f"-Dscala.binary={release.scala}", f"-Djars.dir={partial}", "dependency:copy-dependencies"]
+    if release.modern:
+        cmd.insert(4, "-Dkafka.modern")
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0 or not partial.is_dir():
+        shutil.rmtree(partial, ignore_errors=True)
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
+        raise ConfigError(f"Maven could not resolve Kafka {version}: {tail}", where=str(POM),
+                          field="version", expected="a release on Maven Central", got=version)
+    (partial / ".complete").touch()
+    shutil.rmtree(dest, ignore_errors=True)
+    partial.rename(dest)
+    return dest
