@@ -1,0 +1,51 @@
+"""One in-process JVM (JPype) carrying one Kafka release's jars.
+
+JPype can start a single JVM per process and never restart it, so every user of Kafka's classes
+goes through :func:`ensure_jvm`: the first call starts the JVM with the jars of the requested
+release; later calls for the same release reuse it, and a call for another release raises
+:class:`ConfigError` (run each release in its own process). JPype is the ``kafka`` extra.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from epochlab.errors import ConfigError
+from epochlab.kafka.jars import DEFAULT_KAFKA_VERSION, jar_dir
+
+__all__ = ["ensure_jvm", "running_release"]
+
+_lock = threading.Lock()
+_release: str | None = None
+
+
+def running_release() -> str | None:
+    """The Kafka version whose jars the process's JVM carries, or None before the first start."""
+    return _release
+
+
+def ensure_jvm(version: str = DEFAULT_KAFKA_VERSION) -> Any:
+    """Start (once) the JVM with Kafka ``version`` on the class path; return the ``jpype`` module."""
+    global _release
+    try:
+        import jpype
+    except ImportError as exc:
+        raise ConfigError("Kafka's classes need JPype: pip install 'epochlab[kafka]'", where="jpype",
+                          field="jpype", expected="JPype1 installed", got=None) from exc
+    with _lock:
+        if _release is not None:
+            if _release != version:
+                raise ConfigError(f"this process's JVM already carries Kafka {_release}; run Kafka "
+                                  f"{version} in another process", where="jvm", field="version",
+                                  expected=_release, got=version)
+            return jpype
+        folder = jar_dir(version)
+        jars = sorted(str(p) for p in folder.glob("*.jar"))
+        if not jars:
+            raise ConfigError(f"no jars in {folder}", where=str(folder), field="jars",
+                              expected="Kafka's jars", got=0)
+        if not jpype.isJVMStarted():
+            jpype.startJVM("-Xmx512m", "-XX:+UseSerialGC", classpath=jars, convertStrings=False)
+        _release = version
+        return jpype
