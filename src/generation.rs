@@ -50,4 +50,10 @@ impl Generation {
     pub fn strict_min_isr(self) -> bool {
         self == Generation::StrictMinIsr
     }
+
+    /// G5: KRaft controller semantics (broker epochs, KIP-903; ISR shrink without a leader
+    /// epoch bump, KAFKA-15021), as `epochlab.generations.Generation.kraft`.
+    pub fn kraft(self) -> bool {
+        self == Generation::StrictMinIsr
+    }
 }

@@ -294,7 +294,7 @@ def test_epoch_for_offset(impl, offset, epoch):
         (lambda c: c.assign(INT32_MAX + 1, 0), "epoch"),
         (lambda c: c.assign(0, -1), "start_offset"),
         (lambda c: c.assign_kip101(0, INT64_MAX + 1), "start_offset"),
-        (lambda c: c.end_offset_for(-1, 0), "requested_epoch"),
+        (lambda c: c.end_offset_for(-2, 0), "requested_epoch"),
         (lambda c: c.end_offset_for(0, -1), "log_end_offset"),
         (lambda c: c.end_offset_for_kip279(INT32_MAX + 1, 0), "requested_epoch"),
         (lambda c: c.end_offset_for_kip101(0, -5), "log_end_offset"),
@@ -303,6 +303,19 @@ def test_epoch_for_offset(impl, offset, epoch):
         (lambda c: c.epoch_for_offset(-1), "offset"),
     ],
 )
+def test_undefined_epoch_request_answers_undefined(impl):
+    # Kafka answers UNDEFINED_EPOCH_OFFSET to a request for UNDEFINED_EPOCH (-1), whatever the
+    # cache holds (LeaderEpochFileCache.endOffsetFor, KAFKA-6857); it is not a bad argument.
+    c = impl.LeaderEpochCache([(0, 0), (2, 5)])
+    assert c.end_offset_for(-1, 9) is None
+    assert c.end_offset_for_kip279(-1, 9) is None
+    assert c.end_offset_for_kip101(-1, 9) is None
+    assert impl.LeaderEpochCache().end_offset_for(-1, 4) is None
+    log = impl.ReplicaLog()
+    log.append_as_leader([1, 2], leader_epoch=0)
+    assert log.end_offset_for_epoch(-1) is None
+
+
 def test_cache_domains(impl, call, argument):
     c = impl.LeaderEpochCache([(0, 0)])
     with pytest.raises(InvalidArgumentError) as info:

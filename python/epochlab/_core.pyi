@@ -146,8 +146,9 @@ class LeaderEpochCache:
         self, requested_epoch: int | None, log_end_offset: int
     ) -> tuple[int, int] | None:
         """Current ``endOffsetFor``: ``(epoch, end_offset)`` with ``end_offset`` exclusive, or
-        ``None`` where Kafka answers UNDEFINED_EPOCH_OFFSET. Below every known epoch it echoes
-        the requested epoch with the first start offset (2.1+)."""
+        ``None`` where Kafka answers UNDEFINED_EPOCH_OFFSET, including a request for an undefined
+        epoch (``None`` or Kafka's UNDEFINED_EPOCH, -1; KAFKA-6857). Below every known epoch it
+        echoes the requested epoch with the first start offset (2.1+)."""
     def end_offset_for_kip279(
         self, requested_epoch: int | None, log_end_offset: int
     ) -> tuple[int, int] | None:

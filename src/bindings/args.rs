@@ -58,6 +58,15 @@ pub(crate) fn producer_id(v: Int, name: &'static str) -> PyResult<ProducerId> {
 pub(crate) fn opt_epoch(v: Option<Int>, name: &'static str) -> PyResult<Option<LeaderEpoch>> {
     v.map(|v| epoch(v, name)).transpose()
 }
+/// The epoch of an OffsetsForLeaderEpoch request: `None` or Kafka's UNDEFINED_EPOCH (-1) both
+/// mean "undefined" and are answered UNDEFINED_EPOCH_OFFSET (`LeaderEpochFileCache.endOffsetFor`,
+/// KAFKA-6857); any other negative value is outside the domain.
+pub(crate) fn requested_epoch(v: Option<Int>, name: &'static str) -> PyResult<Option<LeaderEpoch>> {
+    match v {
+        Some(Int::Fits(-1)) | None => Ok(None),
+        Some(v) => epoch(v, name).map(Some),
+    }
+}
 pub(crate) fn opt_offset(v: Option<Int>, name: &'static str) -> PyResult<Option<Offset>> {
     v.map(|v| offset(v, name)).transpose()
 }

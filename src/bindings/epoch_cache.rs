@@ -57,17 +57,17 @@ impl PyLeaderEpochCache {
         Ok(lock(&self.inner).assign_kip101(e, s))
     }
     fn end_offset_for(&self, requested_epoch: Option<Int>, log_end_offset: Int) -> PyResult<Option<(u32, u64)>> {
-        let r = args::opt_epoch(requested_epoch, "requested_epoch")?;
+        let r = args::requested_epoch(requested_epoch, "requested_epoch")?;
         let leo = args::offset(log_end_offset, "log_end_offset")?;
         Ok(lock(&self.inner).end_offset_for(r, leo).map(|(e, o)| (e.0, o.0)))
     }
     fn end_offset_for_kip279(&self, requested_epoch: Option<Int>, log_end_offset: Int) -> PyResult<Option<(u32, u64)>> {
-        let r = args::opt_epoch(requested_epoch, "requested_epoch")?;
+        let r = args::requested_epoch(requested_epoch, "requested_epoch")?;
         let leo = args::offset(log_end_offset, "log_end_offset")?;
         Ok(lock(&self.inner).end_offset_for_kip279(r, leo).map(|(e, o)| (e.0, o.0)))
     }
     fn end_offset_for_kip101(&self, requested_epoch: Option<Int>, log_end_offset: Int) -> PyResult<Option<u64>> {
-        let r = args::opt_epoch(requested_epoch, "requested_epoch")?;
+        let r = args::requested_epoch(requested_epoch, "requested_epoch")?;
         let leo = args::offset(log_end_offset, "log_end_offset")?;
         Ok(lock(&self.inner).end_offset_for_kip101(r, leo).map(|o| o.0))
     }

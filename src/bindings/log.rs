@@ -198,7 +198,7 @@ impl PyReplicaLog {
         Ok(lock(&self.inner).assign_epoch(e, s))
     }
     fn end_offset_for_epoch(&self, requested_epoch: Option<Int>) -> PyResult<Option<(u32, u64)>> {
-        let r = args::opt_epoch(requested_epoch, "requested_epoch")?;
+        let r = args::requested_epoch(requested_epoch, "requested_epoch")?;
         Ok(lock(&self.inner).end_offset_for_epoch(r).map(|(e, o)| (e.0, o.0)))
     }
     fn epoch_for_offset(&self, offset: Int) -> PyResult<Option<u32>> {

@@ -70,7 +70,28 @@ pub(crate) fn leader_and_isr(obj: &Bound<'_, PyAny>) -> PyResult<LeaderAndIsr> {
         isr: brokers(obj, "isr")?,
         partition_epoch: u32_field(obj, "partition_epoch")?,
         replicas: brokers(obj, "replicas")?,
+        brokers: broker_metadata(obj)?,
+        metadata_version: count64(attr(obj, "metadata_version")?, "metadata_version")?,
     })
+}
+
+fn count64(v: Int, name: &'static str) -> PyResult<u64> {
+    Ok(args::offset(v, name)?.0)
+}
+
+fn broker_metadata(obj: &Bound<'_, PyAny>) -> PyResult<Vec<BrokerMetadata>> {
+    let entries: Vec<(Int, Int, bool)> = attr(obj, "brokers")?;
+    entries
+        .into_iter()
+        .map(|(b, epoch, shutting_down)| {
+            Ok(BrokerMetadata { broker_id: broker(b, "brokers")?, broker_epoch: count64(epoch, "brokers")?, shutting_down })
+        })
+        .collect()
+}
+
+fn broker_epochs(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Option<u64>>> {
+    let epochs: Vec<Option<Int>> = attr(obj, "broker_epochs")?;
+    epochs.into_iter().map(|e| e.map(|e| count64(e, "broker_epochs")).transpose()).collect()
 }
 
 pub(crate) fn fetch_request(obj: &Bound<'_, PyAny>) -> PyResult<FetchRequest> {
@@ -81,6 +102,7 @@ pub(crate) fn fetch_request(obj: &Bound<'_, PyAny>) -> PyResult<FetchRequest> {
         current_leader_epoch: opt_epoch(obj, "current_leader_epoch")?,
         last_fetched_epoch: opt_epoch(obj, "last_fetched_epoch")?,
         log_start_offset: args::offset(attr(obj, "log_start_offset")?, "log_start_offset")?,
+        broker_epoch: attr::<Option<Int>>(obj, "broker_epoch")?.map(|e| count64(e, "broker_epoch")).transpose()?,
     })
 }
 
@@ -125,14 +147,22 @@ pub(crate) fn alter_partition_request(obj: &Bound<'_, PyAny>) -> PyResult<AlterP
         leader_epoch: args::epoch(attr(obj, "leader_epoch")?, "leader_epoch")?,
         partition_epoch: u32_field(obj, "partition_epoch")?,
         new_isr: brokers(obj, "new_isr")?,
+        broker_epochs: broker_epochs(obj)?,
     })
 }
 
 pub(crate) fn alter_partition_response(obj: &Bound<'_, PyAny>) -> PyResult<AlterPartitionResponse> {
-    let error: Option<String> = attr(obj, "error")?;
+    let error = match attr::<Option<String>>(obj, "error")? {
+        None => None,
+        Some(name) => Some(AlterPartitionError::from_name(&name).ok_or_else(|| ArgumentError::InvalidText {
+            argument: "error",
+            value: name,
+            reason: "not an error an AlterPartition answer carries".into(),
+        }).py()?),
+    };
     Ok(AlterPartitionResponse {
         request: alter_partition_request(&field(obj, "request")?)?,
-        ok: error.is_none(),
+        error,
         leader_epoch: args::epoch(attr(obj, "leader_epoch")?, "leader_epoch")?,
         partition_epoch: u32_field(obj, "partition_epoch")?,
         isr: brokers(obj, "isr")?,
@@ -228,6 +258,7 @@ impl<'py> Builder<'py> {
         d.set_item("current_leader_epoch", r.current_leader_epoch.map(|e| e.0))?;
         d.set_item("last_fetched_epoch", r.last_fetched_epoch.map(|e| e.0))?;
         d.set_item("log_start_offset", r.log_start_offset.0)?;
+        d.set_item("broker_epoch", r.broker_epoch)?;
         self.build("FetchRequest", &d)
     }
 
@@ -269,6 +300,7 @@ impl<'py> Builder<'py> {
         d.set_item("leader_epoch", r.leader_epoch.0)?;
         d.set_item("partition_epoch", r.partition_epoch)?;
         d.set_item("new_isr", self.tuple(&r.new_isr)?)?;
+        d.set_item("broker_epochs", PyTuple::new(self.py, r.broker_epochs.iter().copied())?)?;
         self.build("AlterPartitionRequest", &d)
     }
 

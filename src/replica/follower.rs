@@ -44,6 +44,7 @@ impl Replica {
                 current_leader_epoch: current,
             })),
             FetchState::Fetching => Some(FollowerRequest::Fetch(FetchRequest {
+                broker_epoch: None,
                 replica_id: self.broker_id,
                 session: self.fetcher_session,
                 fetch_offset: log.log_end_offset(),

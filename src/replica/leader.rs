@@ -39,6 +39,11 @@ impl Replica {
         if error.is_none() && !self.followers.contains_key(&req.replica_id) {
             error = Some(KafkaError::NotLeaderOrFollower);
         }
+        if error.is_none() && self.stale_broker_epoch(req) {
+            let epoch = req.broker_epoch.map_or_else(|| "None".to_string(), |e| e.to_string());
+            self.events.push(format!("ignored fetch from broker {}: stale broker epoch {epoch}", req.replica_id.0));
+            error = Some(KafkaError::NotLeaderOrFollower);
+        }
         let (hw, start, leo) = (log.high_watermark(), log.log_start_offset(), log.log_end_offset());
         let response = |error, batches, diverging_epoch| FetchResponse {
             error,
@@ -65,21 +70,34 @@ impl Replica {
         let Ok(batches) = log.read(req.fetch_offset, Some(MAX_FETCH_BATCHES), None) else {
             return (response(Some(KafkaError::OffsetOutOfRange), Vec::new(), None), None);
         };
-        let proposal = self.update_follower_fetch_state(log, req.replica_id, req.fetch_offset, now_ms);
+        let proposal = self.update_follower_fetch_state(log, req.replica_id, req.fetch_offset, now_ms, req.broker_epoch);
         (response(None, batches, None), proposal)
     }
 
+    /// KIP-903 (G5): a fetch carrying an older broker epoch than the metadata's for that
+    /// broker comes from a previous incarnation and must not update the follower's state
+    /// (`Replica.updateFetchStateOrThrow`, KAFKA-14139).
+    fn stale_broker_epoch(&self, req: &FetchRequest) -> bool {
+        match (req.broker_epoch, self.brokers.get(&req.replica_id)) {
+            (Some(sent), Some(&(known, _))) => known > sent,
+            _ => false,
+        }
+    }
+
     /// `updateFollowerFetchState` then `maybeExpandIsr` (1.5, 1.7).
-    fn update_follower_fetch_state(&mut self, log: &mut ReplicaLog, replica_id: BrokerId, fetch_offset: Offset, now_ms: u64) -> Option<AlterPartitionRequest> {
+    fn update_follower_fetch_state(&mut self, log: &mut ReplicaLog, replica_id: BrokerId, fetch_offset: Offset, now_ms: u64, broker_epoch: Option<u64>) -> Option<AlterPartitionRequest> {
         let leader_leo = log.log_end_offset();
         let st: &mut FollowerState = self.followers.get_mut(&replica_id)?;
         if fetch_offset >= leader_leo {
-            st.last_caught_up_time_ms = now_ms;
+            st.last_caught_up_time_ms = Some(now_ms);
         } else if fetch_offset >= st.last_fetch_leader_log_end_offset {
-            st.last_caught_up_time_ms = st.last_caught_up_time_ms.max(st.last_fetch_time_ms);
+            if let Some(fetched) = st.last_fetch_time_ms {
+                st.last_caught_up_time_ms = Some(st.last_caught_up_time_ms.unwrap_or(0).max(fetched));
+            }
         }
         st.last_fetch_leader_log_end_offset = leader_leo.max(st.last_fetch_leader_log_end_offset);
-        st.last_fetch_time_ms = now_ms;
+        st.last_fetch_time_ms = Some(now_ms);
+        st.broker_epoch = broker_epoch;
         let changed = st.log_end_offset != Some(fetch_offset);
         st.log_end_offset = Some(fetch_offset);
         let proposal = self.maybe_expand_isr(log, replica_id, fetch_offset);
@@ -89,10 +107,11 @@ impl Replica {
         proposal
     }
 
-    /// Expands iff the follower is outside the ISR, no proposal is in flight, its LEO >= HW
-    /// and, from G3 (KAFKA-7128), >= the leader epoch start offset.
+    /// Expands iff the follower is outside the ISR, no proposal is in flight, it is
+    /// ISR-eligible (G5), its LEO >= HW and, from G3 (KAFKA-7128), >= the leader epoch start
+    /// offset (`Partition.canAddReplicaToIsr`, `isFollowerInSync`).
     fn maybe_expand_isr(&mut self, log: &ReplicaLog, replica_id: BrokerId, follower_leo: Offset) -> Option<AlterPartitionRequest> {
-        if self.pending_isr.is_some() || self.isr.contains(&replica_id) || follower_leo < log.high_watermark() {
+        if self.pending_isr.is_some() || self.isr.contains(&replica_id) || !self.isr_eligible(replica_id) || follower_leo < log.high_watermark() {
             return None;
         }
         if let Some(leso) = self.leader_epoch_start_offset {
@@ -125,8 +144,8 @@ impl Replica {
     /// (read_committed, which also gets the aborted transactions overlapping the range, 1.12);
     /// control records are returned with their kind so the consumer steps over them. Also a
     /// ListOffsets reset (earliest = log start, latest = HW, or LSO for read_committed) and a
-    /// KIP-320 position validation (the current `end_offset_for`, capped at the HW). G3+ fence
-    /// the current epoch.
+    /// KIP-320 position validation (the current `end_offset_for` with the leader's LEO, not
+    /// capped at the HW: `Partition.lastOffsetForLeaderEpoch`). G3+ fence the current epoch.
     pub fn handle_consumer_fetch(&self, log: &ReplicaLog, req: &ConsumerFetchRequest) -> ConsumerFetchResponse {
         let (hw, lso) = (log.high_watermark(), log.last_stable_offset());
         let committed = req.isolation_level == IsolationLevel::ReadCommitted;
@@ -147,7 +166,7 @@ impl Replica {
         resp.high_watermark = hw;
         resp.last_stable_offset = lso;
         if let Some(epoch) = req.validate_epoch {
-            resp.epoch_end = log.end_offset_for_epoch(Some(epoch)).map(|(e, end)| (e, end.min(hw)));
+            resp.epoch_end = log.end_offset_for_epoch(Some(epoch));
             return resp;
         }
         let Some(from) = req.fetch_offset else {

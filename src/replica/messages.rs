@@ -48,6 +48,8 @@ pub struct FetchRequest {
     pub current_leader_epoch: Option<LeaderEpoch>,
     pub last_fetched_epoch: Option<LeaderEpoch>,
     pub log_start_offset: Offset,
+    /// KIP-903 (G5): the incarnation of the follower's broker that sent the fetch.
+    pub broker_epoch: Option<u64>,
 }
 
 /// The leader's answer; `high_watermark` is the HW from before this fetch's state update.
@@ -86,6 +88,19 @@ pub struct LeaderAndIsr {
     pub isr: Vec<BrokerId>,
     pub partition_epoch: u32,
     pub replicas: Vec<BrokerId>,
+    /// G5 metadata image: (broker, broker epoch, in controlled shutdown) of every registered,
+    /// unfenced broker; empty before G5.
+    pub brokers: Vec<BrokerMetadata>,
+    /// Version of that image; a newer one replaces an older one.
+    pub metadata_version: u64,
+}
+
+/// One registered, unfenced broker in the KRaft metadata image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BrokerMetadata {
+    pub broker_id: BrokerId,
+    pub broker_epoch: u64,
+    pub shutting_down: bool,
 }
 
 /// The leader's ISR proposal (KIP-497).
@@ -95,13 +110,44 @@ pub struct AlterPartitionRequest {
     pub leader_epoch: LeaderEpoch,
     pub partition_epoch: u32,
     pub new_isr: Vec<BrokerId>,
+    /// G5 (KIP-903): each member's broker epoch as seen in its fetches; empty before G5.
+    pub broker_epochs: Vec<Option<u64>>,
+}
+
+/// Why the controller refused an AlterPartition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AlterPartitionError {
+    FencedLeaderEpoch,
+    InvalidUpdateVersion,
+    /// The request was not applied and the partition epoch is right: back to the committed ISR.
+    IneligibleReplica,
+    OperationNotAttempted,
+}
+
+impl AlterPartitionError {
+    /// Kafka's name of the error.
+    pub fn name(self) -> &'static str {
+        match self {
+            AlterPartitionError::FencedLeaderEpoch => "FENCED_LEADER_EPOCH",
+            AlterPartitionError::InvalidUpdateVersion => "INVALID_UPDATE_VERSION",
+            AlterPartitionError::IneligibleReplica => "INELIGIBLE_REPLICA",
+            AlterPartitionError::OperationNotAttempted => "OPERATION_NOT_ATTEMPTED",
+        }
+    }
+
+    /// The error named `name`, if it is one an AlterPartition answer carries.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::FencedLeaderEpoch, Self::InvalidUpdateVersion, Self::IneligibleReplica, Self::OperationNotAttempted]
+            .into_iter()
+            .find(|e| e.name() == name)
+    }
 }
 
 /// The controller's answer to an AlterPartition.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AlterPartitionResponse {
     pub request: AlterPartitionRequest,
-    pub ok: bool,
+    pub error: Option<AlterPartitionError>,
     pub leader_epoch: LeaderEpoch,
     pub partition_epoch: u32,
     pub isr: Vec<BrokerId>,

@@ -62,14 +62,18 @@ pub enum LeaderAndIsrOutcome {
     FollowerSame,
 }
 
-/// The leader's view of one follower (Kafka's remote `Replica`, 1.1 / 1.5).
+/// The leader's view of one follower (Kafka's remote `Replica`, 1.1 / 1.5). The times are
+/// `None` for "never": Kafka stores 0 there, decades ago on its wall clock
+/// (`Replica.resetReplicaState`), while virtual time starts at 0.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FollowerState {
     /// Unknown until a fetch in the current leadership reported it.
     pub log_end_offset: Option<Offset>,
-    pub last_caught_up_time_ms: u64,
-    pub last_fetch_time_ms: u64,
+    pub last_caught_up_time_ms: Option<u64>,
+    pub last_fetch_time_ms: Option<u64>,
     pub last_fetch_leader_log_end_offset: Offset,
+    /// The broker epoch the follower's last accepted fetch carried (KIP-903, G5).
+    pub broker_epoch: Option<u64>,
 }
 
 /// One replica of a partition on broker `broker_id`.
@@ -94,6 +98,9 @@ pub struct Replica {
     pub followers: BTreeMap<BrokerId, FollowerState>,
     pub fetch_state: FetchState,
     pub fetcher_session: u64,
+    /// G5 metadata image: broker -> (broker epoch, in controlled shutdown).
+    pub brokers: BTreeMap<BrokerId, (u64, bool)>,
+    pub metadata_version: u64,
 }
 
 impl Replica {
@@ -116,6 +123,8 @@ impl Replica {
             followers: BTreeMap::new(),
             fetch_state: FetchState::Idle,
             fetcher_session: 0,
+            brokers: BTreeMap::new(),
+            metadata_version: 0,
         }
     }
 
@@ -135,6 +144,8 @@ impl Replica {
         self.followers.clear();
         self.fetch_state = FetchState::Idle;
         self.fetcher_session += 1;
+        self.brokers.clear();
+        self.metadata_version = 0;
     }
 
     /// ISR ∪ pending proposal, in assignment order (1.7: what HW and acks=all use).
@@ -147,8 +158,49 @@ impl Replica {
         (self.min_insync_replicas as usize).min(self.replicas.len())
     }
 
-    /// Applies a controller decision (1.9).
+    /// The min.insync.replicas the produce path enforces: 3.7+ (G5) the effective one
+    /// (`Partition.effectiveMinIsr`) in both the append check and the acks=all completion;
+    /// before, the configured value, so min.insync.replicas above the replication factor
+    /// refuses every acks=all append (`Partition.appendRecordsToLeader` <= 3.6).
+    fn min_isr(&self) -> usize {
+        if self.generation.strict_min_isr() {
+            self.effective_min_isr()
+        } else {
+            self.min_insync_replicas as usize
+        }
+    }
+
+    /// `ReplicaState.isCaughtUp`: at the leader's LEO, or caught up within
+    /// replica.lag.time.max.ms (never, if it never was).
+    fn caught_up(&self, st: &FollowerState, leader_leo: Offset, now_ms: u64) -> bool {
+        st.log_end_offset == Some(leader_leo)
+            || st.last_caught_up_time_ms.is_some_and(|t| now_ms.saturating_sub(t) <= self.replica_lag_time_max_ms)
+    }
+
+    /// `Partition.isReplicaIsrEligible`: in KRaft (G5) the follower's broker is registered,
+    /// unfenced and not shutting down in this broker's metadata, and its fetches carried that
+    /// registration's broker epoch (KIP-903). Earlier generations: always.
+    pub(crate) fn isr_eligible(&self, replica_id: BrokerId) -> bool {
+        if !self.generation.kraft() {
+            return true;
+        }
+        let (Some(&(epoch, shutting_down)), Some(st)) = (self.brokers.get(&replica_id), self.followers.get(&replica_id)) else {
+            return false;
+        };
+        !shutting_down && st.broker_epoch == Some(epoch)
+    }
+
+    fn apply_metadata(&mut self, msg: &LeaderAndIsr) {
+        if msg.metadata_version > self.metadata_version {
+            self.metadata_version = msg.metadata_version;
+            self.brokers = msg.brokers.iter().map(|b| (b.broker_id, (b.broker_epoch, b.shutting_down))).collect();
+        }
+    }
+
+    /// Applies a controller decision (1.9); the brokers' metadata it carries (G5) is applied
+    /// whenever it is newer, whatever the outcome.
     pub fn apply_leader_and_isr(&mut self, log: &mut ReplicaLog, msg: &LeaderAndIsr, now_ms: u64) -> LeaderAndIsrOutcome {
+        self.apply_metadata(msg);
         if let Some(current) = self.leader_epoch {
             if msg.leader_epoch < current {
                 return LeaderAndIsrOutcome::Ignored;
@@ -175,13 +227,16 @@ impl Replica {
     }
 
     /// `Partition.makeLeader`: LESO := LEO; from G3 the epoch enters the cache at the LEO
-    /// (KAFKA-7415); follower states reset (a re-elected leader keeps known LEOs); ISR
-    /// followers count as caught up now; then the HW may advance.
+    /// (KAFKA-7415); follower states reset as `Replica.resetReplicaState` does: ISR followers
+    /// count as caught up and fetched now, the others never; a new leader forgets follower
+    /// LEOs and broker epochs, a re-elected one keeps them and takes the LESO as the leader LEO
+    /// of their last fetch. Then the HW may advance.
     fn make_leader(&mut self, log: &mut ReplicaLog, msg: &LeaderAndIsr, now_ms: u64) {
         let was_leader = self.role == Role::Leader;
         let old = std::mem::take(&mut self.followers);
         self.become_role(msg, Role::Leader);
-        self.leader_epoch_start_offset = Some(log.log_end_offset());
+        let leso = log.log_end_offset();
+        self.leader_epoch_start_offset = Some(leso);
         if self.generation.leader_assigns_epoch() {
             log.assign_epoch(msg.leader_epoch, log.log_end_offset());
         }
@@ -190,13 +245,17 @@ impl Replica {
                 continue;
             }
             let mut state = FollowerState::default();
+            let in_sync = msg.isr.contains(&r);
             if was_leader {
                 if let Some(o) = old.get(&r) {
                     state.log_end_offset = o.log_end_offset;
+                    state.broker_epoch = o.broker_epoch;
+                    state.last_fetch_leader_log_end_offset = leso;
+                    state.last_fetch_time_ms = in_sync.then_some(now_ms);
                 }
             }
-            if msg.isr.contains(&r) {
-                state.last_caught_up_time_ms = now_ms;
+            if in_sync {
+                state.last_caught_up_time_ms = Some(now_ms);
             }
             self.followers.insert(r, state);
         }
@@ -260,7 +319,7 @@ impl Replica {
         let Some(epoch) = self.leader_epoch.filter(|_| self.role == Role::Leader) else {
             return Ok(ProduceResponse::error(KafkaError::NotLeaderOrFollower));
         };
-        if req.acks == Acks::All && self.isr.len() < self.effective_min_isr() {
+        if req.acks == Acks::All && self.isr.len() < self.min_isr() {
             return Ok(ProduceResponse::error(KafkaError::NotEnoughReplicas));
         }
         let info = match log.append_as_leader(req.records.clone(), epoch, req.producer, req.is_transactional) {
@@ -299,7 +358,7 @@ impl Replica {
         let Some(epoch) = self.leader_epoch.filter(|_| self.role == Role::Leader) else {
             return fail(KafkaError::NotLeaderOrFollower);
         };
-        if self.isr.len() < self.effective_min_isr() {
+        if self.isr.len() < self.min_isr() {
             return fail(KafkaError::NotEnoughReplicas);
         }
         let (control, kind) = if req.commit { (ControlType::Commit, "COMMIT") } else { (ControlType::Abort, "ABORT") };
@@ -332,16 +391,18 @@ impl Replica {
         if log.high_watermark() < required_offset {
             return None;
         }
-        if self.maximal_isr().len() >= self.min_insync_replicas as usize {
+        if self.maximal_isr().len() >= self.min_isr() {
             Some(None)
         } else {
             Some(Some(KafkaError::NotEnoughReplicasAfterAppend))
         }
     }
 
-    /// `maybeIncrementLeaderHW` (1.6): min LEO over the leader and every follower in the
-    /// maximal ISR or caught up within replica.lag.time.max.ms; an unknown follower LEO holds
-    /// the HW. G5: no advance while |ISR| < effective minISR. Returns whether the HW rose.
+    /// `Partition.maybeIncrementLeaderHW` (1.6): min LEO over the leader and every follower in
+    /// the maximal ISR or caught up; from G5 (3.6+, KAFKA-15021) a caught-up follower outside
+    /// the ISR counts only if ISR-eligible, so a fenced broker no longer holds the HW. An
+    /// unknown follower LEO holds the HW. G5: no advance while |ISR| < effective minISR.
+    /// Returns whether the HW rose.
     pub fn maybe_increment_high_watermark(&mut self, log: &mut ReplicaLog, now_ms: u64) -> bool {
         if self.role != Role::Leader {
             return false;
@@ -349,12 +410,11 @@ impl Replica {
         if self.generation.strict_min_isr() && self.isr.len() < self.effective_min_isr() {
             return false;
         }
-        let mut new_hw = log.log_end_offset();
+        let leo = log.log_end_offset();
+        let mut new_hw = leo;
         let maximal = self.maximal_isr();
         for (r, st) in &self.followers {
-            let caught_up = st.log_end_offset.is_some()
-                && now_ms.saturating_sub(st.last_caught_up_time_ms) <= self.replica_lag_time_max_ms;
-            if maximal.contains(r) || caught_up {
+            if maximal.contains(r) || (self.caught_up(st, leo, now_ms) && self.isr_eligible(*r)) {
                 match st.log_end_offset {
                     None => return false,
                     Some(leo) => new_hw = new_hw.min(leo),
@@ -372,17 +432,12 @@ impl Replica {
             return None;
         }
         let leo = log.log_end_offset();
-        let lag = self.replica_lag_time_max_ms;
         let out: Vec<BrokerId> = self
             .isr
             .iter()
             .copied()
             .filter(|r| *r != self.broker_id)
-            .filter(|r| {
-                self.followers.get(r).is_some_and(|st| {
-                    !(st.log_end_offset == Some(leo) || now_ms.saturating_sub(st.last_caught_up_time_ms) <= lag)
-                })
-            })
+            .filter(|r| self.followers.get(r).is_some_and(|st| !self.caught_up(st, leo, now_ms)))
             .collect();
         if out.is_empty() {
             return None;
@@ -392,41 +447,64 @@ impl Replica {
     }
 
     pub(crate) fn propose(&mut self, new_isr: Vec<BrokerId>) -> Option<AlterPartitionRequest> {
-        let (leader_epoch, partition_epoch) = (self.leader_epoch?, self.partition_epoch?);
-        self.pending_isr = Some(new_isr.clone());
-        Some(AlterPartitionRequest { broker_id: self.broker_id, leader_epoch, partition_epoch, new_isr })
+        let request = self.alter_partition_request(new_isr.clone())?;
+        self.pending_isr = Some(new_isr);
+        Some(request)
     }
 
-    /// The in-flight proposal to resend (AlterPartition is retried until answered).
+    /// G5 sends each member's broker epoch as last seen in its fetches
+    /// (`Partition.addBrokerEpochToIsr`; unknown for the leader itself).
+    fn alter_partition_request(&self, new_isr: Vec<BrokerId>) -> Option<AlterPartitionRequest> {
+        let (leader_epoch, partition_epoch) = (self.leader_epoch?, self.partition_epoch?);
+        let broker_epochs = if self.generation.kraft() {
+            new_isr.iter().map(|r| self.followers.get(r).and_then(|st| st.broker_epoch)).collect()
+        } else {
+            Vec::new()
+        };
+        Some(AlterPartitionRequest { broker_id: self.broker_id, leader_epoch, partition_epoch, new_isr, broker_epochs })
+    }
+
+    /// The in-flight proposal to resend: Kafka's controller channel retries the one
+    /// outstanding AlterPartition until it is answered (`AlterPartitionManager`).
     pub fn pending_alter_partition(&self) -> Option<AlterPartitionRequest> {
         if self.role != Role::Leader {
             return None;
         }
-        Some(AlterPartitionRequest {
-            broker_id: self.broker_id,
-            leader_epoch: self.leader_epoch?,
-            partition_epoch: self.partition_epoch?,
-            new_isr: self.pending_isr.clone()?,
-        })
+        self.alter_partition_request(self.pending_isr.clone()?)
     }
 
-    /// Commits the controller's answer if it is for this leadership and newer; a refused or
-    /// superseded proposal is rolled back (1.7).
+    /// `Partition.submitAlterPartition`'s completion. An answer to anything but the proposal
+    /// in flight is out of date and ignored. Success commits the returned ISR and partition
+    /// epoch unless they are for another leader epoch or older (`handleAlterPartitionUpdate`),
+    /// then the HW may advance. INELIGIBLE_REPLICA and OPERATION_NOT_ATTEMPTED say the request
+    /// was not applied: back to the last committed ISR. Any other error keeps the proposal
+    /// pending until newer metadata replaces it (`Partition.handleAlterPartitionError`).
     pub fn handle_alter_partition_response(&mut self, log: &mut ReplicaLog, resp: &AlterPartitionResponse, now_ms: u64) {
-        if self.role != Role::Leader || Some(resp.request.leader_epoch) != self.leader_epoch {
+        let req = &resp.request;
+        if self.role != Role::Leader
+            || self.pending_isr.as_ref() != Some(&req.new_isr)
+            || Some(req.leader_epoch) != self.leader_epoch
+            || Some(req.partition_epoch) != self.partition_epoch
+        {
             return;
         }
-        if resp.ok
-            && self.partition_epoch.is_some_and(|pe| resp.partition_epoch > pe)
-            && Some(resp.leader_epoch) == self.leader_epoch
-        {
-            self.isr = resp.isr.clone();
-            self.partition_epoch = Some(resp.partition_epoch);
+        match resp.error {
+            None => {
+                if Some(resp.leader_epoch) != self.leader_epoch || self.partition_epoch.is_some_and(|pe| resp.partition_epoch < pe) {
+                    return;
+                }
+                self.isr = resp.isr.clone();
+                self.partition_epoch = Some(resp.partition_epoch);
+                self.pending_isr = None;
+                self.maybe_increment_high_watermark(log, now_ms);
+            }
+            Some(e @ (AlterPartitionError::IneligibleReplica | AlterPartitionError::OperationNotAttempted)) => {
+                let isr: Vec<u32> = self.isr.iter().map(|b| b.0).collect();
+                self.events.push(format!("ISR proposal {:?} refused ({}): back to ISR {:?}", req.new_isr.iter().map(|b| b.0).collect::<Vec<_>>(), e.name(), isr));
+                self.pending_isr = None;
+            }
+            Some(AlterPartitionError::FencedLeaderEpoch | AlterPartitionError::InvalidUpdateVersion) => {}
         }
-        if self.pending_isr.as_ref() == Some(&resp.request.new_isr) {
-            self.pending_isr = None;
-        }
-        self.maybe_increment_high_watermark(log, now_ms);
     }
 
     /// Writes the `replication-offset-checkpoint` (every

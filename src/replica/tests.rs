@@ -20,6 +20,8 @@ fn decision(leader: u32, epoch: u32, isr: &[u32], partition_epoch: u32) -> Leade
         isr: isr.iter().map(|&b| BrokerId(b)).collect(),
         partition_epoch,
         replicas: vec![BrokerId(1), BrokerId(2)],
+        brokers: Vec::new(),
+        metadata_version: 0,
     }
 }
 
@@ -102,9 +104,83 @@ fn kip320_fences_a_stale_fetch() {
         current_leader_epoch: Some(LeaderEpoch(2)),
         last_fetched_epoch: None,
         log_start_offset: Offset(0),
+        broker_epoch: None,
     };
     let (resp, proposal) = a.replica.handle_fetch(&mut a.log, &req, 0);
     assert_eq!((resp.error, proposal), (Some(KafkaError::FencedLeaderEpoch), None));
+}
+
+fn kraft_decision(isr: &[u32], partition_epoch: u32, brokers: &[(u32, u64)], version: u64) -> LeaderAndIsr {
+    let mut d = decision(1, 1, isr, partition_epoch);
+    d.brokers = brokers.iter().map(|&(b, e)| BrokerMetadata { broker_id: BrokerId(b), broker_epoch: e, shutting_down: false }).collect();
+    d.metadata_version = version;
+    d
+}
+
+fn fetch_from_2(offset: u64, broker_epoch: u64) -> FetchRequest {
+    FetchRequest {
+        replica_id: BrokerId(2),
+        session: 1,
+        fetch_offset: Offset(offset),
+        current_leader_epoch: Some(LeaderEpoch(1)),
+        last_fetched_epoch: None,
+        log_start_offset: Offset(0),
+        broker_epoch: Some(broker_epoch),
+    }
+}
+
+#[test]
+fn kip903_a_fetch_from_a_previous_incarnation_neither_updates_nor_expands() {
+    let mut a = node(1, Generation::StrictMinIsr);
+    a.replica.apply_leader_and_isr(&mut a.log, &kraft_decision(&[1], 0, &[(1, 1), (2, 2)], 1), 0);
+    produce(&mut a, &[7, 8]);
+    let (resp, proposal) = a.replica.handle_fetch(&mut a.log, &fetch_from_2(2, 1), 10);
+    assert_eq!((resp.error, proposal), (Some(KafkaError::NotLeaderOrFollower), None));
+    assert_eq!(a.replica.followers[&BrokerId(2)].log_end_offset, None);
+    let (resp, proposal) = a.replica.handle_fetch(&mut a.log, &fetch_from_2(2, 2), 10);
+    assert_eq!(resp.error, None);
+    assert_eq!(proposal.map(|p| (p.new_isr, p.broker_epochs)), Some((vec![BrokerId(1), BrokerId(2)], vec![None, Some(2)])));
+}
+
+#[test]
+fn kafka_15021_a_fenced_follower_outside_the_isr_does_not_hold_the_hw() {
+    let mut a = node(1, Generation::StrictMinIsr);
+    a.replica.min_insync_replicas = 1;
+    a.replica.apply_leader_and_isr(&mut a.log, &kraft_decision(&[1, 2], 0, &[(1, 1), (2, 1)], 1), 0);
+    a.replica.handle_fetch(&mut a.log, &fetch_from_2(0, 1), 5);
+    // Broker 2 is fenced: the controller drops it from the ISR (no leader epoch bump in KRaft).
+    a.replica.apply_leader_and_isr(&mut a.log, &kraft_decision(&[1], 1, &[(1, 1)], 2), 6);
+    produce(&mut a, &[7]);
+    assert_eq!(a.log.high_watermark(), Offset(1), "caught up 1 ms ago, but fenced: not counted");
+}
+
+#[test]
+fn a_refused_alter_partition_stays_pending_until_new_metadata() {
+    let mut a = node(1, Generation::StrictMinIsr);
+    a.replica.apply_leader_and_isr(&mut a.log, &kraft_decision(&[1], 0, &[(1, 1), (2, 1)], 1), 0);
+    let (_, proposal) = a.replica.handle_fetch(&mut a.log, &fetch_from_2(0, 1), 1);
+    let request = proposal.expect("follower 2 is in sync");
+    let answer = |error| AlterPartitionResponse { request: request.clone(), error, leader_epoch: LeaderEpoch(1), partition_epoch: 1, isr: vec![BrokerId(1)] };
+    a.replica.handle_alter_partition_response(&mut a.log, &answer(Some(AlterPartitionError::InvalidUpdateVersion)), 2);
+    assert_eq!(a.replica.pending_isr, Some(vec![BrokerId(1), BrokerId(2)]));
+    assert_eq!(a.replica.maximal_isr(), vec![BrokerId(1), BrokerId(2)]);
+    a.replica.handle_alter_partition_response(&mut a.log, &answer(Some(AlterPartitionError::IneligibleReplica)), 3);
+    assert_eq!(a.replica.pending_isr, None);
+}
+
+#[test]
+fn min_isr_above_the_replication_factor_by_generation() {
+    for (g, appended) in [(Generation::DivergingEpoch, false), (Generation::StrictMinIsr, true)] {
+        let mut a = node(1, g);
+        a.replica.min_insync_replicas = 3;
+        a.replica.apply_leader_and_isr(&mut a.log, &decision(1, 1, &[1, 2], 0), 0);
+        let req = ProduceRequest { client: "p".into(), acks: Acks::All, records: vec![1], producer: None, is_transactional: false };
+        let resp = a.replica.handle_produce(&mut a.log, &req, 0).expect("valid batch");
+        assert_eq!(resp.error.is_none(), appended, "{g:?}");
+        if !appended {
+            assert_eq!(resp.error, Some(KafkaError::NotEnoughReplicas));
+        }
+    }
 }
 
 fn txn_produce(n: &mut Node, values: &[u64], epoch: u16, seq: u32) -> ProduceResponse {

@@ -237,7 +237,7 @@ class _Run:
         violations: list[Violation] = list(self.checker.violations)
         resets: dict[str, list[int]] = {}
         for e in c.events:
-            if e.kind == "client" and "OFFSET_OUT_OF_RANGE" in e.message and e.message.startswith("consumer "):
+            if e.kind == "client" and e.message.startswith("consumer ") and ", reset " in e.message:
                 resets.setdefault(e.message.split()[1].rstrip(":"), []).append(e.time_ms)
         idempotent = {n for n, p in self.producers.items() if p.config.enable_idempotence}
         violations += check_history([op.to_dict() for op in c.history], self.final_log(),

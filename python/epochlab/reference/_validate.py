@@ -59,6 +59,15 @@ def leader_epoch(value: Any, argument: str) -> int:
     return in_domain(value, argument, LEADER_EPOCH_MAX)
 
 
+def requested_epoch(value: Any, argument: str) -> int | None:
+    """The epoch of an OffsetsForLeaderEpoch request: ``None`` or Kafka's UNDEFINED_EPOCH (-1)
+    mean "undefined" (answered UNDEFINED_EPOCH_OFFSET: ``LeaderEpochFileCache.endOffsetFor``,
+    KAFKA-6857); any other value must be a leader epoch."""
+    if value is None or (isinstance(value, int) and value == -1):
+        return None
+    return leader_epoch(value, argument)
+
+
 def producer_id(value: Any, argument: str) -> int:
     return in_domain(value, argument, PRODUCER_ID_MAX)
 

@@ -68,7 +68,7 @@ class LeaderEpochCache:
     def end_offset_for(self, requested_epoch: int | None, log_end_offset: int) -> tuple[int, int] | None:
         """Current ``endOffsetFor``: ``(epoch, exclusive end offset)`` or ``None`` (UNDEFINED).
         Below every known epoch it echoes ``requested_epoch`` with the first start offset."""
-        _check_lookup(requested_epoch, log_end_offset)
+        requested_epoch = _check_lookup(requested_epoch, log_end_offset)
         if requested_epoch is None:
             return None
         if self.latest_epoch == requested_epoch:
@@ -85,6 +85,7 @@ class LeaderEpochCache:
     ) -> tuple[int, int] | None:
         """Kafka 2.0: as :meth:`end_offset_for`, but below every known epoch it answers ``None``."""
         answer = self.end_offset_for(requested_epoch, log_end_offset)
+        requested_epoch = _check_lookup(requested_epoch, log_end_offset)
         earliest = self.earliest_epoch
         if requested_epoch is not None and earliest is not None and requested_epoch < earliest:
             return None
@@ -99,7 +100,7 @@ class LeaderEpochCache:
     def end_offset_for_kip101(self, requested_epoch: int | None, log_end_offset: int) -> int | None:
         """Kafka 0.11: an end offset only, ``None`` for UNDEFINED. An empty cache answers its
         ``log_end_offset`` to an undefined request (the KAFKA-6857 bug)."""
-        _check_lookup(requested_epoch, log_end_offset)
+        requested_epoch = _check_lookup(requested_epoch, log_end_offset)
         if requested_epoch is None:
             return log_end_offset if not self._entries else None
         if self.latest_epoch == requested_epoch:
@@ -212,9 +213,11 @@ class LeaderEpochCache:
         return f"LeaderEpochCache({self._entries!r})"
 
 
-def _check_lookup(requested_epoch: Any, log_end_offset: Any) -> None:
-    v.optional(v.leader_epoch, requested_epoch, "requested_epoch")
+def _check_lookup(requested_epoch: Any, log_end_offset: Any) -> int | None:
+    """Validates a lookup's arguments; returns the requested epoch, ``None`` when undefined."""
+    requested = v.requested_epoch(requested_epoch, "requested_epoch")
     v.offset(log_end_offset, "log_end_offset")
+    return requested
 
 
 def _pair(entry: Any, argument: str) -> tuple[Any, Any]:

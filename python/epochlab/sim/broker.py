@@ -32,6 +32,7 @@ gets "connection refused" at once and backs off (a partitioned leader is only no
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import epochlab
@@ -251,6 +252,8 @@ class Broker:
             self._backoff(token)
             return
         if isinstance(req, FetchRequest):
+            if self.cluster.generation.kraft:  # KIP-903: fetches carry the broker epoch
+                req = replace(req, broker_epoch=self.incarnation)
             self.cluster.post(self.broker_id, leader, "on_fetch", req, kind="fetch")
         else:
             self.cluster.post(self.broker_id, leader, "on_offsets_for_leader_epoch", req, kind="fetch")

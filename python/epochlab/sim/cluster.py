@@ -232,7 +232,9 @@ class Cluster:
             if not 0.0 <= p <= 1.0:
                 raise ConfigError(f"{name} must be in [0, 1]", where="set_link", field=name,
                                   expected="a probability in [0, 1]", got=repr(p))
-        self.network.set_link(a, b, delay_ms, drop, duplicate, reorder)
+        if not self.network.set_link(a, b, delay_ms, drop, duplicate, reorder):
+            self.log_event("network", f"link {a}-{b}: the controller channel is one ordered, "
+                           "reliable connection; duplicate/reorder not applied")
 
     def controlled_shutdown(self, broker: int) -> None:
         self._broker(broker).request_controlled_shutdown()

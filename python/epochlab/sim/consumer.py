@@ -20,9 +20,15 @@ again. OFFSET_OUT_OF_RANGE resets by ``auto_offset_reset``.
 
 KIP-320 (G3+, consumer 2.3+): fetches carry the current leader epoch; after learning a newer
 leader epoch the consumer validates its position with OffsetsForLeaderEpoch for the epoch of
-the last consumed record; if the leader's end offset for that epoch is below the position,
-the log was truncated under it: an ``info`` poll op with error ``LOG_TRUNCATION`` and
-``offset`` = the end offset is recorded and the position moves back to it.
+the last consumed record. Commits carry that epoch too, and a position restored from a
+committed offset is validated the same way before the first fetch (``seekUnvalidated``).
+The leader answers its end offset for the epoch, uncapped (``Partition.lastOffsetForLeaderEpoch``);
+the consumer reacts as ``SubscriptionState.maybeCompleteValidation`` does: an end offset below
+the position means the log was truncated under it (an ``info`` poll op with error
+``LOG_TRUNCATION`` and ``offset`` = the end offset); with an ``auto_offset_reset`` policy the
+position moves back to that end offset, with ``none`` the consumer stops (Java raises
+``LogTruncationException``). An UNDEFINED answer (the epoch is unknown to the leader) resets
+the position by the policy, or with ``none`` also stops with ``LOG_TRUNCATION``.
 """
 
 from __future__ import annotations
@@ -123,6 +129,17 @@ class Consumer:
         self.cluster.record(self.name, "ok", "poll", value=[[o, v] for o, v in records])
         return records
 
+    def seek(self, offset: int) -> None:
+        """``KafkaConsumer.seek``: fetch from ``offset`` next (no leader epoch, so nothing to
+        validate); also restarts a consumer stopped by a missing offset or a truncation."""
+        if not self.alive:
+            return
+        self.cluster.record(self.name, "info", "seek", value=offset)
+        self.position = self.consumed = offset
+        self.last_consumed_epoch = None
+        self._validate = self._stopped = False
+        self._buffer.clear()
+
     def commit(self) -> None:
         """Commit the consumed position now (``invoke``, then ``ok`` when acknowledged)."""
         if self.alive and self.consumed is not None:
@@ -134,7 +151,9 @@ class Consumer:
 
     def _commit(self, offset: int) -> None:
         self.cluster.record(self.name, "invoke", "commit", value=offset)
-        self.cluster.post(self.name, "controller", "on_offset_commit", (self.name, self._next_id(), offset))
+        epoch = self.last_consumed_epoch if self.cluster.generation.fences_current_epoch else None
+        self.cluster.post(self.name, "controller", "on_offset_commit",
+                          (self.name, self._next_id(), offset, epoch))
 
     def on_offset_commit_response(self, msg: tuple[int, int], src: object) -> None:
         _, offset = msg
@@ -147,14 +166,19 @@ class Consumer:
         self.cluster.post(self.name, "controller", "on_offset_fetch", (self.name, request_id))
         self._arm_timeout(request_id, METADATA_TIMEOUT_MS)
 
-    def on_offset_fetch_response(self, msg: tuple[int, int | None], src: object) -> None:
-        request_id, offset = msg
+    def on_offset_fetch_response(self, msg: tuple[int, tuple[int, int | None] | None],
+                                 src: object) -> None:
+        request_id, committed = msg
         if request_id != self._pending:
             return
         self._pending = None
         self._ready = True
+        offset, epoch = committed if committed is not None else (None, None)
         self.committed = offset
         self.position = self.consumed = offset
+        if epoch is not None:  # seekUnvalidated: validate before the first fetch
+            self.last_consumed_epoch = epoch
+            self._validate = True
 
     def _arm_timeout(self, request_id: int, timeout_ms: int) -> None:
         session = self.session
@@ -199,8 +223,11 @@ class Consumer:
             return
         current = self._leader_epoch if self.cluster.generation.fences_current_epoch else None
         validate = self.last_consumed_epoch if self._validate else None
+        # ``reset`` is read only for a ListOffsets request (no position), which a consumer
+        # without a reset policy never sends.
+        reset = "latest" if self.config.auto_offset_reset == "none" else self.config.auto_offset_reset
         req = ConsumerFetchRequest(self.name, request_id, self.position, current,
-                                   self.config.fetch_max_records, self.config.auto_offset_reset,
+                                   self.config.fetch_max_records, reset,
                                    validate, self.config.isolation_level)
         if not self.cluster.network.is_alive(self._leader):
             self._pending, self._leader = None, None
@@ -235,14 +262,30 @@ class Consumer:
         self._buffer.clear()
 
     def _check_truncation(self, epoch_end: tuple[int, int] | None) -> None:
+        """``SubscriptionState.maybeCompleteValidation`` (module doc)."""
         position = self.consumed
-        if epoch_end is None or position is None or epoch_end[1] >= position:
+        if position is None:
+            return
+        if epoch_end is None:
+            self.cluster.log_event("client", f"consumer {self.name}: epoch {self.last_consumed_epoch} "
+                                   f"of position {position} unknown to the leader")
+            if self.config.auto_offset_reset == "none":
+                self._stopped = True
+                self.cluster.record(self.name, "info", "poll", error="LOG_TRUNCATION")
+                return
+            self._reset("UNDEFINED_EPOCH_OFFSET")
+            return
+        if epoch_end[1] >= position:
             return
         end = epoch_end[1]
         self.cluster.record(self.name, "info", "poll", offset=end, error="LOG_TRUNCATION")
         self.cluster.log_event("client", f"consumer {self.name}: truncation detected, position "
                                f"{position} > end offset {end} of epoch {self.last_consumed_epoch}")
+        if self.config.auto_offset_reset == "none":
+            self._stopped = True
+            return
         self.position = self.consumed = end
+        self.last_consumed_epoch = epoch_end[0]
         self._buffer.clear()
 
     def _take(self, records: tuple[tuple[int, int, int, int | None, int], ...],

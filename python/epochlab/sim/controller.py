@@ -14,9 +14,14 @@
   change; controller-initiated ISR removals bump it too in G0-G4 (ZK ``newLeaderAndIsr``) but
   only the partition epoch in G5; a size-1 ISR is never shrunk (ZK rule; KRaft keeps the last
   member as well unless ELR is enabled).
-* AlterPartition (1.7) is validated by leader epoch and partition epoch; a retry whose ISR is
-  already committed is answered with the current state (idempotent resend). G5 rejects
-  adding a broker that is not alive (INELIGIBLE_REPLICA, KIP-903).
+* AlterPartition (1.7) is validated by leader epoch and partition epoch; in the ZooKeeper
+  generations a retry whose ISR is already committed is answered with the current state
+  (idempotent resend). G5 validates as ``ReplicationControlManager.validateAlterPartitionData``
+  does: a stale partition epoch is INVALID_UPDATE_VERSION, and every member of the new ISR must
+  be registered, unfenced, not in controlled shutdown and, where the leader sent one, carry its
+  registration's broker epoch (``ineligibleReplicasForIsr``, KIP-903), else INELIGIBLE_REPLICA.
+* G5 brokers learn the metadata image of the brokers (epoch, fenced, shutting down) with every
+  state they receive (:meth:`Controller.state`), versioned by ``metadata_version``.
 * Decisions go out as :class:`LeaderAndIsr` messages through the network (delayable,
   droppable); every heartbeat answer carries the current state too, so brokers converge.
 
@@ -68,18 +73,33 @@ class Controller:
         self.shutting_down: set[int] = set()
         self.unclean_shutdown: set[int] = set()
         self._session_timers: dict[int, Timer] = {}
+        self.metadata_version = 0
         self.offline_since_ms: int | None = None
         self.unavailable_ms = 0
         self.elections: list[tuple[int, int, int, bool]] = []  # (time, epoch, leader, unclean)
         self.next_producer_id = 1000
         self.transactional_ids: dict[str, tuple[int, int]] = {}
-        self.committed_offsets: dict[str, int] = {}
+        # group -> (offset, leader epoch of the last consumed record): OffsetCommit v7+ (2.3+)
+        self.committed_offsets: dict[str, tuple[int, int | None]] = {}
         for b in config.brokers:
             self._arm_session(b)
 
     # -- state and delivery -----------------------------------------------------------------
     def state(self) -> LeaderAndIsr:
-        return LeaderAndIsr(self.leader, self.leader_epoch, self.isr, self.partition_epoch, self.replicas)
+        brokers: tuple[tuple[int, int, bool], ...] = ()
+        if self.generation.kraft:
+            brokers = tuple((b, self.incarnation[b], b in self.shutting_down)
+                            for b in sorted(self.live) if self.live[b])
+        return LeaderAndIsr(self.leader, self.leader_epoch, self.isr, self.partition_epoch,
+                            self.replicas, brokers, self.metadata_version)
+
+    def _metadata_changed(self, broadcast: bool = True) -> None:
+        """A new metadata record (partition change, broker registration or fencing). KRaft
+        brokers follow the metadata log continuously, so in G5 every change reaches them at
+        once (``broadcast``; a partition change broadcasts itself in :meth:`_commit`)."""
+        self.metadata_version += 1
+        if broadcast and self.generation.kraft:
+            self._broadcast()
 
     def _broadcast(self) -> None:
         msg = self.state()
@@ -99,6 +119,7 @@ class Controller:
         old_isr = self.isr
         self.leader, self.isr = leader, isr
         self.partition_epoch += 1
+        self._metadata_changed(broadcast=False)
         self.unclean_shutdown -= set(isr)
         self._update_elr(old_isr)
         if leader is None and self.offline_since_ms is None:
@@ -138,6 +159,7 @@ class Controller:
         if self.live.get(broker):
             self.cluster.log_event("controller", f"controller: broker {broker} session expired")
             self.live[broker] = False
+            self._metadata_changed()
             self._handle_broker_failure(broker)
 
     def on_heartbeat(self, hb: BrokerHeartbeat, src: object) -> None:
@@ -155,6 +177,7 @@ class Controller:
         if restarted_while_alive and self.generation >= Generation.KIP_320:
             # KIP-380 (2.2, ZK: bounced brokers are failed then started) / KRaft broker epochs.
             self.live[b] = False
+            self._metadata_changed()
             self._handle_broker_failure(b)
         elif restarted_while_alive:
             self.cluster.log_event("controller", f"controller: broker {b} restarted unnoticed (ZK ABA)")
@@ -166,6 +189,7 @@ class Controller:
         if not self.live[b]:
             self.live[b] = True
             self.cluster.log_event("controller", f"controller: broker {b} registered")
+        self._metadata_changed()
         if self.leader is None:
             self._elect("elect after broker registration")
 
@@ -240,6 +264,7 @@ class Controller:
         if not self.live.get(b) or self.incarnation.get(b) != req.incarnation:
             return
         self.shutting_down.add(b)
+        self._metadata_changed()
         if self.leader == b:
             candidates = [r for r in self.replicas if r in self.isr and self._eligible(r)]
             if candidates:
@@ -250,14 +275,21 @@ class Controller:
         self.cluster.post("controller", b, "on_controlled_shutdown_response", self.state())
 
     # -- AlterPartition ---------------------------------------------------------------------
+    def _ineligible(self, req: AlterPartitionRequest) -> list[int]:
+        """``ineligibleReplicasForIsr`` (G5): members not registered and unfenced, shutting
+        down, or named with another broker epoch than their registration's."""
+        epochs = req.broker_epochs or (None,) * len(req.new_isr)
+        return [r for r, epoch in zip(req.new_isr, epochs)
+                if not self._eligible(r) or (epoch is not None and epoch != self.incarnation.get(r))]
+
     def on_alter_partition(self, req: AlterPartitionRequest, src: object) -> None:
         error: str | None = None
         if req.broker_id != self.leader or req.leader_epoch != self.leader_epoch:
             error = "FENCED_LEADER_EPOCH"
         elif req.partition_epoch != self.partition_epoch:
-            error = None if req.new_isr == self.isr else "INVALID_UPDATE_VERSION"
-        elif self.generation.kraft and any(
-                not self._eligible(r) for r in req.new_isr if r not in self.isr):
+            stale_retry = req.new_isr == self.isr and not self.generation.kraft
+            error = None if stale_retry else "INVALID_UPDATE_VERSION"
+        elif self.generation.kraft and self._ineligible(req):
             error = "INELIGIBLE_REPLICA"
         elif req.new_isr != self.isr:
             self._commit(self.leader, self._order(req.new_isr),
@@ -294,9 +326,9 @@ class Controller:
         self.cluster.post("controller", client, "on_metadata_response",
                           (request_id, self.leader, self.leader_epoch))
 
-    def on_offset_commit(self, msg: tuple[str, int, int], src: object) -> None:
-        client, request_id, offset = msg
-        self.committed_offsets[client] = offset
+    def on_offset_commit(self, msg: tuple[str, int, int, int | None], src: object) -> None:
+        client, request_id, offset, leader_epoch = msg
+        self.committed_offsets[client] = (offset, leader_epoch)
         self.cluster.post("controller", client, "on_offset_commit_response", (request_id, offset))
 
     def on_offset_fetch(self, msg: tuple[str, int], src: object) -> None:

@@ -58,6 +58,9 @@ class FetchRequest:
     current_leader_epoch: int | None
     last_fetched_epoch: int | None
     log_start_offset: int
+    #: The follower's broker epoch (KIP-903, G5: the incarnation that sent the fetch), so the
+    #: leader can ignore a fetch from a previous incarnation; ``None`` = not sent (-1 in Kafka).
+    broker_epoch: int | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,11 @@ class LeaderAndIsr:
     isr: tuple[int, ...]
     partition_epoch: int
     replicas: tuple[int, ...]
+    #: KRaft (G5) metadata image of the brokers: ``(broker id, broker epoch, in controlled
+    #: shutdown)`` for every registered, unfenced broker, in id order; empty before G5.
+    brokers: tuple[tuple[int, int, bool], ...] = ()
+    #: Version of that image (the controller's metadata offset): newer images replace older.
+    metadata_version: int = 0
 
 
 @dataclass(frozen=True)
@@ -118,12 +126,16 @@ class AlterPartitionRequest:
     leader_epoch: int
     partition_epoch: int
     new_isr: tuple[int, ...]
+    #: G5 (KIP-903): the broker epoch of each ``new_isr`` member as the leader saw it in that
+    #: follower's fetches, ``None`` where unknown (the leader itself); empty before G5.
+    broker_epochs: tuple[int | None, ...] = ()
 
 
 @dataclass(frozen=True)
 class AlterPartitionResponse:
     """Controller's answer: the committed state on success, an error otherwise
-    (``FENCED_LEADER_EPOCH``, ``INVALID_UPDATE_VERSION``, ``INELIGIBLE_REPLICA``)."""
+    (``FENCED_LEADER_EPOCH``, ``INVALID_UPDATE_VERSION``, ``INELIGIBLE_REPLICA``,
+    ``OPERATION_NOT_ATTEMPTED``)."""
 
     request: AlterPartitionRequest
     error: str | None

@@ -11,6 +11,14 @@ incarnation as when the message was sent (a restarted process has new connection
 replies to the old one are lost). Requests from a node that crashed after sending are still
 delivered: bytes already on the wire arrive (zombie requests, ``PROTOCOL.md`` 4.1).
 
+The controller channel (every link with ``"controller"`` at one end) is one ordered, reliable
+connection in every Kafka version: ZooKeeper-era controllers queue requests per broker
+(``ControllerChannelManager``), KRaft brokers read the metadata log in order and send
+AlterPartition one at a time over one connection (``NodeToControllerChannelManager``,
+``AlterPartitionManager``). Its messages can be delayed or lost (a broken connection, resent
+by the sender's own retries) but never reordered or duplicated, so ``reorder`` and
+``duplicate`` do not apply there (:meth:`Network.set_link` says so in its return value).
+
 Partitions: ``partition([[1, "p"], [2, 3, "controller"]])`` puts each listed group on its own
 side; every node not listed forms one further group together, except the transaction
 coordinator (node ``"coordinator"``), which stays on the controller's side unless listed.
@@ -89,12 +97,18 @@ class Network:
         self._groups = None
 
     def set_link(self, a: Node, b: Node, delay_ms: tuple[int, int] | None = None,
-                 drop: float = 0.0, duplicate: float = 0.0, reorder: bool = False) -> None:
-        """Configure the link between ``a`` and ``b`` (both directions)."""
+                 drop: float = 0.0, duplicate: float = 0.0, reorder: bool = False) -> bool:
+        """Configure the link between ``a`` and ``b`` (both directions). Returns False when
+        ``duplicate`` or ``reorder`` was asked for on the controller channel, where they
+        cannot happen and are not applied (module doc)."""
         base = self._link(a, b)
+        applicable = True
+        if "controller" in (a, b) and (duplicate > 0 or reorder):
+            duplicate, reorder, applicable = 0.0, False, False
         lo, hi = delay_ms if delay_ms is not None else base.delay_ms
         self._links[self._pair(a, b)] = LinkConfig((int(lo), int(hi)), float(drop),
                                                    float(duplicate), bool(reorder))
+        return applicable
 
     def slow_node(self, node: Node, extra_delay_ms: int) -> None:
         """Add ``extra_delay_ms`` to every fetch request ``node`` sends (0 removes it)."""

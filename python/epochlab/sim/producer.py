@@ -22,6 +22,16 @@ leader's log holds the original). ``restart()`` starts a new session: a new prod
 with ``transactional_id`` the same id with a bumped epoch, which fences the old session's late
 batches (INVALID_PRODUCER_EPOCH at the leader once it has seen the new epoch).
 
+Unresolved sequences (idempotent, not transactional; Java's ``TransactionManager``): a batch
+that fails for good after it got a sequence (expired, out of retries, refused) may leave a gap
+that the leader would answer with OUT_OF_ORDER_SEQUENCE_NUMBER for ever. Once no request is in
+flight the producer checks (``maybeResolveSequences``): if every sequence handed out was
+acknowledged there is no gap; otherwise, from G4 (clients 2.5+, KIP-360) it bumps its epoch
+locally and numbers the waiting batches from 0 again (``bumpIdempotentProducerEpoch``); before,
+it asks for a new producer id (``resetIdempotentProducerId``). From G4 an
+OUT_OF_ORDER_SEQUENCE_NUMBER answer with no earlier batch unresolved is such a gap too: the batch
+is kept and retried after the bump (``canRetry``).
+
 History: ``invoke`` at ``send``, then ``ok`` (offset; ``None`` for acks=0, which completes
 when sent), ``fail`` (no attempt can have been appended) or ``info`` (outcome unknown: a
 timeout, NOT_ENOUGH_REPLICAS_AFTER_APPEND, a possibly-parked NOT_LEADER_OR_FOLLOWER, a
@@ -33,6 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from epochlab.generations import Generation
 from epochlab.sim.config import ProducerConfig
 from epochlab.sim.kernel import Timer
 from epochlab.sim.messages import ProduceRequest, ProduceResponse
@@ -144,6 +155,9 @@ class Producer(TransactionalMixin):
         self._in_flight: dict[int, tuple[_Batch, Timer]] = {}
         self._batch_of: dict[int, _Batch] = {}
         self._next_sequence = 0
+        self._acked_sequence = 0          # end of the acknowledged sequence range
+        self._unresolved = False          # a sequenced batch failed: maybe a gap (module doc)
+        self._gap = False                 # the leader answered OUT_OF_ORDER_SEQUENCE_NUMBER
         self._leader: int | None = None
         self._metadata_pending: int | None = None
         self._init_pending: int | None = None
@@ -188,6 +202,9 @@ class Producer(TransactionalMixin):
         self._close_batches()
         if self._fenced is not None:
             return
+        if self._unresolved and not self._in_flight and (
+                self._gap or all(b.base_sequence is None for b in self._ready)):
+            self._resolve_sequences()
         if self.config.enable_idempotence and self.producer_id is None:
             if not self.transactional or self._open or self.transactions_pending:
                 self._init_producer_id()
@@ -267,8 +284,29 @@ class Producer(TransactionalMixin):
                                              lambda: self._request_timeout(session, request_id))
         self._in_flight[request_id] = (batch, timer)
 
+    def _resolve_sequences(self) -> None:
+        """``maybeResolveSequences`` then ``bumpIdempotentEpochAndResetIdIfNeeded``."""
+        gap, self._unresolved, self._gap = self._gap, False, False
+        if (self._acked_sequence == self._next_sequence and not gap) or self.producer_id is None:
+            return
+        assert self.producer_epoch is not None
+        if self.cluster.generation >= Generation.DIVERGING_EPOCH and self.producer_epoch < 32767:
+            self.producer_epoch += 1
+            how = f"bumps its epoch to {self.producer_epoch}"
+        else:
+            self.producer_id = self.producer_epoch = None
+            how = "asks for a new producer id"
+        self.cluster.log_event("client", f"producer {self.name}: sequence gap after a failed batch "
+                               f"(acknowledged up to {self._acked_sequence}, next "
+                               f"{self._next_sequence}): {how} and restarts sequences at 0")
+        self._next_sequence = self._acked_sequence = 0
+        for batch in sorted(self._ready, key=lambda b: b.batch_id):
+            batch.base_sequence = None
+
     def _complete(self, batch: _Batch, base_offset: int | None) -> None:
         batch.done = True
+        if batch.base_sequence is not None and not self.transactional:
+            self._acked_sequence = max(self._acked_sequence, batch.base_sequence + len(batch.values))
         if batch.expiry is not None:
             batch.expiry.cancel()
         for i, send_id in enumerate(batch.send_ids):
@@ -277,6 +315,8 @@ class Producer(TransactionalMixin):
 
     def _fail(self, batch: _Batch, error: str) -> None:
         self._note_batch_failed(batch.txn, error, batch.indeterminate)
+        if batch.base_sequence is not None and not self.transactional:
+            self._unresolved = True
         batch.done = True
         if batch.expiry is not None:
             batch.expiry.cancel()
@@ -313,7 +353,12 @@ class Producer(TransactionalMixin):
         if txn is not None and (txn.end == "abort" or txn.failed):
             self._fail(batch, error)
             return
-        retriable = error in _RETRIABLE or (
+        gap = (error == "OUT_OF_ORDER_SEQUENCE_NUMBER" and not self.transactional
+               and self.cluster.generation >= Generation.DIVERGING_EPOCH
+               and not self._earlier_unresolved(batch))
+        if gap:
+            self._unresolved = self._gap = True  # retried after the epoch bump, from sequence 0
+        retriable = error in _RETRIABLE or gap or (
             error == "OUT_OF_ORDER_SEQUENCE_NUMBER" and self._earlier_unresolved(batch))
         now, c = self.cluster.now_ms, self.config
         within = now + c.retry_backoff_ms < batch.created_ms + c.delivery_timeout_ms

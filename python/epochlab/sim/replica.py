@@ -85,6 +85,9 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
         self.followers: dict[int, FollowerState] = {}
         self.fetch_state = "idle"
         self.fetcher_session += 1  # responses to the previous incarnation's fetcher are stale
+        # G5 metadata image of the brokers: id -> (broker epoch, in controlled shutdown).
+        self.brokers: dict[int, tuple[int, bool]] = {}
+        self.metadata_version = 0
 
     # -- metadata ---------------------------------------------------------------------------
     @property
@@ -96,11 +99,47 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
     def _effective_min_isr(self) -> int:
         return min(self.min_insync_replicas, len(self.replicas))
 
+    def _min_isr(self) -> int:
+        """The min.insync.replicas the produce path enforces: 3.7+ (G5) the effective one,
+        ``min(min.insync.replicas, replicas)`` (``Partition.effectiveMinIsr``, KAFKA-15432),
+        in both the append check and the acks=all completion; before, the configured value,
+        so a topic with min.insync.replicas above its replication factor refuses every
+        acks=all append with NOT_ENOUGH_REPLICAS (``Partition.appendRecordsToLeader`` <= 3.6)."""
+        if self.generation.strict_min_isr:
+            return self._effective_min_isr()
+        return self.min_insync_replicas
+
+    def _caught_up(self, st: FollowerState, leader_leo: int, now_ms: int) -> bool:
+        """``ReplicaState.isCaughtUp``: at the leader's LEO, or caught up within
+        replica.lag.time.max.ms (never, if it never was)."""
+        if st.log_end_offset is not None and st.log_end_offset == leader_leo:
+            return True
+        return (st.last_caught_up_time_ms is not None
+                and now_ms - st.last_caught_up_time_ms <= self.replica_lag_time_max_ms)
+
+    def _isr_eligible(self, replica_id: int) -> bool:
+        """``Partition.isReplicaIsrEligible``: in KRaft (G5) the follower's broker is
+        registered, unfenced and not shutting down in this broker's metadata, and its fetches
+        carried that registration's broker epoch (KIP-903). Earlier generations: always."""
+        if not self.generation.kraft:
+            return True
+        known = self.brokers.get(replica_id)
+        st = self.followers.get(replica_id)
+        return (known is not None and not known[1] and st is not None
+                and st.broker_epoch is not None and st.broker_epoch == known[0])
+
+    def _apply_metadata(self, msg: LeaderAndIsr) -> None:
+        if msg.metadata_version > self.metadata_version:
+            self.metadata_version = msg.metadata_version
+            self.brokers = {b: (epoch, shutting_down) for b, epoch, shutting_down in msg.brokers}
+
     def apply_leader_and_isr(self, msg: LeaderAndIsr, now_ms: int) -> str:
         """Apply a controller decision. Returns ``"ignored"`` (older epoch, or same epoch and
         not a newer partition epoch), ``"isr"`` (same epoch, newer ISR), ``"leader"`` or
         ``"follower"`` (role taken; ``"follower"`` means the fetcher must (re)start) or
-        ``"follower-same"`` (same leader, fetcher kept: G0-G2 before KAFKA-7164)."""
+        ``"follower-same"`` (same leader, fetcher kept: G0-G2 before KAFKA-7164). The brokers'
+        metadata it carries (G5) is applied whenever it is newer, whatever the outcome."""
+        self._apply_metadata(msg)
         if self.leader_epoch is not None and msg.leader_epoch < self.leader_epoch:
             return "ignored"
         if self.leader_epoch is not None and msg.leader_epoch == self.leader_epoch:
@@ -118,12 +157,14 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
 
     def make_leader(self, msg: LeaderAndIsr, now_ms: int) -> None:
         """``Partition.makeLeader`` (1.9): LESO := LEO; G3+ assigns ``(epoch, LEO)`` in the
-        cache (KAFKA-7415); follower states reset (a re-elected leader keeps known LEOs);
-        ISR followers count as caught up now; then the HW may advance."""
+        cache (KAFKA-7415); follower states reset as ``Replica.resetReplicaState`` does: ISR
+        followers count as caught up and fetched now, the others never; a new leader forgets
+        every follower LEO and broker epoch, a re-elected one keeps them and takes the LESO
+        as the leader LEO of their last fetch. Then the HW may advance."""
         was_leader = self.role == "leader"
         old = self.followers
         self._become(msg, "leader")
-        self.leader_epoch_start_offset = self.log.log_end_offset
+        leso = self.leader_epoch_start_offset = self.log.log_end_offset
         if self.generation.leader_assigns_epoch:
             self.log.assign_epoch(msg.leader_epoch, self.log.log_end_offset)
         self.followers = {}
@@ -131,9 +172,13 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
             if r == self.broker_id:
                 continue
             state = FollowerState()
+            in_sync = r in msg.isr
             if was_leader and r in old:
                 state.log_end_offset = old[r].log_end_offset
-            if r in msg.isr:
+                state.broker_epoch = old[r].broker_epoch
+                state.last_fetch_leader_log_end_offset = leso
+                state.last_fetch_time_ms = now_ms if in_sync else None
+            if in_sync:
                 state.last_caught_up_time_ms = now_ms
             self.followers[r] = state
         self.maybe_increment_high_watermark(now_ms)
@@ -186,7 +231,7 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
         duplicate answers the original offsets. A successful append may advance the HW."""
         if self.role != "leader" or self.leader_epoch is None:
             return ProduceResponse(req.request_id, "NOT_LEADER_OR_FOLLOWER")
-        if req.acks == "all" and len(self.isr) < self._effective_min_isr():
+        if req.acks == "all" and len(self.isr) < self._min_isr():
             return ProduceResponse(req.request_id, "NOT_ENOUGH_REPLICAS")
         try:
             info = self.log.append_as_leader(
@@ -215,7 +260,7 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
         coordinator once the HW is past that offset (:meth:`produce_completion`)."""
         if self.role != "leader" or self.leader_epoch is None:
             return WriteTxnMarkersResponse(req.request_id, "NOT_LEADER_OR_FOLLOWER")
-        if len(self.isr) < self._effective_min_isr():
+        if len(self.isr) < self._min_isr():
             return WriteTxnMarkersResponse(req.request_id, "NOT_ENOUGH_REPLICAS")
         kind = "COMMIT" if req.commit else "ABORT"
         try:
@@ -236,32 +281,33 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
     def produce_completion(self, required_offset: int) -> tuple[bool, str | None]:
         """acks=all purgatory check (``checkEnoughReplicasReachOffset``, 1.8): ``(False, None)``
         while waiting; ``(True, None)`` once HW >= ``required_offset`` with maximal ISR >=
-        min.insync.replicas, ``(True, "NOT_ENOUGH_REPLICAS_AFTER_APPEND")`` if smaller;
-        ``(True, "NOT_LEADER_OR_FOLLOWER")`` after losing leadership."""
+        min.insync.replicas (:meth:`_min_isr`), ``(True, "NOT_ENOUGH_REPLICAS_AFTER_APPEND")``
+        if smaller; ``(True, "NOT_LEADER_OR_FOLLOWER")`` after losing leadership."""
         if self.role != "leader":
             return (True, "NOT_LEADER_OR_FOLLOWER")
         if self.log.high_watermark < required_offset:
             return (False, None)
-        if len(self.maximal_isr) >= self.min_insync_replicas:
+        if len(self.maximal_isr) >= self._min_isr():
             return (True, None)
         return (True, "NOT_ENOUGH_REPLICAS_AFTER_APPEND")
 
     # -- leader: high watermark and ISR -----------------------------------------------------
     def maybe_increment_high_watermark(self, now_ms: int) -> bool:
-        """``maybeIncrementLeaderHW`` (1.6): min LEO over the leader and every follower in the
-        maximal ISR or caught up within replica.lag.time.max.ms; an unknown follower LEO holds
-        the HW. G5: no advance while ``|ISR| < effective minISR``. Returns whether HW rose."""
+        """``Partition.maybeIncrementLeaderHW`` (1.6): min LEO over the leader and every
+        follower in the maximal ISR or caught up (:meth:`_caught_up`); from G5 (3.6+,
+        KAFKA-15021) a caught-up follower outside the ISR counts only if it is ISR-eligible
+        (:meth:`_isr_eligible`), so a fenced broker no longer holds the HW. An unknown follower
+        LEO holds the HW. G5: no advance while ``|ISR| < effective minISR``. Returns whether
+        HW rose."""
         if self.role != "leader":
             return False
         if self.generation.strict_min_isr and len(self.isr) < self._effective_min_isr():
             return False
-        new_hw = self.log.log_end_offset
+        leo = new_hw = self.log.log_end_offset
         maximal = self.maximal_isr
         for r in sorted(self.followers):
             st = self.followers[r]
-            caught_up = (st.log_end_offset is not None
-                         and now_ms - st.last_caught_up_time_ms <= self.replica_lag_time_max_ms)
-            if r in maximal or caught_up:
+            if r in maximal or (self._caught_up(st, leo, now_ms) and self._isr_eligible(r)):
                 if st.log_end_offset is None:
                     return False
                 new_hw = min(new_hw, st.log_end_offset)
@@ -275,9 +321,7 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
             return None
         leo = self.log.log_end_offset
         out = [r for r in self.isr if r != self.broker_id and r in self.followers
-               and not (self.followers[r].log_end_offset == leo
-                        or now_ms - self.followers[r].last_caught_up_time_ms
-                        <= self.replica_lag_time_max_ms)]
+               and not self._caught_up(self.followers[r], leo, now_ms)]
         if not out:
             return None
         return self._propose(tuple(r for r in self.isr if r not in out))
@@ -285,27 +329,50 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
     def _propose(self, new_isr: tuple[int, ...]) -> AlterPartitionRequest:
         assert self.leader_epoch is not None and self.partition_epoch is not None
         self.pending_isr = new_isr
-        return AlterPartitionRequest(self.broker_id, self.leader_epoch, self.partition_epoch, new_isr)
+        return self._alter_partition_request(new_isr)
+
+    def _alter_partition_request(self, new_isr: tuple[int, ...]) -> AlterPartitionRequest:
+        """G5 sends each member's broker epoch as last seen in its fetches
+        (``Partition.addBrokerEpochToIsr``; unknown for the leader itself)."""
+        assert self.leader_epoch is not None and self.partition_epoch is not None
+        epochs: tuple[int | None, ...] = ()
+        if self.generation.kraft:
+            epochs = tuple(self.followers[r].broker_epoch if r in self.followers else None
+                           for r in new_isr)
+        return AlterPartitionRequest(self.broker_id, self.leader_epoch, self.partition_epoch,
+                                     new_isr, epochs)
 
     def pending_alter_partition(self) -> AlterPartitionRequest | None:
-        """The in-flight proposal to resend (AlterPartition is retried until answered)."""
+        """The in-flight proposal to resend: Kafka's controller channel retries the one
+        outstanding AlterPartition until it is answered (``AlterPartitionManager``)."""
         if self.role != "leader" or self.pending_isr is None:
             return None
-        assert self.leader_epoch is not None and self.partition_epoch is not None
-        return AlterPartitionRequest(self.broker_id, self.leader_epoch, self.partition_epoch,
-                                     self.pending_isr)
+        return self._alter_partition_request(self.pending_isr)
 
     def handle_alter_partition_response(self, resp: AlterPartitionResponse, now_ms: int) -> None:
-        """Commit the controller's answer if it is for this leadership and newer; roll the
-        proposal back on error (1.7)."""
-        if self.role != "leader" or resp.request.leader_epoch != self.leader_epoch:
+        """``Partition.submitAlterPartition``'s completion. An answer to anything but the
+        proposal in flight (another leader or partition epoch, another ISR) is out of date
+        and ignored. Success commits the returned ISR and partition epoch unless they are
+        for another leader epoch or older (``handleAlterPartitionUpdate``), then the HW may
+        advance. INELIGIBLE_REPLICA and OPERATION_NOT_ATTEMPTED say the request was not
+        applied: back to the last committed ISR. Any other error (FENCED_LEADER_EPOCH,
+        INVALID_UPDATE_VERSION) keeps the proposal pending until newer metadata replaces it
+        (``Partition.handleAlterPartitionError``): rolling it back could let the HW advance
+        on a smaller ISR than the controller has committed."""
+        req = resp.request
+        if self.role != "leader" or self.pending_isr is None or req.new_isr != self.pending_isr \
+                or req.leader_epoch != self.leader_epoch or req.partition_epoch != self.partition_epoch:
             return
-        if resp.error is None and self.partition_epoch is not None \
-                and resp.partition_epoch > self.partition_epoch and resp.leader_epoch == self.leader_epoch:
-            self.isr, self.partition_epoch = resp.isr, resp.partition_epoch
-        if resp.request.new_isr == self.pending_isr:
+        if resp.error is None:
+            assert self.partition_epoch is not None
+            if resp.leader_epoch != self.leader_epoch or resp.partition_epoch < self.partition_epoch:
+                return
+            self.isr, self.partition_epoch, self.pending_isr = resp.isr, resp.partition_epoch, None
+            self.maybe_increment_high_watermark(now_ms)
+        elif resp.error in ("INELIGIBLE_REPLICA", "OPERATION_NOT_ATTEMPTED"):
+            self.events.append(f"ISR proposal {list(req.new_isr)} refused ({resp.error}): back to "
+                               f"ISR {list(self.isr)}")
             self.pending_isr = None
-        self.maybe_increment_high_watermark(now_ms)
 
     # -- durability -------------------------------------------------------------------------
     def checkpoint_high_watermark(self) -> None:

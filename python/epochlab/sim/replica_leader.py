@@ -35,12 +35,16 @@ MAX_FETCH_BATCHES = 1000
 @dataclass
 class FollowerState:
     """The leader's view of one follower (Kafka's remote ``Replica``, 1.1/1.5).
-    ``log_end_offset is None`` until a fetch in the current leadership reported it."""
+    ``log_end_offset is None`` until a fetch in the current leadership reported it. The two
+    times are ``None`` for "never": Kafka stores 0 there, which on its wall clock is decades
+    ago (``Replica.resetReplicaState``), whereas virtual time starts at 0. ``broker_epoch`` is
+    the epoch the follower's last accepted fetch carried (KIP-903, G5)."""
 
     log_end_offset: int | None = None
-    last_caught_up_time_ms: int = 0
-    last_fetch_time_ms: int = 0
+    last_caught_up_time_ms: int | None = None
+    last_fetch_time_ms: int | None = None
     last_fetch_leader_log_end_offset: int = 0
+    broker_epoch: int | None = None
 
 
 class LeaderFetchMixin:
@@ -56,6 +60,7 @@ class LeaderFetchMixin:
     pending_isr: tuple[int, ...] | None
     leader_epoch_start_offset: int | None
     followers: dict[int, FollowerState]
+    events: list[str]
 
     def _epoch_error(self, current_leader_epoch: int | None) -> str | None:
         """Not-leader and KIP-320 current-epoch checks (G3+; ``None`` field always passes)."""
@@ -81,6 +86,10 @@ class LeaderFetchMixin:
         error = self._epoch_error(req.current_leader_epoch)
         if error is None and req.replica_id not in self.followers:
             error = "NOT_LEADER_OR_FOLLOWER"
+        if error is None and self._stale_broker_epoch(req):
+            self.events.append(f"ignored fetch from broker {req.replica_id}: stale broker epoch "
+                               f"{req.broker_epoch}")
+            error = "NOT_LEADER_OR_FOLLOWER"
         hw, start, leo = log.high_watermark, log.log_start_offset, log.log_end_offset
         if error is not None:
             return FetchResponse(req, error, (), hw, start, leo), None
@@ -95,20 +104,29 @@ class LeaderFetchMixin:
             batches = tuple(log.read(req.fetch_offset, max_batches=MAX_FETCH_BATCHES))
         except OffsetOutOfRangeError:
             return FetchResponse(req, "OFFSET_OUT_OF_RANGE", (), hw, start, leo), None
-        proposal = self._update_follower_fetch_state(req.replica_id, req.fetch_offset, now_ms)
+        proposal = self._update_follower_fetch_state(req.replica_id, req.fetch_offset, now_ms,
+                                                     req.broker_epoch)
         return FetchResponse(req, None, batches, hw, start, leo), proposal
 
-    def _update_follower_fetch_state(self, replica_id: int, fetch_offset: int,
-                                     now_ms: int) -> AlterPartitionRequest | None:
+    def _stale_broker_epoch(self, req: FetchRequest) -> bool:
+        """KIP-903 (G5): a fetch carrying an older broker epoch than the metadata's for that
+        broker comes from a previous incarnation and must not update the follower's state
+        (``Replica.updateFetchStateOrThrow``, KAFKA-14139)."""
+        known = self.brokers.get(req.replica_id)  # type: ignore[attr-defined]
+        return req.broker_epoch is not None and known is not None and known[0] > req.broker_epoch
+
+    def _update_follower_fetch_state(self, replica_id: int, fetch_offset: int, now_ms: int,
+                                     broker_epoch: int | None) -> AlterPartitionRequest | None:
         """``updateFollowerFetchState`` then ``maybeExpandIsr`` (1.5, 1.7)."""
         st = self.followers[replica_id]
         leader_leo = self.log.log_end_offset
         if fetch_offset >= leader_leo:
             st.last_caught_up_time_ms = now_ms
-        elif fetch_offset >= st.last_fetch_leader_log_end_offset:
-            st.last_caught_up_time_ms = max(st.last_caught_up_time_ms, st.last_fetch_time_ms)
+        elif fetch_offset >= st.last_fetch_leader_log_end_offset and st.last_fetch_time_ms is not None:
+            st.last_caught_up_time_ms = max(st.last_caught_up_time_ms or 0, st.last_fetch_time_ms)
         st.last_fetch_leader_log_end_offset = max(leader_leo, st.last_fetch_leader_log_end_offset)
         st.last_fetch_time_ms = now_ms
+        st.broker_epoch = broker_epoch
         changed = st.log_end_offset != fetch_offset
         st.log_end_offset = fetch_offset
         proposal = self._maybe_expand_isr(replica_id, fetch_offset)
@@ -117,9 +135,12 @@ class LeaderFetchMixin:
         return proposal
 
     def _maybe_expand_isr(self, replica_id: int, follower_leo: int) -> AlterPartitionRequest | None:
-        """Expand iff the follower is outside the maximal ISR, no proposal is in flight,
-        ``LEO_f >= HW`` and, G3+ (KAFKA-7128), ``LEO_f >= LESO``."""
+        """Expand iff the follower is outside the maximal ISR, no proposal is in flight, it
+        is ISR-eligible (G5: ``Partition.isReplicaIsrEligible``), ``LEO_f >= HW`` and, G3+
+        (KAFKA-7128), ``LEO_f >= LESO`` (``Partition.canAddReplicaToIsr``, ``isFollowerInSync``)."""
         if self.pending_isr is not None or replica_id in self.isr:
+            return None
+        if not self._isr_eligible(replica_id):  # type: ignore[attr-defined]
             return None
         if follower_leo < self.log.high_watermark:
             return None
@@ -150,8 +171,9 @@ class LeaderFetchMixin:
         (read_committed, which also gets the aborted transactions overlapping the range, 1.12);
         control records are returned with their kind so the consumer steps over them. Also
         answers a ListOffsets reset (earliest = log start, latest = HW, or LSO for
-        read_committed) and a KIP-320 position validation (``end_offset_for`` capped at the HW).
-        G3+ fence the current epoch."""
+        read_committed) and a KIP-320 position validation: ``end_offset_for`` with the leader's
+        LEO, not capped at the HW (``Partition.lastOffsetForLeaderEpoch`` answers
+        ``UnifiedLog.endOffsetForEpoch`` as is). G3+ fence the current epoch."""
         log, epoch = self.log, self.leader_epoch
         error = self._epoch_error(req.current_leader_epoch)
         if error is not None:
@@ -160,10 +182,9 @@ class LeaderFetchMixin:
         committed = req.isolation_level == "read_committed"
         bound = lso if committed else hw
         if req.validate_epoch is not None:
-            answer = log.end_offset_for_epoch(req.validate_epoch)
-            capped = None if answer is None else (answer[0], min(answer[1], hw))
             return ConsumerFetchResponse(req.request_id, None, epoch, high_watermark=hw,
-                                         epoch_end=capped, last_stable_offset=lso)
+                                         epoch_end=log.end_offset_for_epoch(req.validate_epoch),
+                                         last_stable_offset=lso)
         if req.fetch_offset is None:
             reset = log.log_start_offset if req.reset == "earliest" else bound
             return ConsumerFetchResponse(req.request_id, None, epoch, high_watermark=hw,
