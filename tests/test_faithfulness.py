@@ -209,3 +209,34 @@ def test_min_insync_replicas_above_the_replication_factor(generation, backend):
         # <= 3.6: NOT_ENOUGH_REPLICAS before anything is appended, retried until it expires.
         assert [op.type for op in done] == ["fail"]
         assert leader_values(c) == []
+
+
+# Smaller gaps the audit noted.
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("generation", ALL)
+def test_kip207_latest_offset_is_not_available_while_the_new_leaders_hw_lags(generation, backend):
+    # Partition.fetchOffsetForTimestamp (2.2+): ListOffsets(latest) answers OFFSET_NOT_AVAILABLE
+    # while the HW is below the leader epoch start offset, so a consumer starting at "latest"
+    # right after a failover does not start below the end of the previous epoch.
+    c = Cluster(ClusterConfig(min_insync_replicas=1), generation, seed=2, backend=backend)
+    p = c.producer("p", ProducerConfig(acks="all"))
+    p.send_many(range(10))
+    assert p.flush(10000)
+    c.set_link(1, 2, drop=1.0)       # broker 2's HW stays below 10 (see the validation test)
+    c.run_for(1000)
+    c.slow_follower(3, 8000)
+    c.crash(1)
+    assert c.run_until(lambda c: c.controller.leader == 2, 20000)
+    stale_hw = c.state().replicas[2].high_watermark
+    assert stale_hw < 10
+    late = c.consumer("late", ConsumerConfig(auto_offset_reset="latest"))
+    c.run_for(3000)
+    if generation >= Generation.KIP_320:
+        assert late.position is None, "reset to a HW below the start of the leader's epoch"
+    else:
+        assert late.position == stale_hw  # 2.1 and before: the lagging HW is the answer
+    c.slow_follower(3, 0)
+    c.set_link(1, 2)
+    c.run_for(10000)
+    assert late.position is not None and late.position >= (10 if generation >= Generation.KIP_320 else stale_hw)
+

@@ -54,7 +54,7 @@ pub(crate) fn error_from_name(name: Option<String>) -> PyResult<Option<KafkaErro
     let all = [
         NotLeaderOrFollower, FencedLeaderEpoch, UnknownLeaderEpoch, OffsetOutOfRange, NotEnoughReplicas,
         NotEnoughReplicasAfterAppend, InvalidProducerEpoch, OutOfOrderSequenceNumber, InvalidTxnState,
-        TransactionCoordinatorFenced,
+        TransactionCoordinatorFenced, OffsetNotAvailable,
     ];
     match all.into_iter().find(|e| e.name() == name) {
         Some(e) => Ok(Some(e)),

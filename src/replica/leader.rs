@@ -13,6 +13,11 @@ use crate::types::{BrokerId, LeaderEpoch, Offset};
 pub const MAX_FETCH_BATCHES: usize = 1000;
 
 impl Replica {
+    /// KIP-207 (G3+): the HW of a new leader has not reached the start of its epoch yet.
+    fn offset_not_available(&self, hw: Offset) -> bool {
+        self.generation >= Generation::Kip320 && self.leader_epoch_start_offset.is_some_and(|leso| leso > hw)
+    }
+
     /// Not-leader and KIP-320 current-epoch checks (G3+; an absent field always passes).
     fn epoch_error(&self, current_leader_epoch: Option<LeaderEpoch>) -> Option<KafkaError> {
         let Some(epoch) = self.leader_epoch.filter(|_| self.role == Role::Leader) else {
@@ -146,6 +151,8 @@ impl Replica {
     /// ListOffsets reset (earliest = log start, latest = HW, or LSO for read_committed) and a
     /// KIP-320 position validation (the current `end_offset_for` with the leader's LEO, not
     /// capped at the HW: `Partition.lastOffsetForLeaderEpoch`). G3+ fence the current epoch.
+    /// From G3 (2.2+, KIP-207) a latest-offset lookup while the HW is below the leader epoch
+    /// start offset answers OFFSET_NOT_AVAILABLE (`Partition.fetchOffsetForTimestamp`).
     pub fn handle_consumer_fetch(&self, log: &ReplicaLog, req: &ConsumerFetchRequest) -> ConsumerFetchResponse {
         let (hw, lso) = (log.high_watermark(), log.last_stable_offset());
         let committed = req.isolation_level == IsolationLevel::ReadCommitted;
@@ -170,6 +177,10 @@ impl Replica {
             return resp;
         }
         let Some(from) = req.fetch_offset else {
+            if req.reset == OffsetReset::Latest && self.offset_not_available(hw) {
+                resp.error = Some(KafkaError::OffsetNotAvailable);
+                return resp;
+            }
             resp.reset_offset = Some(match req.reset {
                 OffsetReset::Earliest => log.log_start_offset(),
                 OffsetReset::Latest => bound,

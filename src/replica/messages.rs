@@ -19,6 +19,8 @@ pub enum KafkaError {
     OutOfOrderSequenceNumber,
     InvalidTxnState,
     TransactionCoordinatorFenced,
+    /// KIP-207: ListOffsets(latest) while the new leader's HW is below its epoch start offset.
+    OffsetNotAvailable,
 }
 
 impl KafkaError {
@@ -35,6 +37,7 @@ impl KafkaError {
             KafkaError::OutOfOrderSequenceNumber => "OUT_OF_ORDER_SEQUENCE_NUMBER",
             KafkaError::InvalidTxnState => "INVALID_TXN_STATE",
             KafkaError::TransactionCoordinatorFenced => "TRANSACTION_COORDINATOR_FENCED",
+            KafkaError::OffsetNotAvailable => "OFFSET_NOT_AVAILABLE",
         }
     }
 }

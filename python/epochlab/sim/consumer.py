@@ -243,6 +243,8 @@ class Consumer:
             self._leader = None
         elif resp.error == "OFFSET_OUT_OF_RANGE":
             self._reset("OFFSET_OUT_OF_RANGE")
+        elif resp.error == "OFFSET_NOT_AVAILABLE":
+            pass  # KIP-207: the new leader's HW is behind its epoch start; ask again next tick
         elif resp.error is None and resp.reset_offset is not None:
             self.position = self.consumed = resp.reset_offset
         elif resp.error is None and self._validate:

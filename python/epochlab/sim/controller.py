@@ -141,7 +141,9 @@ class Controller:
         """KIP-966 ``maybePopulateTargetElr`` (1.9), only with ELR enabled."""
         if not self.elr_enabled:
             return
-        if len(self.isr) >= self.config.min_insync_replicas:
+        # PartitionChangeBuilder.maybePopulateTargetElr compares with the topic's effective
+        # min ISR, min(min.insync.replicas, replication factor).
+        if len(self.isr) >= min(self.config.min_insync_replicas, len(self.replicas)):
             self.elr = ()
         else:
             members = (set(self.elr) | set(old_isr)) - set(self.isr) - self.unclean_shutdown

@@ -29,8 +29,10 @@ flight the producer checks (``maybeResolveSequences``): if every sequence handed
 acknowledged there is no gap; otherwise, from G4 (clients 2.5+, KIP-360) it bumps its epoch
 locally and numbers the waiting batches from 0 again (``bumpIdempotentProducerEpoch``); before,
 it asks for a new producer id (``resetIdempotentProducerId``). From G4 an
-OUT_OF_ORDER_SEQUENCE_NUMBER answer with no earlier batch unresolved is such a gap too: the batch
-is kept and retried after the bump (``canRetry``).
+OUT_OF_ORDER_SEQUENCE_NUMBER answer is retried (``canRetry``): for the batch right after the
+acknowledged sequences it is a real gap, answered with the same epoch bump; any other batch is
+retried as it is until it succeeds or expires (it may have been written already, its duplicate
+entry evicted from the last five: writing it again under a new epoch would duplicate it).
 
 History: ``invoke`` at ``send``, then ``ok`` (offset; ``None`` for acks=0, which completes
 when sent), ``fail`` (no attempt can have been appended) or ``info`` (outcome unknown: a
@@ -353,13 +355,8 @@ class Producer(TransactionalMixin):
         if txn is not None and (txn.end == "abort" or txn.failed):
             self._fail(batch, error)
             return
-        gap = (error == "OUT_OF_ORDER_SEQUENCE_NUMBER" and not self.transactional
-               and self.cluster.generation >= Generation.DIVERGING_EPOCH
-               and not self._earlier_unresolved(batch))
-        if gap:
-            self._unresolved = self._gap = True  # retried after the epoch bump, from sequence 0
-        retriable = error in _RETRIABLE or gap or (
-            error == "OUT_OF_ORDER_SEQUENCE_NUMBER" and self._earlier_unresolved(batch))
+        retriable = error in _RETRIABLE or (
+            error == "OUT_OF_ORDER_SEQUENCE_NUMBER" and self._out_of_order_retriable(batch))
         now, c = self.cluster.now_ms, self.config
         within = now + c.retry_backoff_ms < batch.created_ms + c.delivery_timeout_ms
         if not retriable or batch.attempts > c.retries or not within:
@@ -372,6 +369,20 @@ class Producer(TransactionalMixin):
         self._backoff_until = now + c.retry_backoff_ms
         session = self.session
         self.cluster.kernel.schedule(c.retry_backoff_ms, lambda: self._wake(session))
+
+    def _out_of_order_retriable(self, batch: _Batch) -> bool:
+        """``TransactionManager.canRetry`` for OUT_OF_ORDER_SEQUENCE_NUMBER. From G4
+        (KIP-360), idempotent: a batch that is not the next one after the acknowledged
+        sequences (an earlier batch may still land, or this one was written already and its
+        duplicate record evicted) is retried as it is; the next one is a real gap: the epoch
+        is bumped and it is retried from sequence 0. Before, and for transactions, only a
+        batch behind an unresolved earlier one is retried."""
+        if self.transactional or self.cluster.generation < Generation.DIVERGING_EPOCH:
+            return self._earlier_unresolved(batch)
+        if not self._unresolved and batch.base_sequence != self._acked_sequence:
+            return True
+        self._unresolved = self._gap = True
+        return True
 
     def _earlier_unresolved(self, batch: _Batch) -> bool:
         seq = batch.base_sequence if batch.base_sequence is not None else -1

@@ -171,7 +171,8 @@ class LeaderFetchMixin:
         (read_committed, which also gets the aborted transactions overlapping the range, 1.12);
         control records are returned with their kind so the consumer steps over them. Also
         answers a ListOffsets reset (earliest = log start, latest = HW, or LSO for
-        read_committed) and a KIP-320 position validation: ``end_offset_for`` with the leader's
+        read_committed; from G3, 2.2+, OFFSET_NOT_AVAILABLE for latest while the HW is below
+        the leader epoch start offset, KIP-207) and a KIP-320 position validation: ``end_offset_for`` with the leader's
         LEO, not capped at the HW (``Partition.lastOffsetForLeaderEpoch`` answers
         ``UnifiedLog.endOffsetForEpoch`` as is). G3+ fence the current epoch."""
         log, epoch = self.log, self.leader_epoch
@@ -186,6 +187,12 @@ class LeaderFetchMixin:
                                          epoch_end=log.end_offset_for_epoch(req.validate_epoch),
                                          last_stable_offset=lso)
         if req.fetch_offset is None:
+            leso = self.leader_epoch_start_offset
+            if req.reset == "latest" and self.generation >= Generation.KIP_320 \
+                    and leso is not None and leso > hw:
+                # KIP-207 (2.2+): Partition.fetchOffsetForTimestamp, LATEST_TIMESTAMP
+                return ConsumerFetchResponse(req.request_id, "OFFSET_NOT_AVAILABLE", epoch,
+                                             high_watermark=hw, last_stable_offset=lso)
             reset = log.log_start_offset if req.reset == "earliest" else bound
             return ConsumerFetchResponse(req.request_id, None, epoch, high_watermark=hw,
                                          reset_offset=reset, last_stable_offset=lso)
