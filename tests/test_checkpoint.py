@@ -52,11 +52,9 @@ def test_write_checkpoint_replaces_a_stale_temporary_file(impl, tmp_path):
 
 MALFORMED = [
     # (text, line, what is wrong)
-    ("", 1, "empty file"),
     ("1\n0\n", 1, "bad version"),
     ("00\n0\n", 1, "version not exactly 0"),
     ("x\n", 1, "non-integer version"),
-    ("0\n", 2, "missing count"),
     ("0\n-1\n", 2, "negative count"),
     ("0\ntwo\n", 2, "non-integer count"),
     ("0\n1.0\n", 2, "non-integer count"),
@@ -84,6 +82,13 @@ MALFORMED = [
     ("0\n1\n1 1_0\n", 3, "underscore in a number"),
     ("0\n3\n1 0\n2 9\n3 4\n", 5, "decreasing start offset"),
 ]
+
+
+@pytest.mark.parametrize("text", ["", "0\n", "0"])
+def test_an_empty_checkpoint_or_a_version_alone_reads_as_no_entries(impl, text):
+    # Kafka creates an empty leader-epoch-checkpoint for every new partition and its reader
+    # (CheckpointFile.CheckpointReadBuffer.read) answers no entries for it.
+    assert impl.LeaderEpochCache.from_checkpoint_text(text).entries() == []
 
 
 @pytest.mark.parametrize(("text", "line", "what"), MALFORMED, ids=[m[2] for m in MALFORMED])

@@ -287,6 +287,19 @@ def test_epoch_for_offset(impl, offset, epoch):
     assert impl.LeaderEpochCache([(1, 5), (2, 9)]).epoch_for_offset(offset) == epoch
 
 
+def test_undefined_epoch_request_answers_undefined(impl):
+    # Kafka answers UNDEFINED_EPOCH_OFFSET to a request for UNDEFINED_EPOCH (-1), whatever the
+    # cache holds (LeaderEpochFileCache.endOffsetFor, KAFKA-6857); it is not a bad argument.
+    c = impl.LeaderEpochCache([(0, 0), (2, 5)])
+    assert c.end_offset_for(-1, 9) is None
+    assert c.end_offset_for_kip279(-1, 9) is None
+    assert c.end_offset_for_kip101(-1, 9) is None
+    assert impl.LeaderEpochCache().end_offset_for(-1, 4) is None
+    log = impl.ReplicaLog()
+    log.append_as_leader([1, 2], leader_epoch=0)
+    assert log.end_offset_for_epoch(-1) is None
+
+
 @pytest.mark.parametrize(
     ("call", "argument"),
     [
@@ -303,19 +316,6 @@ def test_epoch_for_offset(impl, offset, epoch):
         (lambda c: c.epoch_for_offset(-1), "offset"),
     ],
 )
-def test_undefined_epoch_request_answers_undefined(impl):
-    # Kafka answers UNDEFINED_EPOCH_OFFSET to a request for UNDEFINED_EPOCH (-1), whatever the
-    # cache holds (LeaderEpochFileCache.endOffsetFor, KAFKA-6857); it is not a bad argument.
-    c = impl.LeaderEpochCache([(0, 0), (2, 5)])
-    assert c.end_offset_for(-1, 9) is None
-    assert c.end_offset_for_kip279(-1, 9) is None
-    assert c.end_offset_for_kip101(-1, 9) is None
-    assert impl.LeaderEpochCache().end_offset_for(-1, 4) is None
-    log = impl.ReplicaLog()
-    log.append_as_leader([1, 2], leader_epoch=0)
-    assert log.end_offset_for_epoch(-1) is None
-
-
 def test_cache_domains(impl, call, argument):
     c = impl.LeaderEpochCache([(0, 0)])
     with pytest.raises(InvalidArgumentError) as info:

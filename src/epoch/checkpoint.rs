@@ -50,13 +50,15 @@ pub fn parse(text: &str, path: Option<&str>) -> Result<LeaderEpochCache, Checkpo
     if lines.last() == Some(&"") {
         lines.pop();
     }
+    // Kafka's CheckpointFile reads an empty file, or a version line alone, as no entries
+    // (`CheckpointReadBuffer.read`); it creates such an empty file for every new partition.
     match lines.first() {
-        None => return Err(corrupt(1, "missing format version".into())),
+        None => return Ok(LeaderEpochCache::default()),
         Some(v) if *v != "0" => return Err(corrupt(1, format!("unsupported version {v:?}, expected 0"))),
         Some(_) => {}
     }
     let count: usize = match lines.get(1) {
-        None => return Err(corrupt(2, "missing entry count".into())),
+        None => return Ok(LeaderEpochCache::default()),
         // Kafka reads the count as an Int.
         Some(c) => digits::<usize>(c)
             .filter(|n| *n <= i32::MAX as usize)

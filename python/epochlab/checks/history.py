@@ -146,19 +146,40 @@ def check_history(history: Sequence[Mapping[str, Any]], final_log: Mapping[int, 
             rep.add("duplicate", end_ms, f"value {value} appears at offsets {offsets}",
                     {"value": value, "offsets": offsets, "process": process}, reason or end_reason)
     sessions: dict[str, list[list[int]]] = {}
+    # value -> the first send of its session that ended without an acknowledgement ("fail" or
+    # "info"), sent before it: the idempotent producer then bumps its epoch and renumbers the
+    # batches still waiting, while the leader may have taken a later batch already (a
+    # producer it has no state for is accepted at any sequence: ProducerAppendInfo.checkSequence),
+    # so order is kept only up to the first failed send (TransactionManager.markSequenceUnresolved,
+    # bumpIdempotentProducerEpoch).
+    failed_before: dict[int, int] = {}
+    session_failed: dict[str, int | None] = {}
+    unacked = {op["value"] for op in history if op["f"] == "send" and op["type"] in ("fail", "info")}
     for op in history:
         if op["f"] == "restart" and op["process"] in idempotent:
             sessions.setdefault(op["process"], []).append([])
+            session_failed[op["process"]] = None
         elif op["f"] == "send" and op["type"] == "invoke" and op["process"] in idempotent:
             sessions.setdefault(op["process"], [[]])[-1].append(op["value"])
+            earlier = session_failed.get(op["process"])
+            if earlier is not None:
+                failed_before[op["value"]] = earlier
+            elif op["value"] in unacked:
+                session_failed[op["process"]] = op["value"]
     for process, runs in sorted(sessions.items()):
         for values in runs:
             logged = [(positions[v][0], v) for v in values if v in positions]
             for (o1, v1), (o2, v2) in zip(logged, logged[1:]):
                 if o2 < o1:
+                    failed = failed_before.get(v2)
+                    reason = None if failed is None else (
+                        f"{process}'s earlier send of {failed} ended without an acknowledgement: "
+                        "the idempotent producer renumbers its waiting batches, and the order is "
+                        "kept only up to the first failed send (KIP-360)")
                     rep.add("nonmonotonic-send", end_ms, f"{process} sent {v1} before {v2} but the "
                             f"log has {v2} at {o2} before {v1} at {o1}",
-                            {"process": process, "values": [v1, v2], "offsets": [o1, o2]}, end_reason)
+                            {"process": process, "values": [v1, v2], "offsets": [o1, o2]},
+                            reason or end_reason)
                     break
 
     # 23: poll order per consumer session

@@ -362,6 +362,11 @@ class StateChecker:
                 # that got it into the ISR; Inv-UncleanExclusion covers the lossy case
                 if x == leader or leso is None or not c.brokers[x].alive or x in self.recovering:
                     continue
+                if ctrl.incarnation.get(x) != c.brokers[x].incarnation:
+                    # the ISR entry names the incarnation whose fetches got it there (the
+                    # AlterPartition carried its broker epoch, KIP-903); the process has
+                    # restarted since and its log says nothing about that join
+                    continue
                 leo = c.brokers[x].replica.log.log_end_offset
                 if leo < leso:
                     self.report("Inv-IsrJoin", f"broker {x} joined the ISR of leader {leader} "

@@ -255,12 +255,14 @@ def _parse_checkpoint(text: str, path: str | None) -> list[tuple[int, int]]:
     lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
     if lines[-1] == "":
         lines.pop()  # the trailing newline of the last line
+    # Kafka's CheckpointFile reads an empty file, or a version line alone, as no entries
+    # (CheckpointReadBuffer.read); it creates such an empty file for every new partition.
     if not lines:
-        raise _corrupt(path, 1, "missing version line")
+        return []
     if lines[0] != "0":
         raise _corrupt(path, 1, f"unsupported version {lines[0]!r}")
     if len(lines) < 2:
-        raise _corrupt(path, 2, "missing entry count")
+        return []
     count = _non_negative(lines[1])
     if count is None or count > 2**31 - 1:  # Kafka reads the count as an Int
         raise _corrupt(path, 2, f"invalid entry count {lines[1]!r}")

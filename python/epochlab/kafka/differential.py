@@ -1,0 +1,208 @@
+"""Differential testing of the model against Kafka's own classes.
+
+The same operation sequence goes to Kafka's class (through JPype, :mod:`epochlab.kafka.oracle`),
+to the Rust core and to the pure-Python twin; after every operation the result and every
+observable are compared. A disagreement is shrunk (delta debugging over the sequence, replayed
+on fresh instances) to a minimal sequence that still shows it.
+
+Component ``leader-epoch-cache``: Kafka's ``LeaderEpochFileCache`` with its
+``LeaderEpochCheckpointFile`` against ``epochlab.LeaderEpochCache`` and
+``epochlab.reference.LeaderEpochCache``. Operations: ``assign``, ``end_offset_for`` (epochs
+below, between, at and above the known ones, and UNDEFINED), ``truncate_from_end``,
+``truncate_from_start``, ``epoch_for_offset``, and ``reload``: Kafka flushes its checkpoint file
+and reopens the cache from it, and the model reads that same file with its own checkpoint parser.
+Observables after every operation: the operation's result and the full list of entries.
+
+Operations are generated near the current state (epochs and offsets around the cached ones) so
+that the boundary cases dominate; a seed fixes the sequence.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import epochlab
+import epochlab.reference
+from epochlab.kafka.jars import DEFAULT_KAFKA_VERSION
+
+__all__ = ["COMPONENTS", "ComponentReport", "Op", "generate_ops", "run_component", "run_ops", "shrink_ops"]
+
+COMPONENTS = ("leader-epoch-cache",)
+
+Op = tuple[Any, ...]  # ("assign", epoch, offset), ("end_offset_for", epoch|None, leo), ...
+
+
+@dataclass
+class ComponentReport:
+    """Operations run on one component and the first disagreement, if any."""
+
+    name: str
+    ops: int = 0
+    mismatches: int = 0
+    seconds: float = 0.0
+    first: dict[str, Any] | None = None
+    minimal: list[Op] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ops": self.ops, "mismatches": self.mismatches, "seconds": round(self.seconds, 3),
+                "ops_per_second": round(self.ops / self.seconds) if self.seconds else None,
+                "first": self.first, "minimal": [list(op) for op in self.minimal]}
+
+
+def generate_ops(rng: random.Random, n: int) -> list[Op]:
+    """``n`` epoch-cache operations; the state each refers to is tracked loosely (a guess of
+    the latest epoch and offset) so that most operations hit existing entries or their edges."""
+    ops: list[Op] = []
+    epoch, offset = 0, 0
+    for _ in range(n):
+        k = rng.randrange(100)
+        e = max(0, epoch + rng.choice((-2, -1, 0, 0, 1, 1, 2, 5)))
+        o = max(0, offset + rng.choice((-7, -3, -1, 0, 0, 1, 2, 4, 9)))
+        if k < 35:
+            ops.append(("assign", e, o))
+            epoch, offset = max(epoch, e), max(offset, o)
+        elif k < 60:
+            requested = None if rng.randrange(15) == 0 else (-1 if rng.randrange(15) == 0 else e)
+            ops.append(("end_offset_for", requested, offset + rng.choice((0, 0, 1, 5))))
+        elif k < 70:
+            ops.append(("truncate_from_end", o))
+            offset = min(offset, o)
+        elif k < 77:
+            ops.append(("truncate_from_start", o))
+        elif k < 92:
+            ops.append(("epoch_for_offset", o))
+        elif k < 96:
+            ops.append(("reload",))
+        else:
+            ops.append(("clear",))
+            epoch, offset = 0, 0
+    return ops
+
+
+class _Model:
+    """The Rust core or the twin behind the same operations as the Kafka wrapper."""
+
+    def __init__(self, module: Any) -> None:
+        self.module = module
+        self.cache = module.LeaderEpochCache()
+
+    def apply(self, op: Op, kafka_checkpoint: Path) -> Any:
+        name, *args = op
+        if name == "reload":
+            self.cache = self.module.LeaderEpochCache.read_checkpoint(str(kafka_checkpoint))
+            return None
+        if name == "clear":
+            self.cache.clear()
+            return None
+        result = getattr(self.cache, name)(*args)
+        return None if name == "assign" else result  # Kafka's assign answers nothing
+
+    def entries(self) -> list[tuple[int, int]]:
+        return [tuple(e) for e in self.cache.entries()]  # type: ignore[misc]
+
+
+def _apply_kafka(kafka: Any, op: Op) -> Any:
+    name, *args = op
+    if name == "reload":
+        kafka.reload()
+        return None
+    if name == "clear":
+        kafka.clear()
+        return None
+    result = getattr(kafka, name)(*args)
+    return None if name == "assign" else result
+
+
+def run_ops(ops: Sequence[Op], version: str = DEFAULT_KAFKA_VERSION, directory: Path | None = None,
+            stop_at_first: bool = True) -> tuple[int, int, dict[str, Any] | None]:
+    """Apply ``ops`` to fresh instances; returns (ops applied, mismatches, first mismatch)."""
+    from epochlab.kafka.oracle import KafkaLeaderEpochCache
+
+    kafka = KafkaLeaderEpochCache(directory, version)
+    models = {"rust": _Model(epochlab), "reference": _Model(epochlab.reference)}
+    mismatches, first, applied = 0, None, 0
+    try:
+        for i, op in enumerate(ops):
+            expected = _apply_kafka(kafka, op)
+            observed = {"kafka": (_plain(expected), kafka.entries())}
+            for label, model in models.items():
+                observed[label] = (_plain(model.apply(op, kafka.path)), model.entries())
+            applied = i + 1
+            if observed["rust"] != observed["kafka"] or observed["reference"] != observed["kafka"]:
+                mismatches += 1
+                if first is None:
+                    first = {"index": i, "op": list(op),
+                             "kafka": _describe(observed["kafka"]),
+                             "rust": _describe(observed["rust"]),
+                             "reference": _describe(observed["reference"])}
+                if stop_at_first:
+                    break
+    finally:
+        kafka.close()
+    return applied, mismatches, first
+
+
+def _plain(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _describe(observed: tuple[Any, list[tuple[int, int]]]) -> dict[str, Any]:
+    result, entries = observed
+    return {"result": list(result) if isinstance(result, tuple) else result,
+            "entries": [list(e) for e in entries]}
+
+
+def shrink_ops(ops: list[Op], fails: Callable[[list[Op]], bool]) -> list[Op]:
+    """Delta debugging (ddmin) over the sequence: the shortest sub-sequence found that still
+    ``fails``."""
+    n = 2
+    while len(ops) >= 2:
+        chunk = max(1, len(ops) // n)
+        reduced = False
+        for start in range(0, len(ops), chunk):
+            candidate = ops[:start] + ops[start + chunk:]
+            if candidate and fails(candidate):
+                ops, n, reduced = candidate, max(n - 1, 2), True
+                break
+        if not reduced:
+            if chunk == 1:
+                break
+            n = min(len(ops), n * 2)
+    return ops
+
+
+def run_component(name: str, ops: int, seed: int, version: str = DEFAULT_KAFKA_VERSION,
+                  keep_data: Path | None = None, chunk: int = 2000,
+                  progress: Callable[[int], None] | None = None) -> ComponentReport:
+    """Run ``ops`` generated operations (in sequences of ``chunk``, each on fresh instances)
+    and shrink the first disagreement."""
+    if name not in COMPONENTS:
+        from epochlab.errors import ConfigError
+
+        raise ConfigError(f"unknown component {name!r}", where="--component", field="component",
+                          expected=" | ".join(COMPONENTS), got=name)
+    report = ComponentReport(name)
+    rng = random.Random(seed)
+    start = time.monotonic()
+    sequence = 0
+    while report.ops < ops:
+        batch = generate_ops(rng, min(chunk, ops - report.ops))
+        directory = None if keep_data is None else keep_data / name / f"sequence-{sequence:05d}"
+        applied, mismatches, first = run_ops(batch, version, directory, stop_at_first=True)
+        report.ops += applied
+        report.mismatches += mismatches
+        sequence += 1
+        if first is not None and report.first is None:
+            report.first = first
+            failing = batch[: first["index"] + 1]
+            report.minimal = shrink_ops(failing, lambda candidate: run_ops(candidate, version)[1] > 0)
+            break
+        if progress is not None:
+            progress(report.ops)
+    report.seconds = time.monotonic() - start
+    return report
