@@ -169,13 +169,24 @@ impl ReplicaLog {
         is_transactional: bool,
     ) -> Result<LogAppendInfo, Error> {
         let batch = RecordBatch::new(self.log_end_offset, leader_epoch, records, producer, is_transactional, false)?;
-        if let AppendCheck::Duplicate { base_offset, last_offset } = self.producer_state.check_leader_append(&batch)? {
-            return Ok(LogAppendInfo { base_offset, last_offset, duplicate: true });
-        }
-        if let Some(p) = producer.filter(|_| !is_transactional) {
-            if let Some(first) = self.txn.ongoing_first_offset(p.producer_id) {
-                return Err(ProducerStateError::InvalidTxnState { producer_id: p.producer_id.0, transaction_first_offset: first.0 }.into());
+        // Kafka assigns the batch's epoch at its base offset before it validates producer
+        // state (`UnifiedLog.append`: `maybeAssignEpochStartOffset`, then
+        // `analyzeAndValidateProducerState`), so a refused or duplicate batch still moves the
+        // epoch cache; the journal records it then, as it has no batch to imply it.
+        let assigned = self.assign_epoch_quietly(leader_epoch, self.log_end_offset);
+        let early: Option<Result<LogAppendInfo, Error>> = match self.producer_state.check_leader_append(&batch) {
+            Ok(AppendCheck::Duplicate { base_offset, last_offset }) => Some(Ok(LogAppendInfo { base_offset, last_offset, duplicate: true })),
+            Ok(_) => producer
+                .filter(|_| !is_transactional)
+                .and_then(|p| self.txn.ongoing_first_offset(p.producer_id).map(|first| (p, first)))
+                .map(|(p, first)| Err(ProducerStateError::InvalidTxnState { producer_id: p.producer_id.0, transaction_first_offset: first.0 }.into())),
+            Err(e) => Some(Err(e.into())),
+        };
+        if let Some(answer) = early {
+            if assigned {
+                self.note(JournalKind::AssignEpoch, self.log_end_offset, leader_epoch.0);
             }
+            return answer;
         }
         self.push(&batch, JournalKind::AppendLeader);
         Ok(LogAppendInfo { base_offset: batch.base_offset(), last_offset: batch.last_offset(), duplicate: false })

@@ -521,6 +521,7 @@ impl Replica {
         if lost > 0 {
             self.events.push(format!("lost {lost} unflushed records in crash"));
         }
+        Self::as_reloaded(log);
         log.update_high_watermark(self.checkpointed_high_watermark);
         self.reset_volatile();
         lost
@@ -531,6 +532,14 @@ impl Replica {
     pub fn clean_shutdown(&mut self, log: &mut ReplicaLog) {
         log.flush(None);
         self.checkpoint_high_watermark(log);
+        Self::as_reloaded(log);
         self.reset_volatile();
+    }
+
+    /// The log as the restarted broker loads it: `LogLoader.load` truncates the epoch cache
+    /// from the end at the log end offset, dropping an epoch assigned at the LEO with no data
+    /// yet; `truncate_to(LEO)` does exactly that (KAFKA-10706).
+    fn as_reloaded(log: &mut ReplicaLog) {
+        log.truncate_to(log.log_end_offset());
     }
 }

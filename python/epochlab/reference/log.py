@@ -98,6 +98,10 @@ class ReplicaLog:
             producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence,
             is_transactional=is_transactional,
         )
+        # Kafka assigns the epoch before it validates producer state (UnifiedLog.append:
+        # maybeAssignEpochStartOffset, then analyzeAndValidateProducerState): a refused or
+        # duplicate batch still moves the epoch cache.
+        self._assign(leader_epoch, self._log_end_offset)
         original = self._producer_state.check_leader_append(batch)
         if original is not None:
             return LogAppendInfo(original[0], original[1], True)

@@ -219,10 +219,28 @@ class Producer(TransactionalMixin):
         while self._leader is not None and self.cluster.now_ms >= self._backoff_until \
                 and len(self._in_flight) < self.config.max_in_flight_requests_per_connection:
             batch = next((b for b in self._ready if not self._txn_blocks(b.txn)), None)
-            if batch is None:
+            if batch is None or self._retry_must_wait(batch):
                 break
             self._ready.remove(batch)
             self._send_batch(batch)
+            if self.config.enable_idempotence and batch.attempts > 1:
+                break  # a retry goes alone: one request in flight until it completes
+
+    def _retry_must_wait(self, batch: _Batch) -> bool:
+        """Idempotent producers retry in sequence order, one request at a time: a batch that
+        already has a sequence is sent again only when no batch with a lower sequence is in
+        flight, and nothing else is sent while such retries are pending
+        (``RecordAccumulator.shouldStopDrainBatchesForPartition``: "this effectively reduces our
+        in flight request count to 1")."""
+        if not self.config.enable_idempotence:
+            return False
+        retrying = [b for b in self._ready if b.base_sequence is not None]
+        if not retrying:
+            return False
+        first = min(retrying, key=lambda b: b.base_sequence or 0)
+        in_flight = [b for b, _ in self._in_flight.values() if b.base_sequence is not None]
+        return batch is not first or any((b.base_sequence or 0) < (first.base_sequence or 0)
+                                         for b in in_flight)
 
     def _txn_incomplete(self, txn: Txn) -> bool:
         return any(s in self._open for s in txn.send_ids)

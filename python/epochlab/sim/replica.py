@@ -392,12 +392,21 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
         lost = self.log.drop_unflushed() if lose_unflushed else 0
         if lost:
             self.events.append(f"lost {lost} unflushed records in crash")
+        self._as_reloaded()
         self.log.update_high_watermark(self.checkpointed_high_watermark)
         self._reset_volatile()
         return lost
+
+    def _as_reloaded(self) -> None:
+        """The log as the restarted broker loads it: ``LogLoader.load`` truncates the epoch
+        cache from the end at the log end offset, dropping an epoch assigned at the LEO with no
+        data yet (``truncateFromEndAsyncFlush(recoveryOffsets.nextOffset)``; ``Log`` init in
+        2.x). ``truncate_to(LEO)`` does exactly that and nothing else (KAFKA-10706)."""
+        self.log.truncate_to(self.log.log_end_offset)
 
     def clean_shutdown(self) -> None:
         """Controlled shutdown's final step: flush the log and checkpoint the HW."""
         self.flush()
         self.checkpoint_high_watermark()
+        self._as_reloaded()
         self._reset_volatile()
