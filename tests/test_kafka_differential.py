@@ -75,3 +75,52 @@ def test_cli_differential_json_and_exit_codes():
     assert (component["ops"], component["mismatches"], component["first"]) == (400, 0, None)
     assert _cli("differential", "--ops", "0").returncode == 2
     assert _cli("differential", "--component", "nope").returncode == 2
+
+
+def test_replica_log_agrees_with_kafkas_unified_log():
+    import random
+
+    from epochlab.kafka.differential import generate_log_ops
+
+    sequence = generate_log_ops(random.Random(11), 600)
+    applied, mismatches, first = run_ops(sequence, component="replica-log")
+    assert mismatches == 0, first
+    assert applied > 500
+
+
+log_values = st.lists(st.integers(0, 999), min_size=1, max_size=3).map(tuple)
+producers = st.one_of(st.none(), st.tuples(st.sampled_from((7, 8)), st.integers(0, 2), st.integers(0, 8)))
+log_ops = st.lists(st.one_of(
+    st.tuples(st.just("append_as_leader"), log_values, st.integers(0, 4), producers),
+    st.tuples(st.just("append_as_follower"), st.integers(0, 30), st.integers(0, 4), log_values),
+    st.tuples(st.just("truncate_to"), st.integers(0, 30)),
+    st.tuples(st.just("truncate_fully_and_start_at"), st.integers(0, 30)),
+    st.tuples(st.just("update_high_watermark"), st.integers(0, 30)),
+    st.tuples(st.just("end_offset_for_epoch"), st.integers(0, 5)),
+    st.tuples(st.just("reopen"), st.booleans()),
+), max_size=25)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(log_ops)
+def test_replica_log_agrees_with_kafka_on_any_sequence(sequence):
+    applied, mismatches, first = run_ops(sequence, component="replica-log")
+    assert mismatches == 0, first
+
+
+def test_kafka_unified_log_in_the_model_vocabulary(tmp_path):
+    from epochlab.kafka.oracle import KafkaUnifiedLog
+
+    log = KafkaUnifiedLog(tmp_path)
+    try:
+        assert log.append_as_leader((1, 2), 0, None) == (0, 1)
+        assert log.append_as_leader((3,), 1, (7, 0, 0)) == (2, 2)
+        assert log.append_as_leader((3,), 1, (7, 0, 0)) == (2, 2)      # a duplicate
+        assert log.append_as_leader((4,), 1, (7, 0, 5)) == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+        assert log.append_as_follower(1, 1, (9,), None) == "UNEXPECTED_APPEND_OFFSET"
+        assert log.epoch_entries() == [(0, 0), (1, 2)]
+        assert log.end_offset_for_epoch(0) == (0, 2)
+        log.reopen(clean=False)
+        assert (log.log_end_offset(), log.epoch_entries()) == (3, [(0, 0), (1, 2)])
+    finally:
+        log.close()

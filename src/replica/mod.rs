@@ -536,10 +536,15 @@ impl Replica {
         self.reset_volatile();
     }
 
-    /// The log as the restarted broker loads it: `LogLoader.load` truncates the epoch cache
-    /// from the end at the log end offset, dropping an epoch assigned at the LEO with no data
-    /// yet; `truncate_to(LEO)` does exactly that (KAFKA-10706).
+    /// The log as the restarted broker loads it (`LogLoader.load`): the log end offset is
+    /// where the data ends (a truncation inside a batch had left it higher), and the epoch
+    /// cache is truncated from the end there, dropping an epoch assigned with no data yet;
+    /// `truncate_to(data end)` does exactly that (KAFKA-10706 at the LEO).
     fn as_reloaded(log: &mut ReplicaLog) {
-        log.truncate_to(log.log_end_offset());
+        let data_end = match log.batch_count() {
+            0 => log.log_start_offset(),
+            n => Offset(log.batch(n - 1).last_offset().0 + 1),
+        };
+        log.truncate_to(data_end.min(log.log_end_offset()));
     }
 }

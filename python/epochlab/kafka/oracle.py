@@ -40,6 +40,13 @@ def kafka_scheduler(version: str = DEFAULT_KAFKA_VERSION) -> Any:
     return _scheduler
 
 
+def _drain(jpype: Any, scheduler: Any) -> None:
+    """Wait until ``scheduler`` has run every task queued so far (its one thread runs them in
+    order, so a no-op queued now finishes after them)."""
+    runnable = jpype.JProxy("java.lang.Runnable", dict={"run": lambda: None})
+    scheduler.scheduleOnce("epochlab-drain", runnable).get()
+
+
 class KafkaLeaderEpochCache:
     """Kafka 4.x ``LeaderEpochFileCache`` over a checkpoint file in ``directory`` (a fresh
     temporary directory, removed by :meth:`close`, when not given)."""
@@ -97,10 +104,8 @@ class KafkaLeaderEpochCache:
         self._cache.clearAndFlush()
 
     def wait_for_flushes(self) -> None:
-        """Wait until the scheduler has run every checkpoint flush queued so far (its one
-        thread runs them in order, so a no-op queued now finishes after them)."""
-        runnable = self._jpype.JProxy("java.lang.Runnable", dict={"run": lambda: None})
-        self._scheduler.scheduleOnce("epochlab-drain", runnable).get()
+        """Wait until the scheduler has run every checkpoint flush queued so far."""
+        _drain(self._jpype, self._scheduler)
 
     def reload(self) -> list[tuple[int, int]]:
         """Open a new cache from the checkpoint file Kafka wrote, as a restarted broker does
@@ -155,8 +160,12 @@ class KafkaUnifiedLog:
     def _batch(self, base_offset: int, epoch: int, values: Sequence[int],
                producer: tuple[int, int, int] | None) -> Any:
         jpype = self._jpype
+        # Records carry the producer's wall-clock time, as real clients stamp them: with no
+        # timestamp a reloaded producer entry counts as expired (ProducerStateManager
+        # removeExpiredProducers) and its sequences are forgotten.
+        now = self._time.milliseconds()
         records = jpype.JArray(self._simple)(
-            [self._simple(jpype.JArray(jpype.JByte)(struct.pack(">Q", v))) for v in values])
+            [self._simple(now, None, jpype.JArray(jpype.JByte)(struct.pack(">Q", v))) for v in values])
         if producer is None:
             return self._records.withRecords(base_offset, self._none, epoch, records)
         pid, pepoch, seq = producer
@@ -202,6 +211,7 @@ class KafkaUnifiedLog:
         epoch cache rebuilt). The HW is restored as the broker restores it (checkpoint)."""
         hw, start = self.high_watermark(), self.log_start_offset()
         self._log.flush(True)
+        _drain(self._jpype, self._scheduler)  # the epoch checkpoint's async flushes
         self._log.close()
         self._log = self._open(clean=clean, log_start_offset=start, recovery_point=0)
         self._log.updateHighWatermark(hw)

@@ -398,11 +398,14 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
         return lost
 
     def _as_reloaded(self) -> None:
-        """The log as the restarted broker loads it: ``LogLoader.load`` truncates the epoch
-        cache from the end at the log end offset, dropping an epoch assigned at the LEO with no
-        data yet (``truncateFromEndAsyncFlush(recoveryOffsets.nextOffset)``; ``Log`` init in
-        2.x). ``truncate_to(LEO)`` does exactly that and nothing else (KAFKA-10706)."""
-        self.log.truncate_to(self.log.log_end_offset)
+        """The log as the restarted broker loads it (``LogLoader.load``): the log end offset is
+        where the data ends (a truncation inside a batch had left it higher), and the epoch
+        cache is truncated from the end there, dropping an epoch assigned with no data yet
+        (``truncateFromEndAsyncFlush(recoveryOffsets.nextOffset)``; ``Log`` init in 2.x).
+        ``truncate_to(data end)`` does exactly that (KAFKA-10706 at the LEO)."""
+        log = self.log
+        data_end = log.batches()[-1].last_offset + 1 if log.batch_count else log.log_start_offset
+        log.truncate_to(min(data_end, log.log_end_offset))
 
     def clean_shutdown(self) -> None:
         """Controlled shutdown's final step: flush the log and checkpoint the HW."""
