@@ -84,10 +84,13 @@ class StateChecker:
             return f"unclean leader election of broker {leader} in epoch {epoch} at {t} ms"
         lossy = [x for x in self.lossy_crashes if until_ms is None or x[0] <= until_ms]
         ctrl = self.cluster.controller
-        if lossy and self.cluster.generation.kraft and not ctrl.elr_enabled:
-            return (f"broker {lossy[0][1]} lost its unflushed tail and "
-                    "eligible.leader.replicas.enable=false: a last replica standing restarted "
-                    "after an unclean shutdown may be elected (KIP-966)")
+        if lossy and not ctrl.elr_enabled:
+            # Every release without eligible leader replicas (all ZooKeeper-era ones, KRaft
+            # with the feature off) elects the last ISR member when it comes back, whatever it
+            # lost in an unclean shutdown: the problem KIP-966 describes and fixes.
+            return (f"broker {lossy[0][1]} lost its unflushed tail and eligible leader "
+                    "replicas are off: a last replica standing restarted after an unclean "
+                    "shutdown may be elected (KIP-966)")
         if len(lossy) > self.min_isr - 1:
             return (f"{len(lossy)} crashes lost their unflushed tail (brokers "
                     f"{[b for _, b in lossy]}), more than min.insync.replicas - 1 = {self.min_isr - 1}")
