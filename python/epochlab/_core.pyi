@@ -560,7 +560,7 @@ class Replayer:
                 min_insync_replicas: int = 1, kip101_epoch_cache: bool = False,
                 max_violations: int = 10000) -> Replayer: ...
     def replay_batch(self, batch: Any, first_row: int, *, start: int = 0, stop: int | None = None,
-                     pause_kinds: Sequence[str] = ...) -> tuple[str, int]:
+                     pause_kinds: Sequence[str] | None = None) -> tuple[str, int]:
         """``("done", stop)``, ``("paused", i)`` or ``("stopped", i)``; ``TraceError`` for a
         malformed row or column (rows before it were applied), ``TypeError`` for an object
         without ``__arrow_c_array__``."""

@@ -5,8 +5,9 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use pyo3::exceptions::PyOverflowError;
+use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes, PyString};
 
 use super::errors::{out_of_domain_object, IntoPyResult};
 use crate::error::ArgumentError;
@@ -30,6 +31,39 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Int {
             Err(e) if e.is_instance_of::<PyOverflowError>(obj.py()) => Ok(Int::Huge(obj.to_owned().unbind())),
             Err(e) => Err(e),
         }
+    }
+}
+
+/// The most items one sequence argument may hold (2^28: 2 GiB of record values), so that an
+/// endless iterator ends in an error instead of exhausting memory.
+pub(crate) const MAX_ITEMS: usize = 1 << 28;
+
+/// A Python sequence (any iterable but `str`/`bytes`), read by iterating it: its `__len__` is
+/// never trusted for an allocation, so a sequence that lies about its length cannot abort the
+/// process, and an endless one is refused after [`MAX_ITEMS`] items.
+pub(crate) struct Seq<T>(pub Vec<T>);
+
+impl<'a, 'py, T> FromPyObject<'a, 'py> for Seq<T>
+where
+    T: for<'b> FromPyObject<'b, 'py>,
+    for<'b> <T as FromPyObject<'b, 'py>>::Error: Into<PyErr>,
+{
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() || obj.is_instance_of::<PyByteArray>() {
+            return Err(PyTypeError::new_err(format!("expected a sequence, not {}", obj.get_type().name()?)));
+        }
+        // `__len__` only as a bounded capacity hint: it may lie.
+        let hint = obj.len().unwrap_or(0).min(1 << 16);
+        let mut items = Vec::with_capacity(hint);
+        for item in obj.try_iter()? {
+            if items.len() == MAX_ITEMS {
+                return Err(ArgumentError::OutOfDomain { argument: "sequence", value: MAX_ITEMS as i128 + 1, domain: "at most 2^28 items" }).py();
+            }
+            items.push(item?.extract::<T>().map_err(Into::into)?);
+        }
+        Ok(Seq(items))
     }
 }
 
@@ -104,7 +138,7 @@ pub(crate) fn producer_fields(
 /// Record values (`0..=2^64-1`). The fast path extracts a `Vec<u64>`; on failure each item is
 /// examined so the error names the bad value.
 pub(crate) fn records(obj: &Bound<'_, PyAny>, name: &'static str) -> PyResult<Vec<u64>> {
-    if let Ok(v) = obj.extract::<Vec<u64>>() {
+    if let Ok(Seq(v)) = obj.extract::<Seq<u64>>() {
         return Ok(v);
     }
     for item in obj.try_iter()? {
@@ -115,12 +149,12 @@ pub(crate) fn records(obj: &Bound<'_, PyAny>, name: &'static str) -> PyResult<Ve
             Ok(())
         })?;
     }
-    obj.extract::<Vec<u64>>()
+    obj.extract::<Seq<u64>>().map(|s| s.0)
 }
 
 /// Counts for the bulk path.
 pub(crate) fn counts(obj: &Bound<'_, PyAny>, name: &'static str) -> PyResult<Vec<u32>> {
-    if let Ok(v) = obj.extract::<Vec<u32>>() {
+    if let Ok(Seq(v)) = obj.extract::<Seq<u32>>() {
         return Ok(v);
     }
     let mut out = Vec::new();

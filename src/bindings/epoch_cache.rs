@@ -4,7 +4,7 @@ use std::sync::Mutex;
 
 use pyo3::prelude::*;
 
-use super::args::{self, lock, Int};
+use super::args::{self, lock, Int, Seq};
 use super::errors::IntoPyResult;
 use crate::epoch::{checkpoint, EpochEntry, LeaderEpochCache};
 use crate::error::ArgumentError;
@@ -32,8 +32,8 @@ impl PyLeaderEpochCache {
 impl PyLeaderEpochCache {
     #[new]
     #[pyo3(signature = (entries=None))]
-    fn new(entries: Option<Vec<(Int, Int)>>) -> PyResult<Self> {
-        let entries = entries.unwrap_or_default();
+    fn new(entries: Option<Seq<(Int, Int)>>) -> PyResult<Self> {
+        let entries = entries.map(|s| s.0).unwrap_or_default();
         let mut parsed = Vec::with_capacity(entries.len());
         for (e, s) in entries {
             parsed.push(EpochEntry { epoch: args::epoch(e, "entries")?, start_offset: args::offset(s, "entries")? });

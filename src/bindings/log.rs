@@ -4,7 +4,7 @@ use std::sync::Mutex;
 
 use pyo3::prelude::*;
 
-use super::args::{self, lock, Int};
+use super::args::{self, lock, Int, Seq};
 use super::batch::{PyLogAppendInfo, PyRecordBatch};
 use super::epoch_cache::{entry_pairs, PyLeaderEpochCache};
 use super::errors::IntoPyResult;
@@ -139,8 +139,8 @@ impl PyReplicaLog {
         lock(&self.inner).append_as_follower(&batch.0).py()
     }
 
-    fn append_batches_as_follower(&self, batches: Vec<PyRef<'_, PyRecordBatch>>) -> PyResult<u64> {
-        let owned: Vec<RecordBatch> = batches.iter().map(|b| b.0.clone()).collect();
+    fn append_batches_as_follower(&self, batches: Seq<PyRef<'_, PyRecordBatch>>) -> PyResult<u64> {
+        let owned: Vec<RecordBatch> = batches.0.iter().map(|b| b.0.clone()).collect();
         lock(&self.inner).append_batches_as_follower(&owned).py().map(|o| o.0)
     }
 

@@ -5,7 +5,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use super::args::{self, Int};
+use super::args::{self, Int, Seq};
 use super::batch::PyRecordBatch;
 use super::errors::IntoPyResult;
 use crate::error::ArgumentError;
@@ -33,7 +33,7 @@ fn broker(v: Int, name: &'static str) -> PyResult<BrokerId> {
 }
 
 fn brokers(obj: &Bound<'_, PyAny>, name: &'static str) -> PyResult<Vec<BrokerId>> {
-    attr::<Vec<Int>>(obj, name)?.into_iter().map(|v| broker(v, name)).collect()
+    attr::<Seq<Int>>(obj, name)?.0.into_iter().map(|v| broker(v, name)).collect()
 }
 
 fn opt_epoch(obj: &Bound<'_, PyAny>, name: &'static str) -> PyResult<Option<LeaderEpoch>> {
@@ -80,7 +80,7 @@ fn count64(v: Int, name: &'static str) -> PyResult<u64> {
 }
 
 fn broker_metadata(obj: &Bound<'_, PyAny>) -> PyResult<Vec<BrokerMetadata>> {
-    let entries: Vec<(Int, Int, bool)> = attr(obj, "brokers")?;
+    let Seq(entries) = attr::<Seq<(Int, Int, bool)>>(obj, "brokers")?;
     entries
         .into_iter()
         .map(|(b, epoch, shutting_down)| {
@@ -90,7 +90,7 @@ fn broker_metadata(obj: &Bound<'_, PyAny>) -> PyResult<Vec<BrokerMetadata>> {
 }
 
 fn broker_epochs(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Option<u64>>> {
-    let epochs: Vec<Option<Int>> = attr(obj, "broker_epochs")?;
+    let Seq(epochs) = attr::<Seq<Option<Int>>>(obj, "broker_epochs")?;
     epochs.into_iter().map(|e| e.map(|e| count64(e, "broker_epochs")).transpose()).collect()
 }
 
@@ -107,7 +107,7 @@ pub(crate) fn fetch_request(obj: &Bound<'_, PyAny>) -> PyResult<FetchRequest> {
 }
 
 pub(crate) fn fetch_response(obj: &Bound<'_, PyAny>) -> PyResult<FetchResponse> {
-    let batches: Vec<PyRef<'_, PyRecordBatch>> = attr(obj, "batches")?;
+    let Seq(batches) = attr::<Seq<PyRef<'_, PyRecordBatch>>>(obj, "batches")?;
     let diverging: Option<(Int, Int)> = attr(obj, "diverging_epoch")?;
     Ok(FetchResponse {
         error: error_from_name(attr(obj, "error")?)?,

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
-use super::args::{self, lock, Int};
+use super::args::{self, lock, Int, Seq};
 use super::arrow::ImportedBatch;
 use super::errors::{to_py_err, IntoPyResult};
 use super::log::PyReplicaLog;
@@ -99,7 +99,7 @@ impl PyReplayer {
 
     /// Applies rows `[start, stop)` of `batch` (trace rows `first_row + start ...`). Returns
     /// `("done", stop)`, or `("paused", i)` / `("stopped", i)` after row `i` of the batch.
-    #[pyo3(signature = (batch, first_row, *, start=0, stop=None, pause_kinds=Vec::new()))]
+    #[pyo3(signature = (batch, first_row, *, start=0, stop=None, pause_kinds=None))]
     fn replay_batch(
         &self,
         py: Python<'_>,
@@ -107,11 +107,11 @@ impl PyReplayer {
         first_row: Int,
         start: usize,
         stop: Option<usize>,
-        pause_kinds: Vec<String>,
+        pause_kinds: Option<Seq<String>>,
     ) -> PyResult<(&'static str, usize)> {
         let first_row = args::offset(first_row, "first_row")?.0;
         let mut mask = 0u32;
-        for k in &pause_kinds {
+        for k in pause_kinds.map(|s| s.0).unwrap_or_default().iter() {
             let kind = kind_by_name(k).ok_or_else(|| invalid_text("pause_kinds", k, "unknown event kind".into()))?;
             mask |= 1 << kind as u32;
         }

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use super::args::{self, lock, Int};
+use super::args::{self, lock, Int, Seq};
 use super::errors::IntoPyResult;
 use super::log::PyReplicaLog;
 use super::messages::{self as msg, Builder};
@@ -52,7 +52,7 @@ impl PyReplica {
 #[pymethods]
 impl PyReplica {
     #[new]
-    fn new(broker_id: Int, replicas: Vec<Int>, generation: Int, min_insync_replicas: Int, replica_lag_time_max_ms: Int) -> PyResult<Self> {
+    fn new(broker_id: Int, replicas: Seq<Int>, generation: Int, min_insync_replicas: Int, replica_lag_time_max_ms: Int) -> PyResult<Self> {
         let id = |v: Int, name| match v {
             Int::Fits(x) => BrokerId::try_new(x, name).py(),
             Int::Huge(_) => Err(ArgumentError::OutOfDomain { argument: name, value: i128::MAX, domain: "0..=2^31-1" }).py(),
@@ -63,7 +63,7 @@ impl PyReplica {
         }
         .ok_or(ArgumentError::OutOfDomain { argument: "generation", value: -1, domain: "0..=5" })
         .py()?;
-        let replicas = replicas.into_iter().map(|r| id(r, "replicas")).collect::<PyResult<Vec<_>>>()?;
+        let replicas = replicas.0.into_iter().map(|r| id(r, "replicas")).collect::<PyResult<Vec<_>>>()?;
         let replica = Replica::new(
             id(broker_id, "broker_id")?,
             replicas,
