@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from epochlab.checks.verdict import PROTOCOL, Violation
+from epochlab.checks.verdict import ALLOWED, PROTOCOL, Violation
 
 if TYPE_CHECKING:
     from epochlab.sim.cluster import Cluster
@@ -81,7 +81,11 @@ def converged(cluster: Cluster) -> bool:
     return not convergence_gaps(cluster)
 
 
-def check_liveness(cluster: Cluster, step: int | None, healing_ms: int) -> list[Violation]:
+def check_liveness(cluster: Cluster, step: int | None, healing_ms: int,
+                   allowance: str | None = None) -> list[Violation]:
+    """The liveness invariants after healing. ``allowance`` is why the configuration permits
+    loss in this run (the state checker's): a hanging transaction is then allowed too, since
+    the loss can have taken the marker that closed it (Liveness-LSO after a lossy crash)."""
     out = []
     gaps = convergence_gaps(cluster)
     if gaps:
@@ -96,7 +100,7 @@ def check_liveness(cluster: Cluster, step: int | None, healing_ms: int) -> list[
     if hanging:
         log = cluster.brokers[cluster.controller.leader].replica.log  # type: ignore[index]
         first, pid = hanging[0]
-        out.append(Violation("Liveness-LSO", PROTOCOL, step, cluster.now_ms,
+        out.append(Violation("Liveness-LSO", ALLOWED if allowance else PROTOCOL, step, cluster.now_ms,
                              f"hanging transaction: producer {pid}'s transaction open at offset "
                              f"{first} on leader {cluster.controller.leader} though the "
                              "coordinator has no transaction in progress; LSO "
@@ -104,7 +108,7 @@ def check_liveness(cluster: Cluster, step: int | None, healing_ms: int) -> list[
                              {"leader": cluster.controller.leader, "producer_id": pid,
                               "first_offset": first, "last_stable_offset": log.last_stable_offset,
                               "high_watermark": log.high_watermark,
-                              "ongoing": [list(t) for t in hanging]}))
+                              "ongoing": [list(t) for t in hanging]}, allowance))
     open_sends = {name: c.pending for name, c in sorted(cluster.clients.items())
                   if hasattr(c, "pending") and c.pending}
     if open_sends:

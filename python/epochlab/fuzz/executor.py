@@ -253,7 +253,8 @@ class _Run:
             c.brokers[leader].replica.log if leader is not None else None,
             {b: c.brokers[b].replica.log for b in sorted(c.brokers)}, read_committed,
             self.checker.allowance, self.step_of, c.now_ms)
-        violations += check_liveness(c, len(self.schedule.actions), self.schedule.healing_ms)
+        violations += check_liveness(c, len(self.schedule.actions), self.schedule.healing_ms,
+                                     self.checker.allowance())
         seen: set[str] = set()
         unique = []
         for v in violations:
