@@ -558,7 +558,7 @@ class Replayer:
 
     def __new__(cls, *, checks: Sequence[str] | None = None, collect: str = "first",
                 min_insync_replicas: int = 1, kip101_epoch_cache: bool = False,
-                max_violations: int = 10000) -> Replayer: ...
+                max_violations: int = 10000, eligible_leader_replicas: bool = False) -> Replayer: ...
     def replay_batch(self, batch: Any, first_row: int, *, start: int = 0, stop: int | None = None,
                      pause_kinds: Sequence[str] | None = None) -> tuple[str, int]:
         """``("done", stop)``, ``("paused", i)`` or ``("stopped", i)``; ``TraceError`` for a

@@ -247,6 +247,11 @@ impl Replayer {
         if let Some(u) = &part.unclean {
             return Some(u.clone());
         }
+        if let (false, Some(b)) = (self.opts.eligible_leader_replicas, part.lossy_crashes.first()) {
+            return Some(format!(
+                "broker {b} lost its unflushed tail and eligible leader replicas are off: a last replica standing restarted after an unclean shutdown may be elected (KIP-966)"
+            ));
+        }
         let allowed_crashes = self.opts.min_insync_replicas.saturating_sub(1) as usize;
         if part.lossy_crashes.len() > allowed_crashes {
             return Some(format!(

@@ -190,7 +190,8 @@ class TraceRecorder:
         c = self.cluster
         target = schema(min_insync_replicas=c.config.min_insync_replicas,
                         kip101_epoch_cache=c.generation.kip101_epoch_cache,
-                        generation=c.generation.label, seed=c.seed, **metadata)
+                        generation=c.generation.label, seed=c.seed,
+                        eligible_leader_replicas=c.controller.elr_enabled, **metadata)
         n = len(self.rows["kind"])
         columns = []
         for f in target:

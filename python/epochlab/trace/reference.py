@@ -113,7 +113,9 @@ def _record(log: ReplicaLog, broker: int | None, offset: int) -> dict[str, Any]:
 
 
 class _Replay:
-    def __init__(self, checks: list[str] | None, collect: str, min_isr: int, kip101: bool) -> None:
+    def __init__(self, checks: list[str] | None, collect: str, min_isr: int, kip101: bool,
+                 elr: bool = False) -> None:
+        self.elr = elr
         self.checks = None if checks is None else {_canonical(c) for c in checks}
         self.collect = collect
         self.min_isr = min_isr
@@ -160,6 +162,10 @@ class _Replay:
     def allowance(self, part: _Partition) -> str | None:
         if part.unclean:
             return part.unclean
+        if part.lossy_crashes and not self.elr:
+            return (f"broker {part.lossy_crashes[0]} lost its unflushed tail and eligible leader "
+                    "replicas are off: a last replica standing restarted after an unclean "
+                    "shutdown may be elected (KIP-966)")
         allowed = max(self.min_isr - 1, 0)
         if len(part.lossy_crashes) > allowed:
             return (f"{len(part.lossy_crashes)} crashes lost their unflushed tail (brokers "
@@ -486,7 +492,8 @@ def reference_replay(table: Any, *, checks: list[str] | None = None, collect: st
         min_insync_replicas = int(meta.get("min_insync_replicas", "1"))
     if kip101_epoch_cache is None:
         kip101_epoch_cache = meta.get("kip101_epoch_cache", "False") == "True"
-    state = _Replay(checks, collect, min_insync_replicas, kip101_epoch_cache)
+    state = _Replay(checks, collect, min_insync_replicas, kip101_epoch_cache,
+                    meta.get("eligible_leader_replicas") == "True")
     table = normalize(table)
     error = None
     try:
