@@ -42,3 +42,30 @@ def test_epoch_entries_and_replicas_with_a_lying_length():
 def test_bytes_are_not_a_sequence_of_values(bad):
     with pytest.raises(TypeError):
         epochlab.ReplicaLog().append_as_leader(bad, 0)
+
+
+def test_comparing_two_logs_from_two_threads_in_opposite_orders_does_not_deadlock():
+    # first_mismatch releases the GIL while it holds both logs' locks: they are taken in one
+    # global order (issue 16: opposite orders used to deadlock).
+    import threading
+
+    a, b = epochlab.ReplicaLog(), epochlab.ReplicaLog()
+    for log in (a, b):
+        log.append_many_as_leader(0, [1] * 20000, list(range(20000)))
+    errors: list[BaseException] = []
+
+    def compare(x, y):
+        try:
+            for _ in range(200):
+                assert epochlab.first_mismatch(x, y) is None
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=compare, args=(a, b), daemon=True),
+               threading.Thread(target=compare, args=(b, a), daemon=True)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "deadlocked"
+    assert not errors

@@ -203,13 +203,21 @@ fn check_current_leader_epoch(request_epoch: Option<Int>, current_epoch: Int) ->
     core::check_current_leader_epoch(r, c).py()
 }
 
-/// Runs `f` on both logs, locking once when they are the same object.
+/// Runs `f` on both logs, locking once when they are the same object and otherwise in one
+/// global order (by address), so two threads comparing the same logs in opposite orders with
+/// the GIL released cannot deadlock.
 fn with_two<T>(a: &PyReplicaLog, b: &PyReplicaLog, f: impl Fn(&ReplicaLog, &ReplicaLog) -> T) -> T {
     if std::ptr::eq(a, b) {
         let g = lock(&a.inner);
-        f(&g, &g)
+        return f(&g, &g);
+    }
+    if (a as *const PyReplicaLog) < (b as *const PyReplicaLog) {
+        let ga = lock(&a.inner);
+        let gb = lock(&b.inner);
+        f(&ga, &gb)
     } else {
-        let (ga, gb) = (lock(&a.inner), lock(&b.inner));
+        let gb = lock(&b.inner);
+        let ga = lock(&a.inner);
         f(&ga, &gb)
     }
 }
