@@ -3,13 +3,14 @@
 The pinned Maven project ``pom.xml`` beside this file names ``org.apache.kafka:kafka_<scala>``
 (and ``kafka-tools`` from 3.5 on) at a version given on the command line; Maven's
 ``dependency:copy-dependencies`` copies the release and its runtime dependencies into
-``$EPOCHLAB_KAFKA_CACHE/<version>`` (default ``~/.cache/epochlab/kafka/<version>``). A folder is
-used only once it is complete (marked by ``.complete``), so an interrupted resolution is redone,
-never half used.
+``$EPOCHLAB_KAFKA_CACHE/<version>-<pom digest>`` (default ``~/.cache/epochlab/kafka/...``): a
+changed pom resolves anew. A folder is used only once it is complete (marked by ``.complete``),
+so an interrupted resolution is redone, never half used.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -68,7 +69,8 @@ def jar_dir(version: str = DEFAULT_KAFKA_VERSION, *, resolve: bool = True) -> Pa
     not installed, or when Maven fails (its last lines are in the message).
     """
     release = release_for(version)
-    dest = cache_root() / release.version
+    digest = hashlib.sha256(POM.read_bytes()).hexdigest()[:10]
+    dest = cache_root() / f"{release.version}-{digest}"
     if (dest / ".complete").is_file():
         return dest
     if not resolve:
@@ -79,12 +81,12 @@ def jar_dir(version: str = DEFAULT_KAFKA_VERSION, *, resolve: bool = True) -> Pa
         raise ConfigError("Maven (mvn) is needed to resolve Kafka's jars and is not on PATH",
                           where="mvn", field="mvn", expected="Apache Maven 3", got=None)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    partial = dest.parent / f"{release.version}.partial.{os.getpid()}"
+    partial = dest.parent / f"{dest.name}.partial.{os.getpid()}"
     shutil.rmtree(partial, ignore_errors=True)
     cmd = [mvn, "-q", "-B", "-f", str(POM), f"-Dkafka.version={release.version}",
            f"-Dscala.binary={release.scala}", f"-Djars.dir={partial}", "dependency:copy-dependencies"]
     if release.modern:
-        cmd.insert(4, "-Dkafka.modern")
+        cmd.insert(3, "-Dkafka.modern")  # before "-f POM"
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0 or not partial.is_dir():
         shutil.rmtree(partial, ignore_errors=True)
