@@ -90,6 +90,7 @@ if TYPE_CHECKING:
 __all__ = ["Broker"]
 
 REPLICA_REQUEST_TIMEOUT_MS = 30000
+ALTER_PARTITION_TIMEOUT_MS = 30000  # the controller channel's request timeout
 CONTROLLED_SHUTDOWN_TIMEOUT_MS = 5000
 MARKER_TIMEOUT_MS = 30000
 
@@ -112,6 +113,8 @@ class Broker:
         self._parked_fetches: list[tuple[int, FetchRequest, Timer]] = []
         self._parked_produces: list[tuple[int, ProduceRequest, Timer, ProduceResponse]] = []
         self._parked_markers: list[tuple[int, WriteTxnMarkersRequest, Timer, str]] = []
+        self._alter_sent_ms: int | None = None            # the AlterPartition in flight
+        self._alter_answered: AlterPartitionRequest | None = None
         self._guards: dict[int, int] = {}                 # producer id -> verification token
         self._verifying: dict[int, tuple[ProduceRequest, int, Timer]] = {}
         self._tokens = 0
@@ -122,6 +125,7 @@ class Broker:
         controller by a first heartbeat."""
         self.alive = True
         self.incarnation += 1
+        self._alter_sent_ms = None
         self.cluster.network.set_alive(self.broker_id, True)
         inc, c = self.incarnation, self.config
         self._every(c.heartbeat_interval_ms, self._heartbeat, inc, now=True)
@@ -221,16 +225,33 @@ class Broker:
     def _send_alter_partition(self, req: AlterPartitionRequest) -> None:
         self.cluster.log_event("isr", f"broker {self.broker_id} proposes ISR {list(req.new_isr)} "
                                f"(leader epoch {req.leader_epoch}, partition epoch {req.partition_epoch})")
+        if self._alter_sent_ms is None:
+            self._post_alter_partition(req)
+
+    def _post_alter_partition(self, req: AlterPartitionRequest) -> None:
+        """At most one AlterPartition in flight (``AlterPartitionManager``'s in-flight flag):
+        the next is sent when this one is answered, or, if no answer comes within the controller
+        channel's request timeout (a lost connection), sent again."""
+        self._alter_sent_ms = self.cluster.now_ms
         self.cluster.post(self.broker_id, "controller", "on_alter_partition", req)
 
     def _resend_alter_partition(self) -> None:
+        sent = self._alter_sent_ms
+        if sent is not None and self.cluster.now_ms - sent < ALTER_PARTITION_TIMEOUT_MS:
+            return
+        self._alter_sent_ms = None
         req = self.replica.pending_alter_partition()
-        if req is not None:
-            self.cluster.post(self.broker_id, "controller", "on_alter_partition", req)
+        if req is not None and req != self._alter_answered:
+            self._post_alter_partition(req)
 
     def on_alter_partition_response(self, resp: AlterPartitionResponse, src: object) -> None:
+        # a proposal kept pending after an error waits for new metadata, not for a resend
+        self._alter_sent_ms, self._alter_answered = None, resp.request
         self.replica.handle_alter_partition_response(resp, self.cluster.now_ms)
         self._check_parked_produces()
+        pending = self.replica.pending_alter_partition()  # a proposal made meanwhile, or kept
+        if pending is not None and pending != resp.request:
+            self._post_alter_partition(pending)
 
     # -- follower fetcher -------------------------------------------------------------------
     def _start_fetcher(self) -> None:

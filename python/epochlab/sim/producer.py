@@ -155,6 +155,9 @@ class Producer(TransactionalMixin):
         self._blocked: list[tuple[int, int, Timer, Txn | None]] = []
         self._ready: list[_Batch] = []
         self._in_flight: dict[int, tuple[_Batch, Timer]] = {}
+        # per broker connection, request ids in send order, and answers that came early
+        self._order: dict[int, list[int]] = {}
+        self._early: dict[int, ProduceResponse] = {}
         self._batch_of: dict[int, _Batch] = {}
         self._next_sequence = 0
         self._acked_sequence = 0          # end of the acknowledged sequence range
@@ -303,6 +306,7 @@ class Producer(TransactionalMixin):
         timer = self.cluster.kernel.schedule(c.request_timeout_ms,
                                              lambda: self._request_timeout(session, request_id))
         self._in_flight[request_id] = (batch, timer)
+        self._order.setdefault(leader, []).append(request_id)
 
     def _resolve_sequences(self) -> None:
         """``maybeResolveSequences`` then ``bumpIdempotentEpochAndResetIdIfNeeded``."""
@@ -345,22 +349,50 @@ class Producer(TransactionalMixin):
         self._drain()
 
     def on_produce_response(self, resp: ProduceResponse, src: object) -> None:
+        """Answers are taken in request order per connection, as Kafka's broker sends them
+        (it handles one request of a connection at a time): an answer that overtook an earlier
+        request's waits for it."""
+        if resp.request_id not in self._in_flight:
+            return  # answered after the client-side timeout: the connection was closed
+        queue = next((q for q in self._order.values() if resp.request_id in q), None)
+        if queue is not None and queue[0] != resp.request_id:
+            self._early[resp.request_id] = resp
+            return
+        self._take_response(resp)
+
+    def _take_response(self, resp: ProduceResponse) -> None:
         entry = self._in_flight.pop(resp.request_id, None)
         if entry is None:
-            return  # answered after the client-side timeout: the connection was closed
+            return
         batch, timer = entry
         timer.cancel()
+        self._dequeue(resp.request_id)
         if resp.error is None:
             self._complete(batch, resp.base_offset)
         else:
             self._on_error(batch, resp.error)
+        self._release_early()
+
+    def _dequeue(self, request_id: int) -> None:
+        for queue in self._order.values():
+            if request_id in queue:
+                queue.remove(request_id)
+
+    def _release_early(self) -> None:
+        for queue in self._order.values():
+            if queue and queue[0] in self._early:
+                self._take_response(self._early.pop(queue[0]))
+                return
 
     def _request_timeout(self, session: int, request_id: int) -> None:
         if session != self.session:
             return
         entry = self._in_flight.pop(request_id, None)
+        self._early.pop(request_id, None)
         if entry is not None:
+            self._dequeue(request_id)
             self._on_error(entry[0], "REQUEST_TIMED_OUT")
+            self._release_early()
 
     def _on_error(self, batch: _Batch, error: str) -> None:
         """Retry or fail one batch after an error (see the module doc)."""
