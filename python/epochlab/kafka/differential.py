@@ -274,9 +274,10 @@ class _LogModel:
             if name == "end_offset_for_epoch":
                 return log.end_offset_for_epoch(args[0])
             if name == "reopen":  # what the simulator's broker restart does (Replica.crash)
+                from epochlab.sim.replica import reload_log
+
                 log.flush()
-                data_end = log.batches()[-1].last_offset + 1 if log.batch_count else log.log_start_offset
-                log.truncate_to(min(data_end, log.log_end_offset))
+                reload_log(log)
                 log.rebuild_producer_state()
                 return None
             return getattr(log, name)(*args)

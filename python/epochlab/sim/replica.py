@@ -42,7 +42,17 @@ from epochlab.sim.messages import (
 from epochlab.sim.replica_follower import FollowerFetchMixin
 from epochlab.sim.replica_leader import FollowerState, LeaderFetchMixin
 
-__all__ = ["FollowerState", "Replica"]
+__all__ = ["FollowerState", "Replica", "reload_log"]
+
+
+def reload_log(log: epochlab.ReplicaLog) -> None:
+    """``log`` as a restarted broker loads it (``LogLoader.load``): the log end offset is where
+    the data ends (a truncation inside a batch had left it higher), and the epoch cache is
+    truncated from the end there, dropping an epoch assigned with no data yet
+    (``truncateFromEndAsyncFlush(recoveryOffsets.nextOffset)``; ``Log`` init in 2.x).
+    ``truncate_to(data end)`` does exactly that (KAFKA-10706 at the LEO)."""
+    data_end = log.batches()[-1].last_offset + 1 if log.batch_count else log.log_start_offset
+    log.truncate_to(min(data_end, log.log_end_offset))
 
 class Replica(LeaderFetchMixin, FollowerFetchMixin):
     """One replica of the partition on broker ``broker_id``.
@@ -398,14 +408,7 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
         return lost
 
     def _as_reloaded(self) -> None:
-        """The log as the restarted broker loads it (``LogLoader.load``): the log end offset is
-        where the data ends (a truncation inside a batch had left it higher), and the epoch
-        cache is truncated from the end there, dropping an epoch assigned with no data yet
-        (``truncateFromEndAsyncFlush(recoveryOffsets.nextOffset)``; ``Log`` init in 2.x).
-        ``truncate_to(data end)`` does exactly that (KAFKA-10706 at the LEO)."""
-        log = self.log
-        data_end = log.batches()[-1].last_offset + 1 if log.batch_count else log.log_start_offset
-        log.truncate_to(min(data_end, log.log_end_offset))
+        reload_log(self.log)
 
     def clean_shutdown(self) -> None:
         """Controlled shutdown's final step: flush the log and checkpoint the HW."""
