@@ -121,6 +121,14 @@ class Generation(enum.IntEnum):
         return self == Generation.STRICT_MIN_ISR
 
     @property
+    def elr_default(self) -> bool:
+        """Default of eligible leader replicas (KIP-966): on in the latest generation, as a
+        cluster formatted by Kafka 4.1+ has it (``EligibleLeaderReplicasVersion.ELRV_1``
+        bootstraps with metadata version 4.1-IV0 and later, ``LATEST_PRODUCTION``); the
+        ZooKeeper-era generations have no ELR."""
+        return self.kraft
+
+    @property
     def unclean_default(self) -> bool:
         """Default of ``unclean.leader.election.enable``: true up to 0.10.2, false after (1.9)."""
         return self == Generation.TRUNCATE_TO_HW

@@ -73,7 +73,19 @@ class StateChecker:
     # -- classification ---------------------------------------------------------------------
     def unclean_elections(self, until_ms: int | None = None) -> list[tuple[int, int, int, bool]]:
         return [e for e in self.cluster.controller.elections
-                if e[3] and (until_ms is None or e[0] <= until_ms)]
+                if self._lossy_election(e) and (until_ms is None or e[0] <= until_ms)]
+
+    def _lossy_election(self, election: tuple[int, int, int, bool]) -> bool:
+        """Whether an election may lose committed data: an unclean one, except KIP-966's
+        election of the last known leader (``canElectLastKnownLeader``), which Kafka also
+        marks unclean but which loses only what that leader lost in an unclean shutdown
+        before it (the ISR was empty since it led)."""
+        t, epoch, leader, unclean = election
+        if not unclean:
+            return False
+        if epoch not in getattr(self.cluster.controller, "last_known_epochs", ()):
+            return True
+        return any(b == leader and at <= t for at, b in self.lossy_crashes)
 
     def allowance(self, until_ms: int | None = None) -> str | None:
         """Why the configuration permits loss or divergence up to ``until_ms`` (``None``: it
@@ -81,6 +93,10 @@ class StateChecker:
         unclean = self.unclean_elections(until_ms)
         if unclean:
             t, epoch, leader, _ = unclean[0]
+            if epoch in getattr(self.cluster.controller, "last_known_epochs", ()):
+                return (f"broker {leader}, the last known leader, was elected with an empty ISR "
+                        f"and ELR in epoch {epoch} at {t} ms after losing its unflushed tail "
+                        "(KIP-966 canElectLastKnownLeader: an unclean election)")
             return f"unclean leader election of broker {leader} in epoch {epoch} at {t} ms"
         lossy = [x for x in self.lossy_crashes if until_ms is None or x[0] <= until_ms]
         ctrl = self.cluster.controller
@@ -297,7 +313,7 @@ class StateChecker:
                             loss_like=False)
 
     def _unclean(self, epoch: int) -> bool:
-        return any(e[1] == epoch and e[3] for e in self.cluster.controller.elections)
+        return any(e[1] == epoch and self._lossy_election(e) for e in self.cluster.controller.elections)
 
     # -- 5 ------------------------------------------------------------------------------------
     def _check_log_matching(self, changed: list[int]) -> None:

@@ -195,8 +195,11 @@ class Broker:
 
     # -- controller traffic -----------------------------------------------------------------
     def _heartbeat(self) -> None:
+        # Only the newest heartbeat matters after a gap: a broker has one in flight at a time
+        # (KRaft ``BrokerLifecycleManager``; ZooKeeper sessions ping the same way).
         self.cluster.post(self.broker_id, "controller", "on_heartbeat",
-                          BrokerHeartbeat(self.broker_id, self.incarnation, self.clean_shutdown))
+                          BrokerHeartbeat(self.broker_id, self.incarnation, self.clean_shutdown),
+                          coalesce="heartbeat")
 
     def on_leader_and_isr(self, msg: LeaderAndIsr, src: object) -> None:
         """Apply a controller decision (also carried by heartbeat responses)."""

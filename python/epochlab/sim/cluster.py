@@ -109,11 +109,14 @@ class Cluster:
             return self.brokers[name]
         return self.clients[name]
 
-    def post(self, src: Node, dst: Node, method: str, msg: object, kind: str = "") -> None:
-        """Send ``msg`` from ``src``; on arrival call ``dst.<method>(msg, src)``."""
+    def post(self, src: Node, dst: Node, method: str, msg: object, kind: str = "",
+             coalesce: str | None = None) -> None:
+        """Send ``msg`` from ``src``; on arrival call ``dst.<method>(msg, src)``
+        (``kind`` and ``coalesce``: :meth:`Network.send`)."""
         if not self._known(dst):
             return
-        self.network.send(src, dst, lambda: getattr(self.node(dst), method)(msg, src), kind)
+        self.network.send(src, dst, lambda: getattr(self.node(dst), method)(msg, src), kind,
+                          coalesce)
 
     def _known(self, name: Node) -> bool:
         return name in ("controller", "coordinator") or name in self.brokers or name in self.clients

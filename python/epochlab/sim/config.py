@@ -103,7 +103,7 @@ class ClusterConfig:
     replica_fetch_backoff_ms: int = 1000
     high_watermark_checkpoint_interval_ms: int = 5000
     flush_interval_ms: int | None = None
-    eligible_leader_replicas_enable: bool = False
+    eligible_leader_replicas_enable: bool | None = None
     network_delay_ms: tuple[int, int] = (1, 5)
     controller_delay_ms: tuple[int, int] = (1, 10)
     transaction_pre_kip890: bool | None = None
@@ -135,7 +135,8 @@ class ClusterConfig:
         _int(w, "replica_fetch_wait_max_ms", self.replica_fetch_wait_max_ms, 0)
         if self.flush_interval_ms is not None:
             _int(w, "flush_interval_ms", self.flush_interval_ms, 1)
-        _bool(w, "eligible_leader_replicas_enable", self.eligible_leader_replicas_enable)
+        if self.eligible_leader_replicas_enable is not None:
+            _bool(w, "eligible_leader_replicas_enable", self.eligible_leader_replicas_enable)
         if self.transaction_pre_kip890 is not None:
             _bool(w, "transaction_pre_kip890", self.transaction_pre_kip890)
         _int(w, "transaction_abort_timed_out_transaction_cleanup_interval_ms",

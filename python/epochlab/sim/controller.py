@@ -62,12 +62,17 @@ class Controller:
         self.replicas: tuple[int, ...] = config.replicas or ()
         unclean = config.unclean_leader_election_enable
         self.unclean_enabled = generation.unclean_default if unclean is None else unclean
-        self.elr_enabled = config.eligible_leader_replicas_enable and generation.kraft
+        elr = config.eligible_leader_replicas_enable
+        self.elr_enabled = generation.kraft and (generation.elr_default if elr is None else elr)
         self.leader: int | None = self.replicas[0]
         self.leader_epoch = 0
         self.partition_epoch = 0
         self.isr: tuple[int, ...] = self.replicas
         self.elr: tuple[int, ...] = ()
+        # KIP-966 last known leader (``PartitionRegistration.lastKnownElr``): with ELR on, the
+        # leader the partition had when it first became leaderless
+        self.last_known_leader: int | None = None
+        self.last_known_epochs: set[int] = set()  # leader epochs begun by such an election
         self.live: dict[int, bool] = {b: True for b in config.brokers}
         self.incarnation: dict[int, int] = {b: 1 for b in config.brokers}
         self.shutting_down: set[int] = set()
@@ -101,10 +106,18 @@ class Controller:
         if broadcast and self.generation.kraft:
             self._broadcast()
 
+    def _send_state(self, broker: int, msg: LeaderAndIsr) -> None:
+        """The partition state to one broker. A KRaft broker that was cut off from the
+        controller catches up on the metadata log in one delta and sees only the newest state
+        (``MetadataLoader.handleCommit``): held states coalesce. A ZooKeeper-era controller
+        resends each queued LeaderAndIsr until delivered (``ControllerChannelManager``)."""
+        self.cluster.post("controller", broker, "on_leader_and_isr", msg,
+                          coalesce="metadata" if self.generation.kraft else None)
+
     def _broadcast(self) -> None:
         msg = self.state()
         for r in self.replicas:
-            self.cluster.post("controller", r, "on_leader_and_isr", msg)
+            self._send_state(r, msg)
 
     def _order(self, members: set[int] | tuple[int, ...]) -> tuple[int, ...]:
         return tuple(r for r in self.replicas if r in set(members))
@@ -116,12 +129,13 @@ class Controller:
         now = self.cluster.now_ms
         if leader != self.leader or bump_epoch:
             self.leader_epoch += 1
-        old_isr = self.isr
+        old_isr, old_leader = self.isr, self.leader
         self.leader, self.isr = leader, isr
         self.partition_epoch += 1
         self._metadata_changed(broadcast=False)
         self.unclean_shutdown -= set(isr)
         self._update_elr(old_isr)
+        self._update_last_known_leader(old_leader)
         if leader is None and self.offline_since_ms is None:
             self.offline_since_ms = now
             self.cluster.log_event("offline", f"partition OFFLINE: no eligible leader ({why})")
@@ -149,6 +163,17 @@ class Controller:
             members = (set(self.elr) | set(old_isr)) - set(self.isr) - self.unclean_shutdown
             self.elr = self._order(members)
 
+    def _update_last_known_leader(self, old_leader: int | None) -> None:
+        """``PartitionChangeBuilder.maybeUpdateLastKnownLeader`` (Kafka 4.x, with
+        ``useLastKnownLeaderInBalancedRecovery``, which no release turns off): remember the
+        leader the first time the partition becomes leaderless, forget it once it has one."""
+        if not self.elr_enabled:
+            return
+        if self.leader is None and self.last_known_leader is None:
+            self.last_known_leader = old_leader
+        elif self.leader is not None:
+            self.last_known_leader = None
+
     # -- failure detection ------------------------------------------------------------------
     def _arm_session(self, broker: int) -> None:
         old = self._session_timers.get(broker)
@@ -173,7 +198,7 @@ class Controller:
         if not self.live[b] or known != hb.incarnation:
             self._register(b, hb, restarted_while_alive=self.live[b] and known != hb.incarnation)
         self._arm_session(b)
-        self.cluster.post("controller", b, "on_leader_and_isr", self.state())
+        self._send_state(b, self.state())
 
     def _register(self, b: int, hb: BrokerHeartbeat, restarted_while_alive: bool) -> None:
         if restarted_while_alive and self.generation >= Generation.KIP_320:
@@ -226,6 +251,16 @@ class Controller:
                 self.elr = tuple(x for x in self.elr if x != r)
                 self._commit(r, (r,), why + " from ELR")
                 return
+        last = self.last_known_leader
+        if self.elr_enabled and not live_isr and not self.elr and last is not None \
+                and self._eligible(last):
+            # PartitionChangeBuilder.canElectLastKnownLeader: ISR and ELR empty, the last
+            # known leader is registered and not shutting down: elected as an unclean
+            # election (ISR := [leader], RECOVERING), whatever unclean.leader.election.enable
+            # says; only what that leader lost in an unclean shutdown can be lost.
+            self._commit(last, (last,), why + " (last known leader)", unclean=True)
+            self.last_known_epochs.add(self.leader_epoch)
+            return
         if self.unclean_enabled:
             for r in self.replicas:
                 if self._eligible(r):

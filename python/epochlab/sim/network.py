@@ -2,21 +2,37 @@
 
 Nodes are broker ids (``int``), ``"controller"`` and client names (``str``). Every message gets
 an independent delay drawn uniformly from its link's ``(min, max)`` range. Messages on
-different links overtake each other freely; on one directed link they arrive in send order
-between the same incarnations of the two nodes (Kafka talks over one TCP connection per peer;
-a restart opens new connections) unless the link was configured with
-``reorder=True``, which lets random delays reorder them. A message is delivered only if, at delivery time, the two nodes are
-on the same side of the current partition and the destination is alive in the same
-incarnation as when the message was sent (a restarted process has new connections; late
-replies to the old one are lost). Requests from a node that crashed after sending are still
-delivered: bytes already on the wire arrive (zombie requests, ``PROTOCOL.md`` 4.1).
+different links overtake each other freely.
+
+Connections as TCP has them. Kafka talks over one TCP connection per peer, so on one directed
+link, between the same incarnations of the two nodes, messages arrive in send order and none
+is lost while a later one gets through (unless the link was configured with ``reorder=True``,
+an addition that lets random delays reorder them). A network partition or a link with
+``drop=1.0`` does not lose what is sent across it: TCP keeps retransmitting, so the messages
+are *held* and delivered, in order, once the path is usable again (the way an ``iptables
+DROP`` partition behaves: Jepsen's partitions are made that way). A ``drop`` probability below
+1 stands for packet loss: each loss costs one retransmission timeout (200 ms, doubling, as
+Linux's ``TCP_RTO_MIN`` and backoff), the message and everything behind it arrive later.
+Held messages are lost only with the connection: when either end dies or restarts (a new
+incarnation has new connections; late replies to the old one are lost). Requests already
+in flight from a node that crashed are still delivered (bytes on the wire arrive: zombie
+requests, ``PROTOCOL.md`` 4.1); held ones die with their sender's kernel.
+
+A client that gives up on a request (``request.timeout.ms``) does not get it back: a held
+request may still reach the broker after the partition heals, as with Kafka, whose client
+closes the connection but whose kernel still delivers the data it had queued.
+
+KRaft brokers read the metadata log: after a gap a broker fetches every record it missed in
+one response and applies them as one delta (``MetadataLoader.handleCommit`` loads all batches
+of a commit, then ``MetadataBatchLoader.maybeFlushBatches`` publishes once), so it sees only the
+newest partition state. Messages sent with a ``coalesce`` key behave that way: when held
+messages are released, only the newest of each key on that connection is delivered.
 
 The controller channel (every link with ``"controller"`` at one end) is one ordered, reliable
-connection in every Kafka version: ZooKeeper-era controllers queue requests per broker
-(``ControllerChannelManager``), KRaft brokers read the metadata log in order and send
-AlterPartition one at a time over one connection (``NodeToControllerChannelManager``,
-``AlterPartitionManager``). Its messages can be delayed or lost (a broken connection, resent
-by the sender's own retries) but never reordered or duplicated, so ``reorder`` and
+connection in every Kafka version: ZooKeeper-era controllers queue requests per broker and
+resend until delivered (``ControllerChannelManager.RequestSendThread``), KRaft brokers read the
+metadata log in order and send AlterPartition one at a time over one connection
+(``NodeToControllerChannelManager``, ``AlterPartitionManager``). So ``reorder`` and
 ``duplicate`` do not apply there (:meth:`Network.set_link` says so in its return value).
 
 Partitions: ``partition([[1, "p"], [2, 3, "controller"]])`` puts each listed group on its own
@@ -51,6 +67,27 @@ class LinkConfig:
     reorder: bool = False
 
 
+RTO_MIN_MS = 200
+"""Linux's minimum retransmission timeout (``TCP_RTO_MIN``): what one lost packet costs."""
+
+RTO_MAX_MS = 120_000
+"""Linux's ceiling on the retransmission timeout (``TCP_RTO_MAX``)."""
+
+
+@dataclass
+class _Message:
+    seq: int
+    src: Node
+    dst: Node
+    src_key: str
+    src_incarnation: int
+    dst_key: str
+    dst_incarnation: int
+    deliver: Callable[[], None]
+    extra_ms: int
+    coalesce: str | None
+
+
 class Network:
     """Routes messages between nodes through the kernel's event queue."""
 
@@ -66,17 +103,23 @@ class Network:
         self._incarnation: dict[str, int] = {}
         self._slow: dict[str, int] = {}
         self._last_arrival: dict[tuple[str, str], int] = {}
+        self._seq = 0
+        self._held: dict[tuple[str, str], list[_Message]] = {}
         self.sent = 0
         self.delivered = 0
         self.dropped = 0
+        self.held = 0
 
     # -- node lifecycle ---------------------------------------------------------------------
     def set_alive(self, node: Node, alive: bool) -> None:
-        """Mark a node up or down; going up starts a new incarnation."""
+        """Mark a node up or down; going up starts a new incarnation. Messages held on the
+        connections of a node that goes down are lost with them."""
         key = _key(node)
         if alive and not self._alive.get(key, False):
             self._incarnation[key] = self._incarnation.get(key, 0) + 1
         self._alive[key] = alive
+        if not alive:
+            self._discard_dead()
 
     def is_alive(self, node: Node) -> bool:
         return self._alive.get(_key(node), False)
@@ -91,10 +134,12 @@ class Network:
         if "ncoordinator" not in mapping and "ncontroller" in mapping:
             mapping["ncoordinator"] = mapping["ncontroller"]
         self._groups = mapping
+        self._release()
 
     def heal(self) -> None:
         """Remove the partition (link settings and slow followers stay)."""
         self._groups = None
+        self._release()
 
     def set_link(self, a: Node, b: Node, delay_ms: tuple[int, int] | None = None,
                  drop: float = 0.0, duplicate: float = 0.0, reorder: bool = False) -> bool:
@@ -108,6 +153,7 @@ class Network:
         lo, hi = delay_ms if delay_ms is not None else base.delay_ms
         self._links[self._pair(a, b)] = LinkConfig((int(lo), int(hi)), float(drop),
                                                    float(duplicate), bool(reorder))
+        self._release()
         return applicable
 
     def slow_node(self, node: Node, extra_delay_ms: int) -> None:
@@ -120,40 +166,99 @@ class Network:
             return True
         return self._groups.get(_key(a), -1) == self._groups.get(_key(b), -1)
 
+    def usable(self, a: Node, b: Node) -> bool:
+        """Whether messages between ``a`` and ``b`` get through now (connected, and the link
+        not cut with ``drop=1.0``)."""
+        return self.connected(a, b) and self._link(a, b).drop < 1.0
+
     # -- sending ----------------------------------------------------------------------------
-    def send(self, src: Node, dst: Node, deliver: Callable[[], None], kind: str = "") -> None:
-        """Send a message: ``deliver()`` runs at the destination after the link's delay,
-        unless the message is dropped, partitioned away or the destination is down or
-        restarted meanwhile. ``kind == "fetch"`` messages get the sender's slow-node delay."""
+    def send(self, src: Node, dst: Node, deliver: Callable[[], None], kind: str = "",
+             coalesce: str | None = None) -> None:
+        """Send a message: ``deliver()`` runs at the destination after the link's delay, or
+        once the path is usable again (module doc), unless either end dies or restarts
+        first. ``kind == "fetch"`` messages get the sender's slow-node delay; ``coalesce``
+        names messages of which only the newest matters after a gap (module doc)."""
         self.sent += 1
-        if not self.connected(src, dst):
-            self.dropped += 1
+        src_key, dst_key = _key(src), _key(dst)
+        self._seq += 1
+        msg = _Message(self._seq, src, dst, src_key, self._incarnation.get(src_key, 0),
+                       dst_key, self._incarnation.get(dst_key, 0), deliver,
+                       self._slow.get(src_key, 0) if kind == "fetch" else 0, coalesce)
+        direction = self._direction(msg)
+        if direction in self._held or not self.usable(src, dst):
+            self._hold(direction, msg)
             return
         link = self._link(src, dst)
-        if link.drop > 0 and self._rng.random() < link.drop:
+        copies = 2 if link.duplicate > 0 and self._rng.random() < link.duplicate else 1
+        for _ in range(copies):
+            self._schedule(direction, msg, link)
+
+    def _direction(self, msg: _Message) -> tuple[str, str]:
+        return (f"{msg.src_key}#{msg.src_incarnation}", f"{msg.dst_key}#{msg.dst_incarnation}")
+
+    def _schedule(self, direction: tuple[str, str], msg: _Message, link: LinkConfig) -> None:
+        arrival = self._kernel.now_ms + self._rng.randint(*link.delay_ms) + msg.extra_ms
+        if 0.0 < link.drop < 1.0:
+            rto = RTO_MIN_MS
+            while self._rng.random() < link.drop:
+                self.dropped += 1
+                arrival += rto
+                rto = min(rto * 2, RTO_MAX_MS)
+        if not link.reorder:
+            arrival = max(arrival, self._last_arrival.get(direction, 0))
+            self._last_arrival[direction] = arrival
+        self._kernel.schedule_at(arrival, lambda: self._arrive(direction, msg))
+
+    def _hold(self, direction: tuple[str, str], msg: _Message) -> None:
+        queue = self._held.setdefault(direction, [])
+        index = len(queue)
+        while index > 0 and queue[index - 1].seq > msg.seq:
+            index -= 1
+        queue.insert(index, msg)
+        self.held += 1
+
+    def _alive_as_sent(self, key: str, incarnation: int) -> bool:
+        return self._alive.get(key, False) and self._incarnation.get(key, 0) == incarnation
+
+    def _arrive(self, direction: tuple[str, str], msg: _Message) -> None:
+        if not self._alive_as_sent(msg.dst_key, msg.dst_incarnation):
             self.dropped += 1
             return
-        copies = 2 if link.duplicate > 0 and self._rng.random() < link.duplicate else 1
-        extra = self._slow.get(_key(src), 0) if kind == "fetch" else 0
-        dst_key = _key(dst)
-        incarnation = self._incarnation.get(dst_key, 0)
-        src_key = _key(src)
-        direction = (f"{src_key}#{self._incarnation.get(src_key, 0)}", f"{dst_key}#{incarnation}")
-        for _ in range(copies):
-            arrival = self._kernel.now_ms + self._rng.randint(*link.delay_ms) + extra
-            if not link.reorder:
-                arrival = max(arrival, self._last_arrival.get(direction, 0))
-                self._last_arrival[direction] = arrival
-            self._kernel.schedule_at(arrival, lambda: self._arrive(src, dst, dst_key, incarnation, deliver))
-
-    def _arrive(self, src: Node, dst: Node, dst_key: str, incarnation: int,
-                deliver: Callable[[], None]) -> None:
-        alive = self._alive.get(dst_key, False)
-        if not alive or self._incarnation.get(dst_key, 0) != incarnation or not self.connected(src, dst):
-            self.dropped += 1
+        if direction in self._held or not self.usable(msg.src, msg.dst):
+            self._hold(direction, msg)
             return
         self.delivered += 1
-        deliver()
+        msg.deliver()
+
+    def _discard_dead(self) -> None:
+        """Held messages die with either end of their connection."""
+        for direction in list(self._held):
+            queue = self._held[direction]
+            first = queue[0]
+            if not (self._alive_as_sent(first.dst_key, first.dst_incarnation)
+                    and self._alive_as_sent(first.src_key, first.src_incarnation)):
+                self.dropped += len(queue)
+                del self._held[direction]
+
+    def _release(self) -> None:
+        """Deliver, in order, what is held on every connection that is usable again."""
+        self._discard_dead()
+        for direction in sorted(self._held):
+            queue = self._held[direction]
+            first = queue[0]
+            if not self.usable(first.src, first.dst):
+                continue
+            del self._held[direction]
+            newest: dict[str, int] = {}
+            for msg in queue:
+                if msg.coalesce is not None:
+                    newest[msg.coalesce] = msg.seq
+            link = self._link(first.src, first.dst)
+            for msg in queue:
+                if msg.coalesce is not None and newest[msg.coalesce] != msg.seq:
+                    self.dropped += 1
+                    continue
+                self._schedule(direction, msg, link)
 
     def _pair(self, a: Node, b: Node) -> tuple[str, str]:
         ka, kb = _key(a), _key(b)
