@@ -64,14 +64,22 @@ def test_kip903_a_stale_fetch_does_not_put_an_empty_restarted_broker_back_in_the
     p.send_many(range(10))
     assert p.flush(10000)
     c.run_for(1000)
-    c.slow_follower(3, 3000)                    # broker 3's fetches reach the leader 3 s late
+    # broker 3's fetches reach the leader 9 s late: longer than the session timeout (6 s) after
+    # which the controller registers the restarted incarnation (DuplicateBrokerRegistration
+    # until then)
+    c.slow_follower(3, 9000)
     c.run_for(1000)                             # a fetch of incarnation 1 (offset 10) is on the wire
     c.crash(3, lose_unflushed=True)             # nothing was flushed: the log is gone
-    c.restart(3)                                # its first fetch (offset 0) lands after the stale one
+    c.restart(3)
     assert c.state().replicas[3].log_end_offset == 0
-    for _ in range(40):                         # the stale fetch arrives meanwhile
+    for _ in range(120):                        # the stale fetch arrives meanwhile
         c.run_for(100)
-        assert 3 not in c.controller.isr or c.state().replicas[3].log_end_offset >= 10
+        # an ISR entry for broker 3 names the incarnation whose fetches put it there: the
+        # restarted, empty one is never in it before it has caught up
+        new_incarnation = c.controller.incarnation.get(3) == c.brokers[3].incarnation
+        assert 3 not in c.controller.isr or not new_incarnation \
+            or c.state().replicas[3].log_end_offset >= 10
+    assert any("registration waits for the old session" in e.message for e in c.events)
     assert any("ignored fetch from broker 3: stale broker epoch 1" in e.message for e in c.events)
     c.slow_follower(3, 0)
     c.run_for(20000)

@@ -31,10 +31,13 @@ def test_campaign_finds_committed_loss_in_hw_truncation(tmp_path: Path) -> None:
     assert findings, "hw-truncation loses committed data within a few runs"
     f = findings[0]
     d = tmp_path / "violations" / f.violation.signature
-    for name in ("schedule.json", "original.json", "verdict.json", "README.txt"):
+    for name in ("schedule.json", "original.json", "verdict.json", "README.md", "steps.md",
+                 "history.jsonl", "config.json"):
         assert (d / name).exists()
-    readme = (d / "README.txt").read_text()
-    assert "epochlab replay" in readme and "build:" in readme and "seed:" in readme
+    readme = (d / "README.md").read_text()
+    assert "epochlab replay" in readme and "build" in readme and "seed" in readme
+    assert f"VIOLATION {f.violation.invariant}" in (d / "steps.md").read_text()
+    assert main(["show", str(d)]) == 0
     minimal = load_schedule(d / "schedule.json")
     assert len(minimal.actions) <= len(load_schedule(d / "original.json").actions)
     assert execute(minimal).verdict.first(f.violation.signature) is not None

@@ -130,8 +130,10 @@ def test_zookeeper_era_broker_gets_every_leader_and_isr_in_order() -> None:
     assert roles[-1].startswith("broker 1 is leader in epoch 2 (was follower in epoch 1)")
 
 
-@pytest.mark.parametrize("name", ["g5-duplicate-partition-drop", "g5-nonmonotonic-send-partition-drop"])
-def test_the_partition_drop_findings_were_the_network_model(name: str) -> None:
+@pytest.mark.parametrize("name", ["g5-duplicate-partition-drop", "g5-nonmonotonic-send-partition-drop",
+                                  "g5-restarted-broker-serves-stale-leadership",
+                                  "g5-lossy-restart-of-the-leader-within-its-session"])
+def test_the_resolved_findings_stay_resolved(name: str) -> None:
     schedule = load_schedule(DOCS / "resolved-findings" / f"{name}.json")
     verdict = json.loads(execute(schedule).verdict_json())
     assert verdict["protocol_violations"] == []

@@ -51,9 +51,10 @@ def test_run_directory_contents(tmp_path: Path) -> None:
     result = run_scenario(s, "kip-320", out_dir=tmp_path / "run")
     run = tmp_path / "run"
     names = {p.name for p in run.iterdir()}
-    assert {"config.json", "schedule.json", "history.jsonl", "state.json", "steps.md",
-            "verdict.json", "report.md"} <= names
-    for name in ("config.json", "schedule.json", "state.json", "verdict.json"):
+    assert {"config.json", "steps.json", "scenario.toml", "history.jsonl", "state.json",
+            "steps.md", "verdict.json", "report.md", "README.md", "events.txt"} <= names
+    assert "schedule.json" not in names   # the name of the replayable fuzz format only
+    for name in ("config.json", "steps.json", "state.json", "verdict.json"):
         text = (run / name).read_text()
         assert text.endswith("\n")
         data = json.loads(text)
@@ -63,11 +64,14 @@ def test_run_directory_contents(tmp_path: Path) -> None:
 
     assert config["build"] == epochlab.BUILD and config["generation"] == "kip-320"
     assert config["seed"] == 1 and config["cluster"]["brokers"] == [1, 2, 3]
-    schedule = json.loads((run / "schedule.json").read_text())
+    schedule = json.loads((run / "steps.json").read_text())
     assert [st["action"] for st in schedule] == [st.action for st in s.steps]
     assert all("executed_at_ms" in st for st in schedule)
     verdict = json.loads((run / "verdict.json").read_text())
     assert verdict["passed"] is True and len(verdict["checks"]) == len(result.checks)
+    assert verdict["valid"] is True
+    assert (run / "scenario.toml").read_text() == s.text
+    assert "epochlab scenario run" in (run / "README.md").read_text()
     lines = (run / "history.jsonl").read_text().splitlines()
     assert lines and all(json.loads(line)["process"] for line in lines)
     report = (run / "report.md").read_text()
@@ -93,7 +97,7 @@ def test_history_is_byte_identical_for_the_same_seed(tmp_path: Path, name: str) 
     s = load_builtin(name)
     run_scenario(s, "diverging-epoch", seed=3, out_dir=tmp_path / "a")
     run_scenario(s, "diverging-epoch", seed=3, out_dir=tmp_path / "b")
-    for f in ("history.jsonl", "state.json", "schedule.json", "verdict.json", "steps.md"):
+    for f in ("history.jsonl", "state.json", "steps.json", "verdict.json", "steps.md"):
         assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
 
 

@@ -1,7 +1,11 @@
 """The ``epochlab`` command.
 
-Exit status: 0 when every expectation holds, 1 when one does not (or the engine could not run
-a step), 2 for a usage or input error, reported as one line on stderr naming the file and field.
+Exit status, as Jepsen's: 0 valid (every expectation holds, no protocol violation), 1 invalid
+(a protocol violation, or a failed expectation), 2 anything else: a usage or input error, a
+missing optional dependency (with the ``pip install`` line that adds it), an environment
+problem (no Java, an unwritable output path, a closed output pipe), or a bug; reported as one
+line on stderr naming the file and field, never a traceback for a user's mistake
+(``EPOCHLAB_DEBUG=1`` adds the traceback).
 
     epochlab scenario list
     epochlab scenario run NAME_OR_FILE [--generation G] [--seed S] [--out DIR] [--json]
@@ -13,7 +17,8 @@ a step), 2 for a usage or input error, reported as one line on stderr naming the
     epochlab trace export RUN_DIR [-o OUT]
     epochlab fuzz [--engine random|atheris] [--generation G] [--config FILE] [--seconds N]
                   [--runs N] [--seed S] [--out DIR] [--json] [--until-found]
-    epochlab replay SCHEDULE [--out DIR] [--json]
+    epochlab replay SCHEDULE_OR_RUN_DIR [--out DIR] [--json]
+    epochlab show RUN_DIR
     epochlab shrink SCHEDULE [--invariant NAME] [--out FILE] [--max-runs N] [--json]
     epochlab campaign [--grid FILE] [--runs N] [--seed S] [--master URL] [--out DIR] [--resume]
     epochlab kafka jars [--version V]
@@ -23,7 +28,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import traceback
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -45,6 +52,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="epochlab", description="Model Apache Kafka partition replication.")
+    parser.add_argument("--version", action="version", version=f"epochlab {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     scenario = sub.add_parser("scenario", help="list, show and run scenarios")
     ssub = scenario.add_subparsers(dest="scenario_command", required=True, parser_class=_Parser)
@@ -60,6 +68,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="run directory (default: runs/<scenario>-<generation>-seed<seed>)")
     run.add_argument("--json", action="store_true", help="print a machine-readable verdict")
     sub.add_parser("generations", help="protocol generations, oldest first")
+    show_run = sub.add_parser("show", help="print the step table and verdict of a run directory")
+    show_run.add_argument("run_dir", metavar="RUN_DIR")
     demo = sub.add_parser("demo", help="seed 004 problem 1 in hw-truncation and the latest generation")
     demo.add_argument("--out", help="parent directory of the two run directories")
     _add_trace_parser(sub)
@@ -75,19 +85,64 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: optional modules -> the extra that installs them
+_EXTRAS = {"pyarrow": "trace", "matplotlib": "plot", "atheris": "fuzz", "pyspark": "spark",
+           "pandas": "spark", "jpype": "kafka", "confluent_kafka": "kafka"}
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("epochlab")
+    except Exception:  # noqa: BLE001 - not installed as a distribution (source tree)
+        return "unknown"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
         return _dispatch(args)
     except _UsageError as exc:
-        print(str(exc), file=sys.stderr)
-        return 2
+        return _fail(str(exc))
     except (ScenarioError, ConfigError) as exc:
-        print(f"epochlab: error: {exc.message}", file=sys.stderr)
-        return 2
+        return _fail(f"epochlab: error: {exc.message}")
     except EpochlabError as exc:
-        print(f"epochlab: error: {type(exc).__name__}: {exc.message}", file=sys.stderr)
+        return _fail(f"epochlab: error: {type(exc).__name__}: {exc.message}")
+    except BrokenPipeError:
+        # the reader went away (`epochlab ... | head`): stop quietly
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except OSError:
+            pass
         return 2
+    except KeyboardInterrupt:
+        return _fail("epochlab: interrupted")
+    except ModuleNotFoundError as exc:
+        top = (exc.name or "").split(".")[0]
+        if top in _EXTRAS:
+            return _fail(f"epochlab: error: this command needs {top}, which is not installed: "
+                         f'pip install "epochlab[{_EXTRAS[top]}]"')
+        return _internal(exc)
+    except OSError as exc:
+        where = f" {exc.filename}" if exc.filename else ""
+        return _fail(f"epochlab: error:{where}: {exc.strerror or exc}")
+    except Exception as exc:  # noqa: BLE001 - a bug, or an environment the code did not foresee
+        return _internal(exc)
+
+
+def _fail(message: str) -> int:
+    print(message, file=sys.stderr)
+    return 2
+
+
+def _internal(exc: BaseException) -> int:
+    if os.environ.get("EPOCHLAB_DEBUG"):
+        traceback.print_exception(exc)
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return _fail(f"epochlab: internal error: {type(exc).__name__}: {first} (this is a bug or an "
+                 "environment epochlab does not handle; EPOCHLAB_DEBUG=1 shows the traceback)")
 
 
 def _add_trace_parser(sub: Any) -> None:
@@ -103,6 +158,14 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_trace(args)
     if args.command == "generations":
         return _generations()
+    if args.command == "show":
+        from epochlab.report.rundir import RunDirError, show
+
+        try:
+            print(show(args.run_dir), end="")
+        except RunDirError as exc:
+            return _fail(f"epochlab: show: {exc}")
+        return 0
     if args.command == "demo":
         return _demo(args.out)
     if args.command == "campaign":

@@ -7,8 +7,8 @@ Artifacts under ``out``::
     runs/config_id=<id>/batch=<k>/    the result rows (Parquet)
     summary.json                      the aggregates (epochlab.campaigns.aggregate.summarize)
     report.md, report.html, plots/    the report (epochlab.campaigns.report)
-    violations/<signature>/           schedule.json (shrunk), original.json, verdict.json,
-                                      README.txt with the replay command (as epochlab fuzz)
+    violations/<signature>/           a run directory of the shrunk schedule (README.md with
+                                      the replay command, steps.md, ...), original.json
 """
 
 from __future__ import annotations

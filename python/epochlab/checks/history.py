@@ -115,7 +115,7 @@ def check_history(history: Sequence[Mapping[str, Any]], final_log: Mapping[int, 
                      "op": op["index"], "final_log": final_log.get(a)}, acked_reason(op))
         elif op["acks"] == "all" and final_log.get(a) != v:
             rep.add("lost-write", op["time_ms"], f"value {v} acked (acks=all) at offset {a} is not "
-                    f"in the final leader log (it holds {final_log.get(a)})",
+                    f"in the final leader log ({_holding(final_log.get(a), a)})",
                     {"value": v, "offset": a, "acks": "all", "process": op["process"],
                      "op": op["index"], "final_log": final_log.get(a)}, allowance(end_ms))
 
@@ -208,3 +208,8 @@ def check_history(history: Sequence[Mapping[str, Any]], final_log: Mapping[int, 
                     {"process": process, "previous_offset": prev[0], "offset": o,
                      "op": op["index"]}, reason)
     return sorted(rep.out.values(), key=lambda v: (v.time_ms, v.invariant))
+
+
+def _holding(value: int | None, offset: int) -> str:
+    """What a log holds at an offset, in words."""
+    return f"it holds nothing at offset {offset}" if value is None else f"it holds value {value} there"

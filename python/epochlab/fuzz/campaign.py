@@ -81,34 +81,32 @@ def _write(path: Path, text: str) -> None:
 
 def write_finding(out: Path, violation: Violation, original: Schedule, minimal: Schedule | None,
                   result: RunResult | None, seed: int | None, engine: str) -> Path:
-    """Write (or update) ``<out>/violations/<signature>/``; safe to call first with
-    ``minimal=None`` (before shrinking) and again with the minimal schedule."""
+    """Write (or replace) ``<out>/violations/<signature>/``, a run directory
+    (``epochlab.report.rundir``) of the minimal schedule (the original until it is shrunk)
+    with ``original.json`` beside it; safe to call first with ``minimal=None`` (before
+    shrinking) and again with the minimal schedule."""
+    from epochlab.fuzz.executor import execute
+    from epochlab.report.rundir import write_schedule_run
+
     directory = out / "violations" / violation.signature
-    directory.mkdir(parents=True, exist_ok=True)
-    original.save(directory / "original.json")
     best = minimal or original
-    best.save(directory / "schedule.json")
-    if result is not None:
-        _write(directory / "verdict.json", result.verdict_json())
-    shown = result.verdict.first(violation.signature) if result is not None else None
-    shown = shown or violation
-    lines = [
-        f"invariant: {violation.invariant} ({violation.verdict})",
-        f"message:   {shown.message}",
-        f"step:      {shown.step} at {shown.time_ms} ms",
-        f"generation: {original.generation.label}",
-        f"engine:    {engine}",
-        f"seed:      {seed if seed is not None else original.seed}",
-        f"build:     {_build()}",
-        f"actions:   {len(best.actions)} (original {len(original.actions)})"
-        + ("" if minimal is not None else " - not shrunk yet"),
+    shown_run = execute(best, record=True)
+    shown = shown_run.verdict.first(violation.signature) or violation
+    notes = [
+        f"Found by the {engine} engine: {violation.invariant} ({violation.verdict}) at step "
+        f"{shown.step} ({shown.time_ms} ms): {shown.message}.",
         "",
-        "replay:",
-        f"  epochlab replay {directory / 'schedule.json'}",
-        "shrink again:",
-        f"  epochlab shrink {directory / 'original.json'}",
+        f"Campaign run seed {seed if seed is not None else original.seed}; "
+        f"{len(best.actions)} actions (the original had {len(original.actions)})"
+        + ("" if minimal is not None else ", not shrunk yet") + ". Shrink again:",
+        "",
+        "```sh",
+        f"epochlab shrink {directory / 'original.json'}",
+        "```",
     ]
-    _write(directory / "README.txt", "\n".join(lines) + "\n")
+    write_schedule_run(shown_run, directory, rerun=f"epochlab replay {directory}",
+                       title=f"{violation.invariant} in {original.generation.label}",
+                       notes=notes, extra_files={"original.json": original.to_json()})
     return directory
 
 

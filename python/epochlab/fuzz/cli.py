@@ -38,10 +38,13 @@ def add_fuzz_commands(sub: Any) -> None:
     fuzz.add_argument("--pre-kip890", action="store_true",
                       help="model transactions before KIP-890 (implies --transactions)")
     replay = sub.add_parser("replay", help="run a saved schedule and judge it")
-    replay.add_argument("schedule")
-    replay.add_argument("--out", help="write history.jsonl, verdict.json, state.json here")
+    replay.add_argument("schedule", metavar="SCHEDULE_OR_RUN_DIR",
+                        help="a schedule file, or a run directory holding schedule.json")
+    replay.add_argument("--out", help="write a run directory here (step table, timeline, "
+                        "history, verdict, README with the rerun command; see `epochlab show`)")
     replay.add_argument("--json", action="store_true", help="print the verdict as JSON")
-    replay.add_argument("--backend")
+    replay.add_argument("--backend", choices=("rust", "python", "reference"),
+                        help="replica protocol implementation (default rust; all give the same run)")
     shrink = sub.add_parser("shrink", help="shrink a schedule that violates an invariant")
     shrink.add_argument("schedule")
     shrink.add_argument("--invariant", help="name or signature (default: its first violation)")
@@ -170,28 +173,44 @@ def _atheris(args: argparse.Namespace, generation: Any, out: Path) -> dict[str, 
             "violations": violations, "harness_exit": proc.returncode}
 
 
+def schedule_path(given: str) -> Path:
+    """A schedule file, or the ``schedule.json`` of a run directory (exit-2 errors otherwise)."""
+    from epochlab.fuzz.schedule import ScheduleError
+
+    path = Path(given)
+    if path.is_dir():
+        if (path / "schedule.json").is_file():
+            return path / "schedule.json"
+        hint = (f"; it is a scenario run: rerun it with `epochlab scenario run {path / 'scenario.toml'}`"
+                if (path / "scenario.toml").is_file() else "")
+        raise ScheduleError(f"{given}: a directory without schedule.json{hint}", where=given,
+                            field="", expected="a schedule file or a run directory holding one",
+                            got="directory")
+    return path
+
+
 def _replay(args: argparse.Namespace) -> int:
     from epochlab.fuzz.executor import execute
     from epochlab.fuzz.schedule import load_schedule
 
-    schedule = load_schedule(args.schedule)
-    result = execute(schedule, backend=args.backend)
+    path = schedule_path(args.schedule)
+    schedule = load_schedule(path)
+    result = execute(schedule, backend=args.backend, record=bool(args.out))
     digest = hashlib.sha256(result.history_jsonl.encode()).hexdigest()[:16]
     if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        schedule.save(out / "schedule.json")
-        (out / "history.jsonl").write_text(result.history_jsonl, encoding="utf-8")
-        (out / "verdict.json").write_text(result.verdict_json(), encoding="utf-8")
-        (out / "state.json").write_text(json.dumps(result.final_state, sort_keys=True, indent=1) + "\n",
-                                        encoding="utf-8")
+        from epochlab.report.rundir import write_schedule_run
+
+        write_schedule_run(result, args.out, rerun=f"epochlab replay {args.out}",
+                           title=f"Replay of {path}")
     if args.json:
         data = result.verdict.to_dict()
-        data.update(schedule=args.schedule, seed=schedule.seed, build=_build(),
+        data.update(schedule=str(path), seed=schedule.seed, build=_build(), valid=result.verdict.ok,
                     generation=schedule.generation.label, history_sha256=digest)
+        if args.out:
+            data["run_dir"] = args.out
         print(json.dumps(data, sort_keys=True, indent=2))
     else:
-        print(f"{args.schedule}: {schedule.generation.label}, seed {schedule.seed}, "
+        print(f"{path}: {schedule.generation.label}, seed {schedule.seed}, "
               f"{len(schedule.actions)} actions, build {_build()}, history sha256 {digest}")
         for v in result.verdict.violations:
             tag = "VIOLATION" if v.is_protocol_violation else "allowed  "
@@ -200,7 +219,9 @@ def _replay(args: argparse.Namespace) -> int:
         if result.verdict.ok:
             print("no protocol violation")
         else:
-            print(f"replay: epochlab replay {args.schedule}")
+            print(f"replay: epochlab replay {path}")
+        if args.out:
+            print(f"run directory: {args.out} (step table: epochlab show {args.out})")
     return 0 if result.verdict.ok else 1
 
 
@@ -208,14 +229,14 @@ def _shrink(args: argparse.Namespace) -> int:
     from epochlab.fuzz.schedule import load_schedule
     from epochlab.fuzz.shrink import shrink
 
-    schedule = load_schedule(args.schedule)
+    path = schedule_path(args.schedule)
+    schedule = load_schedule(path)
     try:
         res = shrink(schedule, args.invariant, backend=args.backend, max_runs=args.max_runs)
     except ValueError as exc:
-        print(f"epochlab: shrink: {args.schedule}: {exc}", file=sys.stderr)
+        print(f"epochlab: shrink: {path}: {exc}", file=sys.stderr)
         return 2
-    src = Path(args.schedule)
-    out = Path(args.out) if args.out else src.with_name(src.stem + ".min.json")
+    out = Path(args.out) if args.out else path.with_name(path.stem + ".min.json")
     res.schedule.save(out)
     v = res.result.verdict.first(res.signature)
     if args.json:

@@ -47,6 +47,7 @@ class RunResult:
     final_state: dict[str, Any]
     events: list[dict[str, Any]] = field(default_factory=list)
     end_ms: int = 0
+    records: list[Any] | None = None   # step records (``execute(record=True)``)
 
     def verdict_json(self) -> str:
         return self.verdict.to_json()
@@ -264,18 +265,47 @@ class _Run:
         return Verdict(unique, list(ALL_INVARIANTS))
 
 
-def execute(schedule: Schedule, backend: str | None = None) -> RunResult:
+class Healing:
+    """The pseudo-step of the healing phase in a step table."""
+
+    def __init__(self, healing_ms: int) -> None:
+        self.healing_ms = healing_ms
+
+    def describe(self) -> str:
+        return (f"healing (up to {self.healing_ms} ms): partitions healed, links reset, "
+                "crashed brokers and consumers restarted, consumers polling")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": "healing", "healing_ms": self.healing_ms}
+
+
+def execute(schedule: Schedule, backend: str | None = None, record: bool = False) -> RunResult:
     """Run ``schedule`` and judge it. ``backend`` is passed to ``Cluster`` when given
-    (``"rust"``, ``"python"`` or ``"reference"``)."""
+    (``"rust"``, ``"python"`` or ``"reference"``). With ``record`` the result carries step
+    records for a step table (``epochlab.scenarios.runner.StepRecord``: the state at the end
+    of each action's interval, then after the healing phase); recording only reads state,
+    so the run is the same."""
+    from epochlab.scenarios.observe import snapshot_from
+    from epochlab.scenarios.runner import StepRecord
+
     run = _Run(schedule, backend)
     run.checker.observe()
+    records: list[Any] = [StepRecord(None, 0)] if record else []
     for index, action in enumerate(schedule.actions):
         run.advance_to(action.at_ms)
+        if record:
+            records[-1].snapshot = snapshot_from(run.cluster.state())
+            records.append(StepRecord(action, run.cluster.now_ms))
         run.step = index
         run.apply(action)
         run.checker.observe()
+    if record:
+        records[-1].snapshot = snapshot_from(run.cluster.state())
+        records.append(StepRecord(Healing(schedule.healing_ms), run.cluster.now_ms))
     run.healing()
     verdict = run.verdict()
     c = run.cluster
+    if record:
+        records[-1].snapshot = snapshot_from(c.state())
     return RunResult(schedule, verdict, c.history_jsonl(), c.state().to_dict(),
-                     [e.to_dict() for e in c.events], c.now_ms)
+                     [e.to_dict() for e in c.events], c.now_ms, records if record else None)

@@ -2,8 +2,8 @@
 
 :class:`ScheduleHarness` turns fuzzer bytes into a schedule (:func:`decode_schedule`), runs it
 and judges it. A new protocol-violation signature is written to
-``<out>/violations/<signature>/`` (``original.json``, ``schedule.json``, ``verdict.json``,
-``README.txt``) *before* anything is raised, and an exception escaping the simulator is written
+``<out>/violations/<signature>/`` (a run directory, ``epochlab.report.rundir``, with
+``original.json`` beside the schedule) *before* anything is raised, and an exception escaping the simulator is written
 to ``<out>/crashes/<sha1>.json`` (the schedule) and ``.txt`` (the traceback) before it is
 re-raised, so a harness crash never loses a finding. libFuzzer keeps its corpus in
 ``<out>/corpus`` and its own crash inputs in ``<out>/crashes/``.

@@ -8,8 +8,10 @@ interval (one row of the step table), and judges the expectations that apply to 
 generation. A step the engine cannot perform is recorded as a failed ``step`` check: never a
 silent pass.
 
-Run directory (``DESIGN.md``, "What a run produces"): ``config.json``, ``schedule.json``,
-``history.jsonl``, ``state.json``, ``steps.md``, ``timeline.png`` (with matplotlib),
+Run directory (``DESIGN.md``, "What a run produces"; the layout every kind of run shares,
+``epochlab.report.rundir``): ``README.md`` (the report with the rerun command),
+``config.json``, ``scenario.toml``, ``steps.json`` (executed steps with times and outcomes),
+``history.jsonl``, ``state.json``, ``steps.md``, ``events.txt``, ``timeline.png`` (with matplotlib),
 ``verdict.json``, ``report.md``. JSON files have sorted keys and end with a newline.
 """
 
@@ -357,22 +359,38 @@ def _json_default(obj: Any) -> Any:
 
 
 def write_run_dir(result: RunResult, path: str | Path) -> Path:
-    """Write every file of the run directory; returns the directory."""
+    """Write every file of the run directory (``epochlab.report.rundir``: written beside it and
+    moved into place when complete); returns the directory."""
     from epochlab.report import picture, render_report
+    from epochlab.report.rundir import write_atomically
     from epochlab.report.table import step_rows, table_markdown
 
-    path = Path(path)
-    path.mkdir(parents=True, exist_ok=True)
-    (path / "config.json").write_text(_dump(result.configs))
-    (path / "schedule.json").write_text(_dump(result.schedule()))
-    (path / "history.jsonl").write_text("".join(line + "\n" for line in result.history_lines))
-    (path / "state.json").write_text(_dump(result.final_state))
     rows = step_rows(result.records)
-    (path / "steps.md").write_text(table_markdown(rows))
-    (path / "verdict.json").write_text(_dump(result.verdict()))
-    png = path / "timeline.png"
-    picture_note = picture.save_timeline(result.records, png, title=f"{result.scenario.name} "
-                                         f"({result.generation}, seed {result.seed})")
-    (path / "report.md").write_text(render_report(result, rows, picture_note))
-    result.run_dir = path
-    return path
+    verdict = result.verdict()
+    verdict["valid"] = result.passed
+    sc = result.scenario
+
+    def fill(d: Path) -> None:
+        (d / "config.json").write_text(_dump(result.configs))
+        (d / "steps.json").write_text(_dump(result.schedule()))
+        if sc.text is not None:
+            (d / "scenario.toml").write_text(sc.text, encoding="utf-8")
+        (d / "history.jsonl").write_text("".join(line + "\n" for line in result.history_lines))
+        (d / "state.json").write_text(_dump(result.final_state))
+        (d / "steps.md").write_text(table_markdown(rows))
+        (d / "verdict.json").write_text(_dump(verdict))
+        (d / "events.txt").write_text("".join(e + "\n" for e in result.events))
+        picture_note = picture.save_timeline(result.records, d / "timeline.png",
+                                             title=f"{sc.name} ({result.generation}, seed {result.seed})")
+        report = render_report(result, rows, picture_note)
+        (d / "report.md").write_text(report)
+        rerun = (f"epochlab scenario run {Path(path) / 'scenario.toml'} -g {result.generation} "
+                 f"--seed {result.seed}" if sc.text is not None else
+                 f"epochlab scenario run {sc.name} -g {result.generation} --seed {result.seed}")
+        head, _, rest = report.partition("\n")
+        (d / "README.md").write_text(f"{head}\n\nRerun it (same build, byte-identical history):\n\n"
+                                     f"```sh\n{rerun}\n```\n{rest}")
+
+    write_atomically(path, fill)
+    result.run_dir = Path(path)
+    return Path(path)

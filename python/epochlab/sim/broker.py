@@ -108,6 +108,8 @@ class Broker:
         self.alive = False
         self.incarnation = 0
         self.clean_shutdown = True
+        self.kraft = generation.kraft
+        self.registered = False   # KRaft: the controller has registered this incarnation
         self._fetch_token = 0
         self._fetch_timer: Timer | None = None
         self._parked_fetches: list[tuple[int, FetchRequest, Timer]] = []
@@ -125,6 +127,7 @@ class Broker:
         controller by a first heartbeat."""
         self.alive = True
         self.incarnation += 1
+        self.registered = not self.kraft
         self._alter_sent_ms = None
         self.cluster.network.set_alive(self.broker_id, True)
         inc, c = self.incarnation, self.config
@@ -202,7 +205,18 @@ class Broker:
                           coalesce="heartbeat")
 
     def on_leader_and_isr(self, msg: LeaderAndIsr, src: object) -> None:
-        """Apply a controller decision (also carried by heartbeat responses)."""
+        """Apply a controller decision (also carried by heartbeat responses).
+
+        A KRaft broker serves nothing until the controller has registered and unfenced its
+        incarnation (``BrokerServer.startup`` opens its endpoints only after
+        ``lifecycleManager.setReadyToUnfence()``; the controller refuses a new incarnation's
+        registration while the old one's session lives, ``ClusterControlManager.registerBroker``:
+        DuplicateBrokerRegistrationException). Until a state lists this incarnation, a
+        restarted broker ignores partition states, which still name its previous incarnation."""
+        if not self.registered:
+            if (self.broker_id, self.incarnation) not in {(b, e) for b, e, _ in msg.brokers}:
+                return
+            self.registered = True
         before = (self.replica.role, self.replica.leader_epoch)
         outcome = self.replica.apply_leader_and_isr(msg, self.cluster.now_ms)
         self._drain_events()

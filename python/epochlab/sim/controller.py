@@ -78,6 +78,7 @@ class Controller:
         self.shutting_down: set[int] = set()
         self.unclean_shutdown: set[int] = set()
         self._session_timers: dict[int, Timer] = {}
+        self._refused: set[int] = set()   # restarted brokers whose registration waits
         self.metadata_version = 0
         self.offline_since_ms: int | None = None
         self.unavailable_ms = 0
@@ -195,6 +196,17 @@ class Controller:
         if b not in self.live:
             return
         known = self.incarnation.get(b)
+        if self.generation.kraft and self.live[b] and known != hb.incarnation:
+            # ClusterControlManager.registerBroker: a new incarnation cannot register while the
+            # old one's session is valid (DuplicateBrokerRegistrationException); the broker
+            # retries until the session expires (_session_expired) and then registers
+            if b not in self._refused:
+                self._refused.add(b)
+                self.cluster.log_event("controller", f"controller: broker {b} restarted; its "
+                                       "registration waits for the old session to expire "
+                                       "(DuplicateBrokerRegistration)")
+            return
+        self._refused.discard(b)
         if not self.live[b] or known != hb.incarnation:
             self._register(b, hb, restarted_while_alive=self.live[b] and known != hb.incarnation)
         self._arm_session(b)
