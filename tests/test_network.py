@@ -74,6 +74,19 @@ def test_a_cut_link_holds_and_a_lossy_link_delays_without_reordering() -> None:
     assert got[-1][0] - 500 >= RTO_MIN_MS
 
 
+def test_a_lossy_link_never_holds_a_connection_longer_than_a_reconnect() -> None:
+    from epochlab.sim.network import RECONNECT_MS
+
+    kernel, net, got = network()
+    net.set_link("p", 1, drop=0.95)          # dozens of losses in a row are likely
+    for i in range(30):
+        send(kernel, net, got, "p", 1, f"m{i}")
+    kernel.run_until(31 * (RECONNECT_MS + 10))
+    assert [label for _, label in got] == [f"m{i}" for i in range(30)]
+    times = [t for t, _ in got]
+    assert all(b - a <= RECONNECT_MS + 5 for a, b in zip([0] + times, times))
+
+
 def test_held_messages_die_with_either_end_of_the_connection() -> None:
     kernel, net, got = network()
     net.partition([[1]])
@@ -132,7 +145,8 @@ def test_zookeeper_era_broker_gets_every_leader_and_isr_in_order() -> None:
 
 @pytest.mark.parametrize("name", ["g5-duplicate-partition-drop", "g5-nonmonotonic-send-partition-drop",
                                   "g5-restarted-broker-serves-stale-leadership",
-                                  "g5-lossy-restart-of-the-leader-within-its-session"])
+                                  "g5-lossy-restart-of-the-leader-within-its-session",
+                                  "g5-liveness-head-of-line-retransmission"])
 def test_the_resolved_findings_stay_resolved(name: str) -> None:
     schedule = load_schedule(DOCS / "resolved-findings" / f"{name}.json")
     verdict = json.loads(execute(schedule).verdict_json())

@@ -94,3 +94,38 @@ def test_export_run_dir_and_cli(tmp_path: Path) -> None:
     assert main(["trace", "replay", str(out)]) == 1  # the committed loss of seed 004
     table, result = trace.export_run_dir(run_dir)
     assert table.num_rows == trace.read_trace(out).num_rows and result.generation == "hw-truncation"
+
+
+def test_export_a_replay_run_directory(tmp_path: Path) -> None:
+    """A replay's run directory (schedule.json) exports the schedule's run."""
+    from epochlab.cli import main
+
+    finding = Path(__file__).resolve().parents[1] / "docs" / "kafka-findings" / \
+        "kraft-reelected-leader-stale-follower-leo.json"
+    run_dir = tmp_path / "replay"
+    assert main(["replay", str(finding), "--out", str(run_dir)]) == 1
+    table, result = trace.export_run_dir(run_dir, tmp_path / "t.parquet")
+    assert table.num_rows > 0 and result.seed == 88 and result.generation == "strict-min-isr"
+    assert main(["trace", "export", str(run_dir), "-o", str(tmp_path / "u.parquet")]) == 0
+
+
+def test_export_uses_the_run_directorys_own_scenario_not_a_builtin_of_that_name(tmp_path: Path) -> None:
+    """A user's scenario that has a built-in's name: the export reruns the user's scenario."""
+    from epochlab.scenarios import builtin_text, load_file
+    from epochlab.scenarios.runner import run_scenario
+
+    text = builtin_text("seed-002-rf1-offline").replace("count = 10", "count = 3")
+    user = tmp_path / "mine.toml"
+    user.write_text(text)
+    run_scenario(load_file(user), "kip-101", out_dir=tmp_path / "run")
+    table, _ = trace.export_run_dir(tmp_path / "run")
+    builtin_table, _ = trace.export_run_dir(_builtin_run(tmp_path))
+    assert table.num_rows != builtin_table.num_rows
+
+
+def _builtin_run(tmp_path: Path) -> Path:
+    from epochlab.scenarios import load_builtin
+    from epochlab.scenarios.runner import run_scenario
+
+    run_scenario(load_builtin("seed-002-rf1-offline"), "kip-101", out_dir=tmp_path / "builtin")
+    return tmp_path / "builtin"

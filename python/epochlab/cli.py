@@ -102,7 +102,9 @@ def _version() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
-        return _dispatch(args)
+        code = _dispatch(args)
+        sys.stdout.flush()   # inside the handlers below: a closed pipe is not a traceback
+        return code
     except _UsageError as exc:
         return _fail(str(exc))
     except (ScenarioError, ConfigError) as exc:

@@ -26,8 +26,9 @@ def add_fuzz_commands(sub: Any) -> None:
     fuzz.add_argument("--generation", "-g", default="strict-min-isr")
     fuzz.add_argument("--config", help="fuzz profile JSON (cluster, producers, consumers, "
                       "actions, healing_ms, fault_classes, swarm, vary_config)")
-    fuzz.add_argument("--seconds", type=float, default=60.0, help="time budget (default 60)")
-    fuzz.add_argument("--runs", type=int, help="run budget (default: unlimited)")
+    fuzz.add_argument("--seconds", type=_seconds, default=60.0,
+                      help="time budget in seconds (default 60)")
+    fuzz.add_argument("--runs", type=_positive, help="run budget (default: unlimited)")
     fuzz.add_argument("--seed", type=int, default=0, help="campaign seed")
     fuzz.add_argument("--out", help="directory for findings (default runs/fuzz-<generation>-seed<S>)")
     fuzz.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -49,9 +50,34 @@ def add_fuzz_commands(sub: Any) -> None:
     shrink.add_argument("schedule")
     shrink.add_argument("--invariant", help="name or signature (default: its first violation)")
     shrink.add_argument("--out", help="output file (default: <schedule>.min.json)")
-    shrink.add_argument("--max-runs", type=int, default=400)
+    shrink.add_argument("--max-runs", type=_positive, default=400,
+                        help="most candidate runs to try (default 400)")
     shrink.add_argument("--json", action="store_true")
     shrink.add_argument("--backend")
+
+
+def _positive(text: str) -> int:
+    """argparse type: an integer from 1 to 10^9."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if not 1 <= value <= 10**9:
+        raise argparse.ArgumentTypeError(f"expected an integer from 1 to 1000000000, got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    """argparse type: a finite number of seconds, more than 0 and at most 30 days."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or not 0 < value <= 30 * 86400:
+        raise argparse.ArgumentTypeError(f"expected seconds in (0, 2592000], got {text}")
+    return value
 
 
 def dispatch_fuzz(args: argparse.Namespace) -> int:
@@ -116,9 +142,10 @@ def _print_summary(summary: dict[str, Any]) -> None:
         print("no protocol violation found")
     for v in summary["violations"]:
         print(f"VIOLATION {v['invariant']}: {v['message']}")
+        run_dir = str(Path(v['schedule']).parent)
         print(f"  first after {v['runs_to_first']} runs / {v['seconds_to_first']} s, run seed {v['seed']}; "
-              f"minimal schedule ({v['minimal_actions']} of {v['original_actions']} actions): {v['schedule']}")
-        print(f"  replay: epochlab replay {v['schedule']}")
+              f"minimal schedule ({v['minimal_actions']} of {v['original_actions']} actions): {run_dir}")
+        print(f"  see it: epochlab show {run_dir}    replay: epochlab replay {run_dir}")
     allowed = summary.get("allowed_by_configuration") or {}
     if allowed:
         print("allowed by the configuration (not violations): "
@@ -127,6 +154,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
 
 def _atheris(args: argparse.Namespace, generation: Any, out: Path) -> dict[str, Any]:
     """Run the atheris harness in a subprocess, then shrink what it wrote."""
+    import importlib.util
     import time
 
     from epochlab.fuzz.campaign import write_finding
@@ -134,6 +162,8 @@ def _atheris(args: argparse.Namespace, generation: Any, out: Path) -> dict[str, 
     from epochlab.fuzz.schedule import load_schedule
     from epochlab.fuzz.shrink import shrink
 
+    if importlib.util.find_spec("atheris") is None:
+        raise ModuleNotFoundError("No module named 'atheris'", name="atheris")
     cmd = [sys.executable, "-m", "epochlab.fuzz.harness", "--generation", generation.label,
            "--out", str(out), f"-max_total_time={int(args.seconds)}", f"-seed={args.seed or 1}"]
     if args.config:
@@ -146,7 +176,10 @@ def _atheris(args: argparse.Namespace, generation: Any, out: Path) -> dict[str, 
     proc = subprocess.run(cmd, capture_output=True, text=True)
     elapsed = time.monotonic() - start
     if proc.returncode != 0 and not (out / "violations").exists():
-        sys.stderr.write(proc.stderr[-4000:])
+        from epochlab.errors import EpochlabError
+
+        raise EpochlabError(f"the atheris harness failed (exit {proc.returncode}) before finding "
+                            f"anything; its last output:\n{proc.stderr[-2000:]}")
     runs = 0
     for line in proc.stderr.splitlines():
         if line.startswith("#") and " cov:" in line:

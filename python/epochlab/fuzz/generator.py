@@ -165,8 +165,13 @@ def load_profile(path: str | Path | None) -> FuzzProfile:
         if key not in known:
             raise ScheduleError(f"{where}: unknown key {key!r}", where=where, field=key,
                                 expected="one of " + ", ".join(sorted(known)), got=repr(key))
+    _check_profile_scalars(data, where)
+    fault_data = data.get("fault_classes", {})
+    if not isinstance(fault_data, dict):
+        raise ScheduleError(f"{where}: fault_classes: expected an object of weights", where=where,
+                            field="fault_classes", expected="an object", got=type(fault_data).__name__)
     classes = dict(base.fault_classes)
-    for name, weight in dict(data.get("fault_classes", {})).items():
+    for name, weight in dict(fault_data).items():
         if name not in FAULT_CLASSES or not isinstance(weight, int) or weight < 0:
             raise ScheduleError(f"{where}: fault_classes.{name}: expected a known class with an "
                                 "integer weight >= 0", where=where, field=f"fault_classes.{name}",
@@ -179,6 +184,31 @@ def load_profile(path: str | Path | None) -> FuzzProfile:
     # validate the configs through a trivial schedule
     Schedule.from_dict(_skeleton(Generation.STRICT_MIN_ISR, 0, out, out.cluster, out.producers, []), where)
     return out
+
+
+#: profile fields that are numbers: (lowest, highest) accepted
+PROFILE_BOUNDS = {"actions": (1, 10_000), "healing_ms": (1_000, 3_600_000)}
+
+
+def _check_profile_scalars(data: dict[str, Any], where: str) -> None:
+    """Types and bounds of the profile's scalar fields, before anything uses them."""
+    for key, (lo, hi) in PROFILE_BOUNDS.items():
+        if key not in data:
+            continue
+        value = data[key]
+        if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+            raise ScheduleError(f"{where}: {key}: expected an integer from {lo} to {hi}, got "
+                                f"{json.dumps(value)}", where=where, field=key,
+                                expected=f"an integer in [{lo}, {hi}]", got=repr(value))
+    for key in ("swarm", "vary_config", "transactions"):
+        if key in data and not isinstance(data[key], bool):
+            raise ScheduleError(f"{where}: {key}: expected true or false, got {json.dumps(data[key])}",
+                                where=where, field=key, expected="a boolean", got=repr(data[key]))
+    for key in ("cluster", "producers", "consumers"):
+        if key in data and not isinstance(data[key], dict):
+            raise ScheduleError(f"{where}: {key}: expected an object, got {type(data[key]).__name__}",
+                                where=where, field=key, expected="an object",
+                                got=type(data[key]).__name__)
 
 
 def _skeleton(generation: Generation, seed: int, profile: FuzzProfile, cluster: dict[str, Any],

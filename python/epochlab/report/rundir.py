@@ -30,10 +30,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from epochlab.errors import EpochlabError
+
 __all__ = ["RunDirError", "is_run_dir", "show", "write_atomically", "write_schedule_run"]
 
 
-class RunDirError(Exception):
+class RunDirError(EpochlabError):
     """``path`` is not a run directory, or cannot be written."""
 
 

@@ -12,7 +12,8 @@ an addition that lets random delays reorder them). A network partition or a link
 are *held* and delivered, in order, once the path is usable again (the way an ``iptables
 DROP`` partition behaves: Jepsen's partitions are made that way). A ``drop`` probability below
 1 stands for packet loss: each loss costs one retransmission timeout (200 ms, doubling, as
-Linux's ``TCP_RTO_MIN`` and backoff), the message and everything behind it arrive later.
+Linux's ``TCP_RTO_MIN`` and backoff), the message and everything behind it arrive later, but
+never more than ``request.timeout.ms`` (30 s) later: then Kafka reconnects and sends again.
 Held messages are lost only with the connection: when either end dies or restarts (a new
 incarnation has new connections; late replies to the old one are lost). Requests already
 in flight from a node that crashed are still delivered (bytes on the wire arrive: zombie
@@ -72,6 +73,12 @@ RTO_MIN_MS = 200
 
 RTO_MAX_MS = 120_000
 """Linux's ceiling on the retransmission timeout (``TCP_RTO_MAX``)."""
+
+RECONNECT_MS = 30_000
+"""Most a lost message waits for retransmissions: Kafka's clients and inter-broker channels
+close a connection whose request has had no answer for ``request.timeout.ms`` (30 s by
+default, ``NetworkClient.handleTimedOutRequests``) and send again on a new one, so a message
+never waits behind TCP's backed-off retransmission timer for longer than that."""
 
 
 @dataclass
@@ -199,11 +206,12 @@ class Network:
     def _schedule(self, direction: tuple[str, str], msg: _Message, link: LinkConfig) -> None:
         arrival = self._kernel.now_ms + self._rng.randint(*link.delay_ms) + msg.extra_ms
         if 0.0 < link.drop < 1.0:
-            rto = RTO_MIN_MS
-            while self._rng.random() < link.drop:
+            rto, waited = RTO_MIN_MS, 0
+            while waited < RECONNECT_MS and self._rng.random() < link.drop:
                 self.dropped += 1
-                arrival += rto
+                waited += rto
                 rto = min(rto * 2, RTO_MAX_MS)
+            arrival += min(waited, RECONNECT_MS)
         if not link.reorder:
             arrival = max(arrival, self._last_arrival.get(direction, 0))
             self._last_arrival[direction] = arrival

@@ -67,7 +67,7 @@ def _export(args: argparse.Namespace) -> int:
 
     out = args.out or str(Path(args.run_dir) / "trace.parquet")
     table, result = export_run_dir(args.run_dir, out)
-    print(f"wrote {out}: {table.num_rows} events ({result.scenario.name}, {result.generation}, "
+    print(f"wrote {out}: {table.num_rows} events ({result.label}, {result.generation}, "
           f"seed {result.seed})")
     return 0
 
