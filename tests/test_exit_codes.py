@@ -14,29 +14,13 @@ from typing import Callable
 import pytest
 
 from epochlab.cli import main
+from test_cli import FAILING as FAILING_SCENARIO
 
 F_SETPIPE_SZ = 1031   # Linux fcntl: set a pipe's capacity
 ROOT = Path(__file__).resolve().parents[1]
 FINDING = ROOT / "docs" / "kafka-findings" / "kraft-reelected-leader-stale-follower-leo.json"
 RESOLVED = ROOT / "docs" / "resolved-findings" / "g5-duplicate-partition-drop.json"
 
-FAILING_SCENARIO = """
-name = "claims-too-much"
-description = "expects a loss that does not happen"
-[producers.p1]
-acks = "all"
-[[steps]]
-action = "produce"
-at_ms = 100
-producer = "p1"
-values = [1]
-[[steps]]
-action = "wait"
-ms = 1000
-[[expect]]
-kind = "lost"
-values = [1]
-"""
 
 
 def _files(tmp: Path) -> dict[str, str]:
