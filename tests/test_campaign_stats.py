@@ -1,0 +1,31 @@
+"""Campaign statistics: Wilson intervals, and disagreements only when significant."""
+
+from __future__ import annotations
+
+import pytest
+
+from epochlab.campaigns.report import _differ, wilson
+
+
+@pytest.mark.parametrize(("k", "n", "lo", "hi"), [
+    (0, 10, 0.0, 0.2775),          # the rule of three's neighbourhood, never below 0
+    (5, 10, 0.2366, 0.7634),
+    (10, 10, 0.7225, 1.0),
+    (1, 1000, 0.00018, 0.00565),
+])
+def test_wilson_matches_reference_values(k: int, n: int, lo: float, hi: float) -> None:
+    a, b = wilson(k, n)
+    assert a == pytest.approx(lo, abs=1e-4) and b == pytest.approx(hi, abs=1e-4)
+
+
+def test_wilson_of_no_runs_says_nothing() -> None:
+    assert wilson(0, 0) == (0.0, 1.0)
+
+
+def test_a_difference_on_a_handful_of_runs_is_not_a_disagreement() -> None:
+    few_a = {"runs": 16, "acked_loss_runs": 3 / 16}
+    few_b = {"runs": 17, "acked_loss_runs": 1 / 17}
+    assert not _differ(few_a, few_b, "acked_loss_runs")      # 19% vs 6%: noise at n=16
+    many_a = {"runs": 2000, "acked_loss_runs": 0.19}
+    many_b = {"runs": 2000, "acked_loss_runs": 0.06}
+    assert _differ(many_a, many_b, "acked_loss_runs")
