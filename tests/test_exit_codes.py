@@ -62,6 +62,8 @@ CASES: list[tuple[list[str], int]] = [
     (["trace", "replay", "{tmp}/no-such.parquet"], 2),
     (["trace", "replay", "{tmp}/garbage.json"], 2),
     (["trace", "export", "{tmp}/not-a-file"], 2),
+    (["trace", "generate", "{tmp}/t.parquet", "--batches", "10", "--partitions", "1000000000"], 2),
+    (["trace", "generate", "{tmp}/t.parquet", "--batches", "10", "--partitions", "3"], 0),
     (["campaign", "--runs", "-1"], 2),
     (["kafka", "differential", "--ops", "-1"], 2),
     (["frobnicate"], 2),

@@ -164,3 +164,14 @@ def test_rust_and_reference_agree_on_generated_traces(seed: int) -> None:
     assert [key(v) for v in rust.violations] == [key(v) for v in ref.violations]
     if seed < 4:
         assert rust.verdict == "ok"
+
+
+def test_a_trace_naming_too_many_brokers_in_one_partition_is_refused_not_an_abort() -> None:
+    """The replay keeps a replicas x replicas matrix per partition: a trace naming thousands of
+    brokers in one partition is a malformed trace (the report's error, exit 2 on the command
+    line), not an out-of-memory abort."""
+    rows = [{"kind": "become_follower", "broker": b, "epoch": 0, "leader": 0} for b in range(1500)]
+    for report in (trace.replay(table(rows)), trace.reference_replay(table(rows))):
+        assert report.error is not None and "at most 1024 brokers per partition" in report.error
+    ok = [{"kind": "become_follower", "broker": b * 1_000_000, "epoch": 0, "leader": 0} for b in range(8)]
+    assert trace.replay(table(ok)).error is None                # large ids are fine

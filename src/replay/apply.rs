@@ -27,18 +27,18 @@ impl Replayer {
             EventKind::HighWatermark => self.high_watermark(p, row),
             EventKind::AssignEpoch => {
                 let (b, e, o) = (row.need_broker()?, row.need_epoch()?, row.need_offset()?);
-                let r = self.replica_index(p, b);
+                let r = self.replica_index(p, b, row)?;
                 self.partitions[p].replicas[r].log.assign_epoch(LeaderEpoch(e), Offset(o));
                 Ok(())
             }
             EventKind::Flush => {
-                let r = self.replica_index(p, row.need_broker()?);
+                let r = self.replica_index(p, row.need_broker()?, row)?;
                 self.partitions[p].replicas[r].log.flush(row.offset.map(Offset));
                 Ok(())
             }
             EventKind::Crash => self.crash(p, row),
             EventKind::Restart => {
-                let r = self.replica_index(p, row.need_broker()?);
+                let r = self.replica_index(p, row.need_broker()?, row)?;
                 self.partitions[p].replicas[r].alive = true;
                 Ok(())
             }
@@ -46,7 +46,7 @@ impl Replayer {
             EventKind::BecomeLeader => self.become_leader(p, row),
             EventKind::BecomeFollower => {
                 let (b, e) = (row.need_broker()?, row.need_epoch()?);
-                let r = self.replica_index(p, b);
+                let r = self.replica_index(p, b, row)?;
                 self.partitions[p].replicas[r].role = Role::Follower(e);
                 Ok(())
             }
@@ -70,7 +70,7 @@ impl Replayer {
 
     fn append(&mut self, p: usize, row: &Row<'_>) -> Result<(), TraceError> {
         let b = row.need_broker()?;
-        let r = self.replica_index(p, b);
+        let r = self.replica_index(p, b, row)?;
         let leader = row.kind == EventKind::AppendLeader;
         let producer = Self::producer_fields(row)?;
         let flags = row.flags & (FLAG_TRANSACTIONAL | FLAG_CONTROL);
@@ -110,7 +110,7 @@ impl Replayer {
     fn copy_source(&mut self, p: usize, row: &Row<'_>, out: &mut Vec<u64>) -> Result<Option<(u32, Option<ProducerFields>, u8)>, TraceError> {
         let src = row.leader.ok_or_else(|| row.malformed("values and leader are both null"))?;
         let base = row.need_offset()?;
-        let s = self.replica_index(p, src);
+        let s = self.replica_index(p, src, row)?;
         let log = &self.partitions[p].replicas[s].log;
         let store = log.store();
         match store.containing(base).filter(|&i| store.base(i) == base) {
@@ -191,8 +191,8 @@ impl Replayer {
     fn fetch(&mut self, p: usize, row: &Row<'_>) -> Result<(), TraceError> {
         let (b, upto) = (row.need_broker()?, row.need_offset()?);
         let src = row.leader.ok_or_else(|| row.malformed("leader is null"))?;
-        let r = self.replica_index(p, b);
-        let s = self.replica_index(p, src);
+        let r = self.replica_index(p, b, row)?;
+        let s = self.replica_index(p, src, row)?;
         if r == s {
             return Err(row.malformed("a replica fetches from itself"));
         }
@@ -261,7 +261,7 @@ impl Replayer {
 
     fn truncate(&mut self, p: usize, row: &Row<'_>) -> Result<(), TraceError> {
         let (b, t) = (row.need_broker()?, row.need_offset()?);
-        let r = self.replica_index(p, b);
+        let r = self.replica_index(p, b, row)?;
         let (start, leo) = {
             let log = &self.partitions[p].replicas[r].log;
             (log.log_start_offset().0, log.log_end_offset().0)
@@ -293,7 +293,7 @@ impl Replayer {
 
     fn crash(&mut self, p: usize, row: &Row<'_>) -> Result<(), TraceError> {
         let b = row.need_broker()?;
-        let r = self.replica_index(p, b);
+        let r = self.replica_index(p, b, row)?;
         if row.flags & FLAG_LOSE_UNFLUSHED != 0 {
             let keep = {
                 let log = &self.partitions[p].replicas[r].log;
@@ -322,7 +322,7 @@ impl Replayer {
             if row.flags & FLAG_UNCLEAN != 0 && part.unclean.is_none() {
                 part.unclean = Some(format!("unclean leader election of broker {l} in epoch {e} at row {}", row.row));
             }
-            let r = self.replica_index(p, l);
+            let r = self.replica_index(p, l, row)?;
             self.check_durability_of(p, r, row);
         }
         Ok(())
@@ -330,7 +330,7 @@ impl Replayer {
 
     fn become_leader(&mut self, p: usize, row: &Row<'_>) -> Result<(), TraceError> {
         let (b, e) = (row.need_broker()?, row.need_epoch()?);
-        let r = self.replica_index(p, b);
+        let r = self.replica_index(p, b, row)?;
         let other = self.partitions[p].replicas.iter().enumerate().find(|(j, x)| *j != r && x.alive && x.role == Role::Leader(e)).map(|(_, x)| x.broker);
         if let Some(o) = other {
             self.report(p, row, Invariant::EpochFencing, format!("brokers {o} and {b} both lead epoch {e}"), vec![]);
@@ -344,7 +344,7 @@ impl Replayer {
 
     fn high_watermark(&mut self, p: usize, row: &Row<'_>) -> Result<(), TraceError> {
         let (b, hw) = (row.need_broker()?, row.need_offset()?);
-        let r = self.replica_index(p, b);
+        let r = self.replica_index(p, b, row)?;
         let (start, leo, role, alive, leader_hw) = {
             let rep = &self.partitions[p].replicas[r];
             (rep.log.log_start_offset().0, rep.log.log_end_offset().0, rep.role, rep.alive, rep.leader_hw)

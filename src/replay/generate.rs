@@ -155,16 +155,25 @@ struct Partition {
     restart_at: Option<(u64, usize)>,
 }
 
+/// Most partitions one trace may have.
+pub const MAX_PARTITIONS: u32 = 100_000;
+/// Most replica states (partitions * replicas) the generator keeps, checked before allocating.
+pub const MAX_REPLICA_STATES: u64 = 1_000_000;
+
 /// Generates a trace; see the module docs. Refuses fewer than 1 or more than 64 replicas,
-/// zero partitions, zero `max_records`, and sizes whose record values would not fit the
-/// 32-bit list offsets of the `values` column.
+/// zero or more than [`MAX_PARTITIONS`] partitions, more than [`MAX_REPLICA_STATES`] replica
+/// states, zero `max_records`, and sizes whose record values would not fit the 32-bit list
+/// offsets of the `values` column.
 pub fn generate(opts: &GenerateOptions) -> Result<TraceBuffers, ArgumentError> {
     let invalid = |argument: &'static str, value: i128, reason: &str| ArgumentError::Invalid { argument, value, reason: reason.into() };
     if !(1..=64).contains(&opts.replicas) {
         return Err(invalid("replicas", opts.replicas as i128, "between 1 and 64 replicas"));
     }
-    if opts.partitions == 0 {
-        return Err(invalid("partitions", 0, "at least one partition"));
+    if !(1..=MAX_PARTITIONS).contains(&opts.partitions) {
+        return Err(invalid("partitions", opts.partitions as i128, "between 1 and 100000 partitions"));
+    }
+    if opts.partitions as u64 * opts.replicas as u64 > MAX_REPLICA_STATES {
+        return Err(invalid("partitions", opts.partitions as i128, "partitions * replicas must stay at or below 1000000 (the generator keeps a state per replica)"));
     }
     if opts.max_records == 0 {
         return Err(invalid("max_records", 0, "batches need at least one record"));
@@ -406,5 +415,16 @@ mod tests {
             let total: usize = r.replicas().iter().filter(|v| v.role == "leader").map(|v| v.log.batch_count()).sum();
             assert!(total > 0);
         }
+    }
+
+    #[test]
+    fn absurd_sizes_are_refused_before_any_allocation() {
+        let base = GenerateOptions { batches: 10, leader_changes: 1, replicas: 3, partitions: 1, seed: 1, max_records: 3, crash_every: None };
+        for partitions in [0, MAX_PARTITIONS + 1, u32::MAX] {
+            assert!(generate(&GenerateOptions { partitions, ..base.clone() }).is_err(), "{partitions}");
+        }
+        // within the partition limit but too many replica states
+        assert!(generate(&GenerateOptions { partitions: 50_000, replicas: 64, ..base.clone() }).is_err());
+        assert!(generate(&GenerateOptions { partitions: 2, ..base }).is_ok());
     }
 }

@@ -45,6 +45,10 @@ pub(crate) struct Partition {
     pub lossy_crashes: Vec<u32>,
 }
 
+/// Most distinct brokers one partition of a trace may name (Kafka's replication factor is
+/// far smaller in practice; the bound keeps the per-partition agreement matrix small).
+pub const MAX_REPLICAS_PER_PARTITION: usize = 1024;
+
 /// What a replica looks like at the end (or at a pause) of a replay.
 #[derive(Clone, Debug)]
 pub struct ReplicaView<'a> {
@@ -184,11 +188,18 @@ impl Replayer {
         p
     }
 
-    /// Index of `broker`'s replica in partition `p`, created empty on first mention.
-    pub(crate) fn replica_index(&mut self, p: usize, broker: u32) -> usize {
+    /// Index of `broker`'s replica in partition `p`, created empty on first mention; a trace
+    /// naming more than [`MAX_REPLICAS_PER_PARTITION`] brokers in one partition is refused
+    /// (the replay keeps a replicas x replicas agreement matrix per partition).
+    pub(crate) fn replica_index(&mut self, p: usize, broker: u32, row: &Row<'_>) -> Result<usize, TraceError> {
         let part = &mut self.partitions[p];
         if let Some(r) = part.replicas.iter().position(|r| r.broker == broker) {
-            return r;
+            return Ok(r);
+        }
+        if part.replicas.len() >= MAX_REPLICAS_PER_PARTITION {
+            return Err(row.malformed(format!(
+                "broker {broker} would be replica number {} of partition {}: at most {MAX_REPLICAS_PER_PARTITION} brokers per partition",
+                part.replicas.len() + 1, part.id)));
         }
         part.replicas.push(Replica {
             broker,
@@ -203,7 +214,7 @@ impl Replayer {
             row.push(0);
         }
         part.agree.push(vec![0; part.replicas.len()]);
-        part.replicas.len() - 1
+        Ok(part.replicas.len() - 1)
     }
 
     /// Records a violation of `inv` at `row` (if that invariant is checked and the collection

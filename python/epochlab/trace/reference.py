@@ -36,6 +36,11 @@ def _canonical(name: str) -> str:
                                argument="checks", value=name, reason="unknown invariant")
 
 
+#: Most distinct brokers one partition may name (as the Rust replay,
+#: ``src/replay/state.rs`` ``MAX_REPLICAS_PER_PARTITION``).
+MAX_REPLICAS_PER_PARTITION = 1024
+
+
 @dataclass
 class _Replica:
     broker: int
@@ -134,6 +139,11 @@ class _Replay:
         for i, r in enumerate(part.replicas):
             if r.broker == broker:
                 return i
+        if len(part.replicas) >= MAX_REPLICAS_PER_PARTITION:
+            raise TraceError(f"broker {broker} would be replica number {len(part.replicas) + 1} of "
+                             f"partition {part.id}: at most {MAX_REPLICAS_PER_PARTITION} brokers per "
+                             "partition", path=None, row=None,
+                             reason="too many brokers in one partition")
         part.replicas.append(_Replica(broker, ReplicaLog(kip101_epoch_cache=self.kip101)))
         for row in part.agree:
             row.append(0)
