@@ -175,3 +175,11 @@ def test_a_trace_naming_too_many_brokers_in_one_partition_is_refused_not_an_abor
         assert report.error is not None and "at most 1024 brokers per partition" in str(report.error)
     ok = [{"kind": "become_follower", "broker": b * 1_000_000, "epoch": 0, "leader": 0} for b in range(8)]
     assert trace.replay(table(ok)).error is None                # large ids are fine
+
+
+@pytest.mark.parametrize(("field", "value"), [("offset", 2**63), ("epoch", 2**31), ("broker", 2**31)])
+def test_numbers_outside_kafkas_ranges_are_a_malformed_trace(field: str, value: int) -> None:
+    rows = elect(1, 0, (2,)) + [lead(1, 0, [1], offset=0), hw(1, 1)]
+    rows[-2 if field == "offset" else 1] = dict(rows[-2 if field == "offset" else 1], **{field: value})
+    for report in (trace.replay(table(rows)), trace.reference_replay(table(rows))):
+        assert report.error is not None and "outside Kafka's" in str(report.error), report

@@ -312,6 +312,20 @@ fn decode<'a>(c: &TraceColumns<'a>, first_row: u64, i: usize) -> Result<Row<'a>,
     let code = c.kind.get(i).ok_or_else(|| TraceError::Malformed { row, reason: "kind is null".into() })?;
     let kind = EventKind::from_code(code).ok_or_else(|| TraceError::Malformed { row, reason: format!("unknown kind code {code}") })?;
     let get = |c: &Option<super::Column<'a, u32>>| c.as_ref().and_then(|c| c.get(i));
+    // Kafka's own ranges: offsets are Java longs, epochs and broker ids Java ints
+    let malformed = |reason: String| TraceError::Malformed { row, reason };
+    if let Some(o) = c.offset.as_ref().and_then(|c| c.get(i)) {
+        if o > i64::MAX as u64 {
+            return Err(malformed(format!("offset {o} is outside Kafka's offset range 0..=9223372036854775807")));
+        }
+    }
+    for (name, col) in [("epoch", &c.epoch), ("broker", &c.broker), ("leader", &c.leader)] {
+        if let Some(v) = get(col) {
+            if v > i32::MAX as u32 {
+                return Err(malformed(format!("{name} {v} is outside Kafka's range 0..=2147483647")));
+            }
+        }
+    }
     Ok(Row {
         row,
         event: c.event.as_ref().and_then(|c| c.get(i)).unwrap_or(row),

@@ -514,6 +514,7 @@ def reference_replay(table: Any, *, checks: list[str] | None = None, collect: st
             if not 0 <= row["kind"] < len(KINDS):
                 raise TraceError(f"trace row {i}: unknown kind code {row['kind']}", path=None, row=i,
                                  reason=f"unknown kind code {row['kind']}")
+            _check_ranges(row, i)
             state.apply(row)
             state.rows += 1
             if state.stop:
@@ -535,3 +536,19 @@ def reference_replay(table: Any, *, checks: list[str] | None = None, collect: st
                           perf_counter() - started, error, state.stop, meta)
     report.logs = {(p.id, r.broker): r.log for p in state.parts.values() for r in p.replicas}  # type: ignore[attr-defined]
     return report
+
+
+#: Kafka's own ranges of the trace's numbers (as the Rust replay's ``decode``): offsets are
+#: Java longs, epochs and broker ids Java ints.
+_RANGES = (("offset", 2**63 - 1, "offset range 0..=9223372036854775807"),
+           ("epoch", 2**31 - 1, "range 0..=2147483647"),
+           ("broker", 2**31 - 1, "range 0..=2147483647"),
+           ("leader", 2**31 - 1, "range 0..=2147483647"))
+
+
+def _check_ranges(row: dict[str, Any], i: int) -> None:
+    for name, top, what in _RANGES:
+        value = row.get(name)
+        if value is not None and value > top:
+            reason = f"{name} {value} is outside Kafka's {what}"
+            raise TraceError(f"trace row {i}: {reason}", path=None, row=i, reason=reason)
