@@ -29,3 +29,24 @@ def test_a_difference_on_a_handful_of_runs_is_not_a_disagreement() -> None:
     many_a = {"runs": 2000, "acked_loss_runs": 0.19}
     many_b = {"runs": 2000, "acked_loss_runs": 0.06}
     assert _differ(many_a, many_b, "acked_loss_runs")
+
+
+def test_a_check_the_grid_cannot_run_is_not_run_rather_than_failed() -> None:
+    from epochlab.campaigns.report import expectations
+
+    row = {"generation": "strict-min-isr", "replication_factor": 3, "acks": "all",
+           "min_insync_replicas": 2, "unclean": False, "idempotence": False, "runs": 40,
+           "committed_lost": 0, "acked_lost": 0, "duplicates": 0}
+    checks = {c["name"]: c for c in expectations({"latest_generation": "strict-min-isr",
+                                                   "by_config": [row]})}
+    assert checks["no committed loss with acks=all, min.insync.replicas=2, clean elections"]["ok"] is True
+    acks1 = checks["loss with acks=1 even with clean elections"]
+    assert acks1["ok"] is None and "not run" in acks1["measured"]
+
+
+def test_acks_true_is_not_acks_1() -> None:
+    from epochlab.errors import ConfigError
+    from epochlab.sim.config import ProducerConfig
+
+    with pytest.raises(ConfigError):
+        ProducerConfig.from_dict({"acks": True})

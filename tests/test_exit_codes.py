@@ -30,6 +30,7 @@ def _files(tmp: Path) -> dict[str, str]:
     (tmp / "profile-bad.json").write_text('{"actions": "many"}')
     (tmp / "profile-small.json").write_text('{"actions": 20}')
     (tmp / "not-a-file").mkdir()
+    (tmp / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     return {"tmp": str(tmp)}
 
 
@@ -48,6 +49,8 @@ CASES: list[tuple[list[str], int]] = [
     (["replay", "{tmp}/garbage.json"], 2),
     (["replay", "{tmp}/no-such.json"], 2),
     (["replay", "{tmp}/not-a-file"], 2),
+    (["replay", "{tmp}/deep.json"], 2),
+    (["fuzz", "--config", "{tmp}/deep.json"], 2),
     (["replay", str(FINDING), "--out", "/proc/epochlab-cannot-write-here"], 2),
     (["shrink", str(RESOLVED), "--out", "{tmp}/min.json"], 2),
     (["show", "{tmp}/not-a-file"], 2),

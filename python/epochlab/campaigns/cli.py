@@ -84,7 +84,7 @@ def dispatch_campaign(args: argparse.Namespace) -> int:
         print(json.dumps({"summary": summary, "expectations": checks}, sort_keys=True, indent=1, default=str))
     else:
         _print(summary, checks, result)
-    ok = result.complete and all(c["ok"] for c in checks)
+    ok = result.complete and all(c["ok"] is not False for c in checks)   # None: not run
     return 0 if ok else 1
 
 
@@ -99,7 +99,8 @@ def _print(summary: dict[str, Any], checks: list[dict[str, Any]], result: Any) -
         for n in notes:
             print(f"disagrees with the seed: {n.replace('**', '')}")
     for c in checks:
-        print(f"{'ok  ' if c['ok'] else 'FAIL'} {c['name']}: {c['measured']}")
+        mark = {True: "ok      ", False: "FAIL    ", None: "not run "}[c["ok"]]
+        print(f"{mark}{c['name']}: {c['measured']}")
     print(f"{summary['runs']} runs ({summary.get('runs_executed')} executed now in {result.seconds:.1f} s, "
           f"{summary.get('runs_per_second')} runs/s), "
           f"{len(summary['violations'])} distinct protocol violations; report: "

@@ -164,7 +164,7 @@ def load_grid(path: str | Path | None) -> Grid:
                      f"cannot read grid file: {exc}") from None
     try:
         data = tomllib.loads(text) if where.endswith(".toml") else json.loads(text)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError, RecursionError) as exc:
         kind = "TOML" if where.endswith(".toml") else "JSON"
         raise _error(where, "", f"valid {kind}", type(exc).__name__,
                      f"not valid {kind}: {exc}") from None

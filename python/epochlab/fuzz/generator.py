@@ -154,9 +154,10 @@ def load_profile(path: str | Path | None) -> FuzzProfile:
     where = str(path)
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ScheduleError(f"{where}: cannot read fuzz configuration: {exc}", where=where, field="",
-                            expected="a JSON object", got=type(exc).__name__) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        reason = "JSON nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise ScheduleError(f"{where}: cannot read fuzz configuration: {reason}", where=where,
+                            field="", expected="a JSON object", got=type(exc).__name__) from None
     if not isinstance(data, dict):
         raise ScheduleError(f"{where}: expected a JSON object", where=where, field="",
                             expected="a JSON object", got=type(data).__name__)

@@ -236,6 +236,9 @@ class Schedule:
             raise ScheduleError(f"{where}: not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
                                 where=where, field=f"line {exc.lineno}", expected="JSON",
                                 got=exc.msg) from None
+        except RecursionError:
+            raise ScheduleError(f"{where}: JSON nested too deeply", where=where, field="",
+                                expected="a schedule object", got="deeply nested JSON") from None
         return cls.from_dict(data, where)
 
 

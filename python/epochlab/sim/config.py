@@ -189,7 +189,8 @@ class ProducerConfig:
 
     def __post_init__(self, _where: str) -> None:
         w = _where
-        acks = _ACKS.get(self.acks) if isinstance(self.acks, (str, int)) else None
+        # bool is an int in Python: acks = true must not pass as acks=1
+        acks = _ACKS.get(self.acks) if isinstance(self.acks, (str, int)) and not isinstance(self.acks, bool) else None
         if acks is None:
             raise _fail(w, "acks", '"0", "1", "all" or "-1"', self.acks)
         object.__setattr__(self, "acks", acks)
