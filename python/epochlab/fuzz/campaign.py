@@ -106,7 +106,8 @@ def write_finding(out: Path, violation: Violation, original: Schedule, minimal: 
     ]
     write_schedule_run(shown_run, directory, rerun=f"epochlab replay {directory}",
                        title=f"{violation.invariant} in {original.generation.label}",
-                       notes=notes, extra_files={"original.json": original.to_json()})
+                       notes=notes, extra_files={"original.json": original.to_json()},
+                       picture=minimal is not None)
     return directory
 
 

@@ -164,7 +164,9 @@ def _atheris(args: argparse.Namespace, generation: Any, out: Path) -> dict[str, 
 
     if importlib.util.find_spec("atheris") is None:
         raise ModuleNotFoundError("No module named 'atheris'", name="atheris")
-    cmd = [sys.executable, "-m", "epochlab.fuzz.harness", "--generation", generation.label,
+    from epochlab.fuzz.harness import BOOTSTRAP
+
+    cmd = [sys.executable, "-c", BOOTSTRAP, "--generation", generation.label,
            "--out", str(out), f"-max_total_time={int(args.seconds)}", f"-seed={args.seed or 1}"]
     if args.config:
         cmd += ["--config", args.config]
@@ -172,21 +174,46 @@ def _atheris(args: argparse.Namespace, generation: Any, out: Path) -> dict[str, 
         cmd.append(f"-runs={args.runs}")
     if args.until_found:
         cmd.append("--stop-on-violation")
+    if args.seed:
+        cmd.append(f"--corpus-seed={args.seed}")
     start = time.monotonic()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    tail: list[str] = []
+    runs = 0
+    found_at: dict[str, tuple[int, float]] = {}    # signature -> (runs, seconds) to first
+    last_shown = 0.0
+    with subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as proc:
+        assert proc.stderr is not None
+        try:
+            for line in proc.stderr:
+                tail = (tail + [line])[-40:]
+                if line.startswith("#") and " cov:" in line:
+                    try:
+                        runs = int(line[1:].split()[0])
+                    except ValueError:
+                        pass
+                    now = time.monotonic() - start
+                    if not args.json and now - last_shown >= 5:
+                        last_shown = now
+                        cov = line.split(" cov:")[1].split()[0]
+                        print(f"atheris: {runs} runs, {now:.0f} s, coverage {cov}", flush=True)
+                elif line.startswith("epochlab: ") and " -> " in line:
+                    sig = Path(line.rsplit(" -> ", 1)[1].strip()).name
+                    at_run = line.split("epochlab: run ", 1)[1].split(":", 1)[0] \
+                        if line.startswith("epochlab: run ") else ""
+                    found_at.setdefault(sig, (int(at_run) if at_run.isdigit() else runs,
+                                              round(time.monotonic() - start, 3)))
+                    if not args.json:
+                        print(line.rstrip(), flush=True)
+        except KeyboardInterrupt:
+            proc.terminate()
+            raise
+        returncode = proc.wait()
     elapsed = time.monotonic() - start
-    if proc.returncode != 0 and not (out / "violations").exists():
+    if returncode != 0 and not (out / "violations").exists():
         from epochlab.errors import EpochlabError
 
-        raise EpochlabError(f"the atheris harness failed (exit {proc.returncode}) before finding "
-                            f"anything; its last output:\n{proc.stderr[-2000:]}")
-    runs = 0
-    for line in proc.stderr.splitlines():
-        if line.startswith("#") and " cov:" in line:
-            try:
-                runs = int(line[1:].split()[0])
-            except ValueError:
-                pass
+        raise EpochlabError(f"the atheris harness failed (exit {returncode}) before finding "
+                            f"anything; its last output:\n{''.join(tail)[-2000:]}")
     violations = []
     for directory in sorted((out / "violations").glob("*")) if (out / "violations").exists() else []:
         original = load_schedule(directory / "original.json")
@@ -195,15 +222,16 @@ def _atheris(args: argparse.Namespace, generation: Any, out: Path) -> dict[str, 
             continue
         shrunk = shrink(original, directory.name, max_runs=300)
         write_finding(out, first, original, shrunk.schedule, shrunk.result, None, "atheris")
+        to_first = found_at.get(directory.name, (None, None))
         violations.append({"signature": first.signature, "invariant": first.invariant,
-                           "message": first.message, "runs_to_first": None,
-                           "seconds_to_first": None, "seed": None,
+                           "message": first.message, "runs_to_first": to_first[0],
+                           "seconds_to_first": to_first[1], "seed": None,
                            "original_actions": len(original.actions),
                            "minimal_actions": len(shrunk.schedule.actions),
                            "schedule": str(directory / "schedule.json")})
     return {"engine": "atheris", "generation": generation.label, "seed": args.seed,
             "build": _build(), "runs": runs, "seconds": round(elapsed, 3),
-            "violations": violations, "harness_exit": proc.returncode}
+            "violations": violations, "harness_exit": returncode}
 
 
 def schedule_path(given: str) -> Path:

@@ -14,7 +14,13 @@ this and shrinks the findings afterwards); with it, the harness raises
 
     python -m epochlab.fuzz.harness --generation kip-101 --out runs/fuzz-g1 -max_total_time=300
 
-This module imports without atheris; only :func:`main` needs it.
+The search is structure-aware: an empty corpus starts with :data:`SEED_INPUTS` random inputs
+as long as a random-engine schedule (so the first runs are the random engine's), and the
+custom mutator (:func:`mutate_records`) changes whole action records or the bytes of one
+record, never shifting the records after it. Coverage of the simulator and the checker
+(``atheris.instrument_all``) decides what is kept.
+
+This module imports without atheris; only :func:`main` and :func:`mutate_records` need it.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from typing import Any
 
 from epochlab.fuzz.campaign import write_finding
 from epochlab.fuzz.executor import execute
-from epochlab.fuzz.generator import FuzzProfile, decode_schedule, load_profile
+from epochlab.fuzz.generator import RECORD_BYTES, FuzzProfile, decode_schedule, load_profile
 from epochlab.generations import Generation
 
 __all__ = ["ScheduleHarness", "ViolationFound", "main"]
@@ -67,29 +73,110 @@ class ScheduleHarness:
         for v in new:
             self.seen.add(v.signature)
             write_finding(self.out, v, schedule, None, result, None, "atheris")
-            print(f"epochlab: {v.invariant}: {v.message} -> "
+            print(f"epochlab: run {self.runs}: {v.invariant}: {v.message} -> "
                   f"{self.out / 'violations' / v.signature}", file=sys.stderr, flush=True)
         if new and self.stop_on_violation:
             raise ViolationFound(", ".join(v.invariant for v in new))
 
 
-def main(argv: list[str] | None = None) -> None:
+HEADER_BYTES = 16
+#: inputs written into an empty corpus before the search starts (module doc)
+SEED_INPUTS = 64
+
+
+def seed_corpus(corpus: Path, seed: int, profile: FuzzProfile, count: int = SEED_INPUTS) -> int:
+    """Fill an empty ``corpus`` with ``count`` inputs of random bytes as long as a random-engine
+    schedule (header + ``profile.actions`` records): the search starts where the random engine
+    is and coverage guidance takes it from there. Returns how many were written."""
+    import random
+
+    if any(corpus.iterdir()):
+        return 0
+    rng = random.Random(f"epochlab-atheris-corpus:{seed}")
+    size = HEADER_BYTES + RECORD_BYTES * profile.actions
+    for i in range(count):
+        data = bytes(rng.getrandbits(8) for _ in range(size))
+        (corpus / f"seed-{i:03d}").write_bytes(data)
+    return count
+
+
+def mutate_records(data: bytes, max_size: int, seed: int) -> bytes:
+    """A structure-aware mutation: schedules are a header then fixed-size action records, so
+    mutate whole records (replace one with random bytes, duplicate one, drop one, swap two,
+    splice a run) or, one time in four, let libFuzzer mutate the bytes of one record only.
+    Byte-level mutations of the whole input would shift every later record and turn one change
+    into a different schedule."""
+    import random
+
+    import atheris
+
+    rng = random.Random(seed)
+    header, body = data[:HEADER_BYTES].ljust(HEADER_BYTES, b"\0"), data[HEADER_BYTES:]
+    records = [body[i:i + RECORD_BYTES].ljust(RECORD_BYTES, b"\0")
+               for i in range(0, len(body), RECORD_BYTES)]
+    choice = rng.randrange(7)
+    if choice == 0 or not records:
+        records.insert(rng.randrange(len(records) + 1), rng.randbytes(RECORD_BYTES))
+    elif choice == 1:
+        records[rng.randrange(len(records))] = rng.randbytes(RECORD_BYTES)
+    elif choice == 2 and len(records) > 1:
+        del records[rng.randrange(len(records))]
+    elif choice == 3:
+        i = rng.randrange(len(records))
+        records.insert(rng.randrange(len(records) + 1), records[i])
+    elif choice == 4 and len(records) > 1:
+        i, j = rng.randrange(len(records)), rng.randrange(len(records))
+        records[i], records[j] = records[j], records[i]
+    elif choice == 5:
+        header = atheris.Mutate(header, HEADER_BYTES)[:HEADER_BYTES].ljust(HEADER_BYTES, b"\0")
+    else:
+        i = rng.randrange(len(records))
+        records[i] = atheris.Mutate(records[i], RECORD_BYTES)[:RECORD_BYTES].ljust(RECORD_BYTES, b"\0")
+    out = header + b"".join(records)
+    return out[:max(HEADER_BYTES, max_size - (max_size - HEADER_BYTES) % RECORD_BYTES)]
+
+
+#: how the CLI starts the harness: epochlab is imported inside atheris's instrumentation
+#: context (atheris instruments the whole ``epochlab`` package that way; ``instrument_all``
+#: would also instrument the standard library and every dependency), and matplotlib, which a
+#: finding's run directory draws with, is imported before it, uninstrumented: instrumenting it
+#: on first use cost a minute and a half per finding
+BOOTSTRAP = ("import sys, atheris\n"
+             "try:\n"
+             "    import matplotlib\n"
+             "    matplotlib.use('Agg')\n"
+             "    import matplotlib.pyplot\n"
+             "except ImportError:\n"
+             "    pass\n"
+             "with atheris.instrument_imports(include=['epochlab']):\n"
+             "    import epochlab.sim, epochlab.checks, epochlab.fuzz.executor\n"
+             "from epochlab.fuzz import harness\n"
+             "harness.main(sys.argv[1:], instrument=False)\n")
+
+
+def main(argv: list[str] | None = None, instrument: bool = True) -> None:
     parser = argparse.ArgumentParser(prog="fuzz_schedules", add_help=True)
     parser.add_argument("--generation", "-g", default=Generation.STRICT_MIN_ISR.label)
     parser.add_argument("--out", required=True, help="corpus, crashes and violations go here")
     parser.add_argument("--config", help="fuzz profile JSON (docs/fuzzing.md)")
     parser.add_argument("--stop-on-violation", action="store_true")
+    parser.add_argument("--corpus-seed", type=int, default=1,
+                        help="seed of the random inputs an empty corpus starts with")
     args, libfuzzer = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
     import atheris
 
     out = Path(args.out)
     (out / "corpus").mkdir(parents=True, exist_ok=True)
     (out / "crashes").mkdir(parents=True, exist_ok=True)
-    harness = ScheduleHarness(args.generation, out, load_profile(args.config),
-                              args.stop_on_violation)
-    atheris.instrument_all()
-    flags = [f"-artifact_prefix={out / 'crashes'}/", "-max_len=2048", *libfuzzer, str(out / "corpus")]
-    atheris.Setup([sys.argv[0], *flags], harness.test_one_input)
+    profile = load_profile(args.config)
+    seed_corpus(out / "corpus", args.corpus_seed, profile)
+    harness = ScheduleHarness(args.generation, out, profile, args.stop_on_violation)
+    if instrument:
+        atheris.instrument_all()
+    max_len = HEADER_BYTES + RECORD_BYTES * harness.max_actions
+    flags = [f"-artifact_prefix={out / 'crashes'}/", f"-max_len={max_len}", *libfuzzer,
+             str(out / "corpus")]
+    atheris.Setup([sys.argv[0], *flags], harness.test_one_input, custom_mutator=mutate_records)
     atheris.Fuzz()
 
 

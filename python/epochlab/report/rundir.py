@@ -130,12 +130,47 @@ def _verdict_lines(verdict: Any) -> list[str]:
     return out
 
 
+#: most panels of a timeline picture (one per step); longer runs show the steps that matter
+MAX_PANELS = 16
+
+
+def _timeline_records(records: Sequence[Any], marks: dict[int, list[str]]) -> tuple[list[Any], str]:
+    """The records a timeline draws: all of a short run; of a long one the start, the end, the
+    steps with violations and the step before each, then the steps that changed leadership,
+    ISR or a log end, up to :data:`MAX_PANELS`. Returns (records, note on what was left out)."""
+    if len(records) <= MAX_PANELS:
+        return list(records), ""
+
+    def shape(rec: Any) -> Any:
+        snap = rec.snapshot
+        if snap is None:
+            return None
+        return (snap.leader, snap.leader_epoch, tuple(snap.isr),
+                tuple((r.broker, r.alive, r.log_end_offset, r.high_watermark) for r in snap.replicas))
+
+    keep = {0, len(records) - 1}
+    for i in sorted(marks):
+        if len(keep) >= MAX_PANELS:
+            break
+        keep.update({i, max(0, i - 1)})
+    for i in range(1, len(records)):
+        if len(keep) >= MAX_PANELS:
+            break
+        if shape(records[i]) != shape(records[i - 1]):
+            keep.add(i)
+    chosen = sorted(keep)[:MAX_PANELS]
+    return [records[i] for i in chosen], (f" (the picture shows {len(chosen)} of {len(records)} "
+                                          "steps: the start, the end, the violations and the "
+                                          "steps that changed the state; the table has them all)")
+
+
 def write_schedule_run(result: Any, path: str | Path, rerun: str, title: str,
-                       notes: Sequence[str] = (), extra_files: dict[str, str] | None = None) -> Path:
+                       notes: Sequence[str] = (), extra_files: dict[str, str] | None = None,
+                       picture: bool = True) -> Path:
     """The run directory of a schedule's run (``epochlab.fuzz.executor.execute(...,
     record=True)``): ``rerun`` is the command line that reruns it, ``title`` its heading,
     ``notes`` lines for the README after the rerun command, ``extra_files`` more files."""
-    from epochlab.report import picture
+    from epochlab.report import picture as pictures
     from epochlab.report.table import table_markdown
 
     schedule = result.schedule
@@ -168,9 +203,15 @@ def write_schedule_run(result: Any, path: str | Path, rerun: str, title: str,
         (d / "verdict.json").write_text(_dump(verdict_data), encoding="utf-8")
         table = table_markdown(rows) if rows else "(no steps recorded)\n"
         (d / "steps.md").write_text(table, encoding="utf-8")
-        note = picture.save_timeline(records, d / "timeline.png",
-                                     title=f"{schedule.generation.label}, seed {schedule.seed}") \
-            if records else "No timeline: no steps were recorded."
+        if not records:
+            note = "No timeline: no steps were recorded."
+        elif not picture:
+            note = "No timeline yet (written once the schedule is shrunk)."
+        else:
+            shown, left_out = _timeline_records(records, marks)
+            note = pictures.save_timeline(shown, d / "timeline.png",
+                                          title=f"{schedule.generation.label}, seed {schedule.seed}")
+            note += left_out
         head = ("**INVALID**: the run violates the protocol" if not valid else
                 "**VALID**: no protocol violation")
         readme = [f"# {title}", "", head, "",

@@ -159,7 +159,12 @@ class Broker:
             return
         self._answer_parked_produces(force_error="NOT_LEADER_OR_FOLLOWER")
         self.alive = False
-        self.clean_shutdown = True
+        # KIP-966: the controller takes a restart as clean only if the broker names its
+        # previous broker epoch (ClusterControlManager.registerBroker compares
+        # previousBrokerEpoch with the stored registration); an incarnation that was never
+        # registered has none to write into its clean-shutdown file, so its next start counts
+        # as unclean (it may have lost its tail in an earlier crash)
+        self.clean_shutdown = self.registered
         self.cluster.network.set_alive(self.broker_id, False)
         self._parked_fetches.clear()
         self._answer_parked_markers(force_error="NOT_LEADER_OR_FOLLOWER")
