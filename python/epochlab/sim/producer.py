@@ -431,7 +431,12 @@ class Producer(TransactionalMixin):
             return self._earlier_unresolved(batch)
         if not self._unresolved and batch.base_sequence != self._acked_sequence:
             return True
-        self._unresolved = self._gap = True
+        # "For the idempotent producer, retry all OUT_OF_ORDER_SEQUENCE_NUMBER errors. If there
+        # are no unresolved sequences, we know there is actually a gap in the sequences, and we
+        # can bump the epoch. Otherwise, retry without bumping and wait to infer whether the
+        # batch was written or not." (TransactionManager.canRetry)
+        if not self._unresolved:
+            self._unresolved = self._gap = True
         return True
 
     def _earlier_unresolved(self, batch: _Batch) -> bool:
