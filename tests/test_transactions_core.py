@@ -79,3 +79,35 @@ def test_followers_derive_the_same_transaction_state(impl):
     assert follower.aborted_transactions(0, 10) == leader.aborted_transactions(0, 10)
     assert follower.ongoing_transactions() == leader.ongoing_transactions() == [(2, 8)]
     assert follower.producer_state().coordinator_epoch(7) == 2
+
+
+def test_transaction_version_2_fences_a_late_marker_with_the_current_epoch(impl):
+    """Kafka 4.2+ (`ProducerAppendInfo.checkProducerEpoch`, KAFKA-19446 / KAFKA-19999): with
+    transaction version 2 the coordinator bumps the epoch before writing markers, so a marker
+    whose epoch equals the producer's is a late one of the previous transaction and is fenced
+    while a transaction is ongoing; with nothing ongoing it is a retry and is written again.
+    The legacy rule (versions 0 and 1, and Kafka 4.0 / 4.1 for every version) takes it."""
+    log = impl.ReplicaLog()
+    txn(log, 7, 0, [1])                                   # transaction 1, epoch 0: offset 0
+    log.append_end_txn_marker(7, 1, 0, True, 0, transaction_version=2)   # COMMIT, bumped: 1
+    retry = log.append_end_txn_marker(7, 1, 0, True, 0, transaction_version=2)
+    assert retry.base_offset == 2 and log.ongoing_transactions() == []
+    txn(log, 7, 0, [2], epoch=1)                          # transaction 2, epoch 1: offset 3
+    with pytest.raises(InvalidProducerEpochError) as late:
+        log.append_end_txn_marker(7, 1, 0, True, 0, transaction_version=2)
+    assert (late.value.producer_epoch, late.value.current_epoch) == (1, 1)
+    assert log.ongoing_transactions() == [(3, 7)]
+    log.append_end_txn_marker(7, 2, 0, False, 0, transaction_version=2)  # its own ABORT
+    assert log.aborted_transactions(0, 100) == [(7, 3, 4, 5)]
+    legacy = impl.ReplicaLog()
+    txn(legacy, 7, 0, [1], epoch=1)
+    legacy.append_end_txn_marker(7, 1, 0, True, 0)        # an equal epoch ends it
+    assert legacy.ongoing_transactions() == []
+
+
+@pytest.mark.parametrize("version", [-1, 3, 2**70])
+def test_transaction_version_outside_0_to_2_is_refused(impl, version):
+    from epochlab.errors import InvalidArgumentError
+    log = impl.ReplicaLog()
+    with pytest.raises(InvalidArgumentError, match="transaction_version"):
+        log.append_end_txn_marker(7, 0, 0, True, 0, transaction_version=version)

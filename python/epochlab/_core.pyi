@@ -269,12 +269,14 @@ class ReplicaLog:
         """Bulk path: append ``len(batch_sizes)`` non-idempotent batches, splitting ``records``
         in order. Returns the new log end offset."""
     def append_end_txn_marker(
-        self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool, leader_epoch: int
+        self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool, leader_epoch: int,
+        transaction_version: int = 0,
     ) -> LogAppendInfo:
         """Write a COMMIT or ABORT marker as the leader (WriteTxnMarkers): a control batch ending
         the producer's transaction. :class:`~epochlab.errors.InvalidProducerEpochError` for an
-        older producer epoch, :class:`~epochlab.errors.TransactionCoordinatorFencedError` for an
-        older coordinator epoch."""
+        older producer epoch (with ``transaction_version`` 2 also an equal one while a
+        transaction is ongoing), :class:`~epochlab.errors.TransactionCoordinatorFencedError` for
+        an older coordinator epoch."""
     @property
     def first_unstable_offset(self) -> int | None:
         """Smallest first offset of an ongoing or unreplicated transaction."""

@@ -115,6 +115,16 @@ pub(crate) fn count(v: Int, name: &'static str) -> PyResult<u32> {
     })
 }
 
+/// A transaction version: 0, 1 or 2 (`TransactionVersion` in Kafka's server-common).
+pub(crate) fn transaction_version(v: Int, name: &'static str) -> PyResult<u8> {
+    domain(v, name, "0..=2", |x, name| {
+        if !(0..=2).contains(&x) {
+            return Err(ArgumentError::OutOfDomain { argument: name, value: x, domain: "0..=2" });
+        }
+        Ok(x as u8)
+    })
+}
+
 /// Producer fields: all three or none (`InvalidRecordBatchError` otherwise).
 pub(crate) fn producer_fields(
     producer_id: Option<Int>,

@@ -90,7 +90,7 @@ impl PyReplicaLog {
         py.detach(|| lock(&self.inner).append_many_as_leader(epoch, &sizes, &values)).py().map(|o| o.0)
     }
 
-    #[pyo3(signature = (producer_id, producer_epoch, coordinator_epoch, commit, leader_epoch))]
+    #[pyo3(signature = (producer_id, producer_epoch, coordinator_epoch, commit, leader_epoch, transaction_version=None))]
     fn append_end_txn_marker(
         &self,
         producer_id: Int,
@@ -98,14 +98,16 @@ impl PyReplicaLog {
         coordinator_epoch: Int,
         commit: bool,
         leader_epoch: Int,
+        transaction_version: Option<Int>,
     ) -> PyResult<PyLogAppendInfo> {
+        let transaction_version = transaction_version.map_or(Ok(0), |v| args::transaction_version(v, "transaction_version"))?;
         let fields = args::producer_fields(Some(producer_id), Some(producer_epoch), Some(Int::Fits(0)))?
             .ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("producer fields are required"))?;
         let coordinator_epoch = args::epoch(coordinator_epoch, "coordinator_epoch")?.0;
         let epoch = args::epoch(leader_epoch, "leader_epoch")?;
         let control = if commit { ControlType::Commit } else { ControlType::Abort };
         lock(&self.inner)
-            .append_end_txn_marker(fields.producer_id, fields.producer_epoch, coordinator_epoch, control, epoch)
+            .append_end_txn_marker(fields.producer_id, fields.producer_epoch, coordinator_epoch, control, epoch, transaction_version)
             .py()
             .map(PyLogAppendInfo)
     }

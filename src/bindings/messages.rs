@@ -194,6 +194,7 @@ pub(crate) fn write_txn_markers_request(obj: &Bound<'_, PyAny>) -> PyResult<Writ
         producer_epoch: fields.producer_epoch,
         coordinator_epoch: args::epoch(attr(obj, "coordinator_epoch")?, "coordinator_epoch")?.0,
         commit: attr(obj, "commit")?,
+        transaction_version: args::transaction_version(attr(obj, "transaction_version")?, "transaction_version")?,
     })
 }
 

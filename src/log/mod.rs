@@ -196,6 +196,14 @@ impl ReplicaLog {
     /// COORDINATOR): a control batch ending the producer's transaction, stamped `leader_epoch`.
     /// A marker from an older producer epoch is fenced (INVALID_PRODUCER_EPOCH), one from an
     /// older coordinator epoch too (TRANSACTION_COORDINATOR_FENCED); sequences are not checked.
+    ///
+    /// `transaction_version` is the marker's (WriteTxnMarkers v2 carries it). Below 2 the
+    /// marker's epoch may equal the producer's. From 2 (KIP-890 part 2) the coordinator bumps
+    /// the epoch before writing markers, so a marker must carry a *greater* epoch: an equal one
+    /// is a late marker of an earlier transaction and is fenced, unless no transaction is
+    /// ongoing (a retried marker of the transaction that just ended, which is written again).
+    /// Kafka 4.2+ (KAFKA-19446, KAFKA-19999): `ProducerAppendInfo.checkProducerEpoch` in
+    /// kafka-storage; 4.0 and 4.1 applied the legacy rule to every version.
     pub fn append_end_txn_marker(
         &mut self,
         producer_id: ProducerId,
@@ -203,12 +211,19 @@ impl ReplicaLog {
         coordinator_epoch: u32,
         control: ControlType,
         leader_epoch: LeaderEpoch,
+        transaction_version: u8,
     ) -> Result<LogAppendInfo, Error> {
         if coordinator_epoch > i32::MAX as u32 {
             return Err(ArgumentError::OutOfDomain { argument: "coordinator_epoch", value: coordinator_epoch as i128, domain: "0..=2^31-1" }.into());
         }
         if let Some(entry) = self.producer_state.entry(producer_id) {
-            if producer_epoch < entry.producer_epoch {
+            let fenced = if transaction_version >= 2 {
+                let retried_marker = producer_epoch == entry.producer_epoch && self.txn.ongoing_first_offset(producer_id).is_none();
+                producer_epoch <= entry.producer_epoch && !retried_marker
+            } else {
+                producer_epoch < entry.producer_epoch
+            };
+            if fenced {
                 return Err(ProducerStateError::InvalidProducerEpoch {
                     producer_id: producer_id.0,
                     producer_epoch: producer_epoch.0,
@@ -730,11 +745,11 @@ mod tests {
         txn_write(&mut log, 2, 0, vec![20]).unwrap(); // 3, txn of producer 2
         log.update_high_watermark(Offset(4));
         assert_eq!((log.first_unstable_offset(), log.last_stable_offset()), (Some(Offset(1)), Offset(1)));
-        log.append_end_txn_marker(ProducerId(1), ProducerEpoch(0), 0, ControlType::Abort, LeaderEpoch(0)).unwrap(); // 4
+        log.append_end_txn_marker(ProducerId(1), ProducerEpoch(0), 0, ControlType::Abort, LeaderEpoch(0), 0).unwrap(); // 4
         let aborted = log.aborted_transactions(Offset(0), Offset(100));
         assert_eq!(aborted, vec![AbortedTxn { producer_id: ProducerId(1), first_offset: Offset(1), last_offset: Offset(4), last_stable_offset: Offset(3) }]);
         assert_eq!(log.last_stable_offset(), Offset(1)); // the marker is not replicated yet
-        log.append_end_txn_marker(ProducerId(2), ProducerEpoch(0), 0, ControlType::Commit, LeaderEpoch(0)).unwrap(); // 5
+        log.append_end_txn_marker(ProducerId(2), ProducerEpoch(0), 0, ControlType::Commit, LeaderEpoch(0), 0).unwrap(); // 5
         log.update_high_watermark(Offset(6));
         assert_eq!((log.first_unstable_offset(), log.last_stable_offset()), (None, Offset(6)));
         // Truncating the COMMIT marker reopens producer 2's transaction.
@@ -751,16 +766,39 @@ mod tests {
         let plain_write = ProducerFields { producer_id: ProducerId(1), producer_epoch: ProducerEpoch(0), base_sequence: Sequence(1) };
         let err = log.append_as_leader(vec![2], LeaderEpoch(0), Some(plain_write), false).unwrap_err();
         assert!(matches!(err, Error::ProducerState(ProducerStateError::InvalidTxnState { transaction_first_offset: 0, .. })));
-        log.append_end_txn_marker(ProducerId(1), ProducerEpoch(0), 3, ControlType::Commit, LeaderEpoch(0)).unwrap();
-        let stale = log.append_end_txn_marker(ProducerId(1), ProducerEpoch(0), 2, ControlType::Abort, LeaderEpoch(0)).unwrap_err();
+        log.append_end_txn_marker(ProducerId(1), ProducerEpoch(0), 3, ControlType::Commit, LeaderEpoch(0), 0).unwrap();
+        let stale = log.append_end_txn_marker(ProducerId(1), ProducerEpoch(0), 2, ControlType::Abort, LeaderEpoch(0), 0).unwrap_err();
         assert!(matches!(stale, Error::ProducerState(ProducerStateError::TransactionCoordinatorFenced { current_coordinator_epoch: 3, .. })));
         // A bumped producer epoch fences markers of the old one.
         txn_write(&mut log, 1, 1, vec![3]).unwrap();
         let bump = ProducerFields { producer_id: ProducerId(1), producer_epoch: ProducerEpoch(1), base_sequence: Sequence(0) };
-        log.append_end_txn_marker(ProducerId(1), ProducerEpoch(0), 3, ControlType::Abort, LeaderEpoch(0)).unwrap();
+        log.append_end_txn_marker(ProducerId(1), ProducerEpoch(0), 3, ControlType::Abort, LeaderEpoch(0), 0).unwrap();
         log.append_as_leader(vec![4], LeaderEpoch(0), Some(bump), true).unwrap();
-        let zombie = log.append_end_txn_marker(ProducerId(1), ProducerEpoch(0), 3, ControlType::Commit, LeaderEpoch(0)).unwrap_err();
+        let zombie = log.append_end_txn_marker(ProducerId(1), ProducerEpoch(0), 3, ControlType::Commit, LeaderEpoch(0), 0).unwrap_err();
         assert!(matches!(zombie, Error::ProducerState(ProducerStateError::InvalidProducerEpoch { current_epoch: 1, .. })));
+    }
+
+    #[test]
+    fn transaction_version_2_fences_equal_epoch_markers() {
+        use crate::types::{ProducerEpoch, ProducerId};
+        let marker = |log: &mut ReplicaLog, epoch: u16, version: u8| {
+            log.append_end_txn_marker(ProducerId(1), ProducerEpoch(epoch), 0, ControlType::Commit, LeaderEpoch(0), version)
+        };
+        // TV2: transaction 1 is written with epoch 0 and ended by a marker bumped to epoch 1.
+        let mut log = ReplicaLog::new(Offset(0), false);
+        txn_write(&mut log, 1, 0, vec![1]).unwrap();
+        marker(&mut log, 1, 2).unwrap();
+        // A retry of that marker (epoch 1, nothing ongoing) is written again (KAFKA-19999).
+        marker(&mut log, 1, 2).unwrap();
+        // Transaction 2 writes with epoch 1; a late marker of transaction 1 (epoch 1) is fenced.
+        let second = ProducerFields { producer_id: ProducerId(1), producer_epoch: ProducerEpoch(1), base_sequence: crate::types::Sequence(0) };
+        log.append_as_leader(vec![2], LeaderEpoch(0), Some(second), true).unwrap();
+        let late = marker(&mut log, 1, 2).unwrap_err();
+        assert!(matches!(late, Error::ProducerState(ProducerStateError::InvalidProducerEpoch { producer_epoch: 1, current_epoch: 1, .. })));
+        assert_eq!(log.txn_index().ongoing_first_offset(ProducerId(1)), Some(Offset(3)));
+        // The legacy rule (TV0/1) takes it, ending transaction 2: what 4.0 and 4.1 did.
+        marker(&mut log, 1, 0).unwrap();
+        assert_eq!(log.txn_index().ongoing_first_offset(ProducerId(1)), None);
     }
 
     #[test]

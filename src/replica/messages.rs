@@ -182,6 +182,9 @@ pub struct WriteTxnMarkersRequest {
     pub producer_epoch: ProducerEpoch,
     pub coordinator_epoch: u32,
     pub commit: bool,
+    /// The transaction version the coordinator writes with (0, 1, or 2 with KIP-890 part 2):
+    /// decides the marker-epoch rule ([`crate::log::ReplicaLog::append_end_txn_marker`]).
+    pub transaction_version: u8,
 }
 
 /// The marker's offset on success.

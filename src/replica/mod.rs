@@ -350,7 +350,8 @@ impl Replica {
     /// WriteTxnMarkers as leader (1.12, origin COORDINATOR, acks=all): not leader ->
     /// NOT_LEADER_OR_FOLLOWER; |ISR| < effective minISR -> NOT_ENOUGH_REPLICAS; an older
     /// producer epoch -> INVALID_PRODUCER_EPOCH; an older coordinator epoch than this producer's
-    /// last marker -> TRANSACTION_COORDINATOR_FENCED; else the control batch is appended at the
+    /// last marker -> TRANSACTION_COORDINATOR_FENCED (with transaction version 2 an equal producer
+    /// epoch is older too, unless no transaction is ongoing); else the control batch is appended at the
     /// LEO (the HW may advance) and its offset returned. The caller answers once the HW is past
     /// it ([`Self::produce_completion`]).
     pub fn handle_write_txn_markers(&mut self, log: &mut ReplicaLog, req: &WriteTxnMarkersRequest, now_ms: u64) -> Result<WriteTxnMarkersResponse, Error> {
@@ -363,7 +364,7 @@ impl Replica {
         }
         let (control, kind) = if req.commit { (ControlType::Commit, "COMMIT") } else { (ControlType::Abort, "ABORT") };
         let pid = req.producer_id;
-        match log.append_end_txn_marker(pid, req.producer_epoch, req.coordinator_epoch, control, epoch) {
+        match log.append_end_txn_marker(pid, req.producer_epoch, req.coordinator_epoch, control, epoch, req.transaction_version) {
             Ok(info) => {
                 self.maybe_increment_high_watermark(log, now_ms);
                 Ok(WriteTxnMarkersResponse { error: None, offset: Some(info.base_offset) })

@@ -193,7 +193,7 @@ fn txn_produce(n: &mut Node, values: &[u64], epoch: u16, seq: u32) -> ProduceRes
 
 fn marker(epoch: u16, coordinator_epoch: u32, commit: bool) -> WriteTxnMarkersRequest {
     use crate::types::{ProducerEpoch, ProducerId};
-    WriteTxnMarkersRequest { producer_id: ProducerId(7), producer_epoch: ProducerEpoch(epoch), coordinator_epoch, commit }
+    WriteTxnMarkersRequest { producer_id: ProducerId(7), producer_epoch: ProducerEpoch(epoch), coordinator_epoch, commit, transaction_version: 0 }
 }
 
 fn committed_fetch(n: &Node, from: u64) -> ConsumerFetchResponse {

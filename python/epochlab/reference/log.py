@@ -162,16 +162,27 @@ class ReplicaLog:
         return self._log_end_offset
 
     def append_end_txn_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
-                              commit: bool, leader_epoch: int) -> LogAppendInfo:
+                              commit: bool, leader_epoch: int,
+                              transaction_version: int = 0) -> LogAppendInfo:
         """Write a COMMIT or ABORT marker as the leader (origin COORDINATOR): producer-epoch and
-        coordinator-epoch fencing, no sequence checks."""
+        coordinator-epoch fencing, no sequence checks. With ``transaction_version`` 2 a marker
+        must carry an epoch greater than the producer's, or an equal one while no transaction
+        is ongoing (a retried marker); Kafka 4.2+, ``ProducerAppendInfo.checkProducerEpoch``."""
         v.producer_id(producer_id, "producer_id")
         v.producer_epoch(producer_epoch, "producer_epoch")
         v.leader_epoch(coordinator_epoch, "coordinator_epoch")
         v.require_bool(commit, "commit")
         v.leader_epoch(leader_epoch, "leader_epoch")
+        v.in_domain(transaction_version, "transaction_version", 2)
         entry = self._producer_state.entry(producer_id)
-        if entry is not None and producer_epoch < entry[0]:
+        if entry is None:
+            fenced = False
+        elif transaction_version >= 2:
+            retried = producer_epoch == entry[0] and producer_id not in self._txn.ongoing
+            fenced = producer_epoch <= entry[0] and not retried
+        else:
+            fenced = producer_epoch < entry[0]
+        if entry is not None and fenced:
             raise InvalidProducerEpochError(
                 f"producer {producer_id} epoch {producer_epoch} is older than the current epoch "
                 f"{entry[0]} (fenced)",

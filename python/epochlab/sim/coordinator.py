@@ -277,7 +277,8 @@ class TransactionCoordinator:
             return
         request_id = self._next_id()
         req = WriteTxnMarkersRequest(request_id, meta.producer_id, meta.producer_epoch,
-                                     self.coordinator_epoch, _PREPARE[meta.state], tid)
+                                     self.coordinator_epoch, _PREPARE[meta.state], tid,
+                                     2 if self.kip890 else 0)
         inc = self.incarnation
         timer = self.cluster.kernel.schedule(
             MARKER_TIMEOUT_MS, lambda: self._marker_timeout(inc, request_id))

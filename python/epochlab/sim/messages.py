@@ -219,7 +219,8 @@ class WriteTxnMarkersRequest:
     """The transaction coordinator asks the partition leader to write one COMMIT or ABORT
     marker (Kafka's WriteTxnMarkers, one marker per request here; origin COORDINATOR, acks=all:
     answered once the marker is below the HW). ``transactional_id`` is for the coordinator's
-    own bookkeeping; the replica does not read it."""
+    own bookkeeping; the replica does not read it. ``transaction_version`` (2 with KIP-890
+    part 2) decides the marker-epoch rule (WriteTxnMarkers v2 carries it)."""
 
     request_id: int
     producer_id: int
@@ -227,6 +228,7 @@ class WriteTxnMarkersRequest:
     coordinator_epoch: int
     commit: bool
     transactional_id: str = ""
+    transaction_version: int = 0
 
 
 @dataclass(frozen=True)

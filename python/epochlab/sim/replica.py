@@ -276,7 +276,7 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
         try:
             info = self.log.append_end_txn_marker(req.producer_id, req.producer_epoch,
                                                   req.coordinator_epoch, req.commit,
-                                                  self.leader_epoch)
+                                                  self.leader_epoch, req.transaction_version)
         except InvalidProducerEpochError:
             self.events.append(f"rejected {kind} marker for producer {req.producer_id}: "
                                "INVALID_PRODUCER_EPOCH")
