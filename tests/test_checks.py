@@ -283,6 +283,18 @@ def test_duplicate_only_for_idempotent_producers() -> None:
     assert _check(h, {0: 1, 1: 1})["duplicate"].verdict == ALLOWED
 
 
+def test_an_idempotent_duplicate_of_a_renumbered_batch_is_allowed_and_says_why() -> None:
+    h = _sends([(1, 0), (1, 1), (2, 2), (2, 3)])
+    out = check_history(h, {0: 1, 1: 1, 2: 2, 3: 2}, {0: 1, 1: 1, 2: 2, 3: 2}, lambda _t: 4,
+                        lambda _t: None, {"p"}, lambda _t: 0, {}, 1000, rewritten={1})
+    dup = {v.invariant: v for v in out}["duplicate"]
+    # value 1 was renumbered (allowed), value 2 was not: the verdict is the protocol violation
+    assert dup.verdict == PROTOCOL and dup.details["value"] == 2
+    only = check_history(h[:4], {0: 1, 1: 1}, {0: 1, 1: 1}, lambda _t: 2, lambda _t: None, {"p"},
+                         lambda _t: 0, {}, 1000, rewritten={1})
+    assert only[0].verdict == ALLOWED and "startSequencesAtBeginning" in (only[0].reason or "")
+
+
 def test_nonmonotonic_send() -> None:
     h = [_op(0, "p", "invoke", "send", 1), _op(1, "p", "invoke", "send", 2),
          _op(2, "p", "ok", "send", 2, 0), _op(3, "p", "ok", "send", 1, 1)]

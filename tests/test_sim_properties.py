@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from epochlab import first_mismatch
 from epochlab.sim import Cluster, ClusterConfig, ConsumerConfig, Generation, ProducerConfig
+from epochlab.sim.producer import Producer
 
 BROKERS = (1, 2, 3)
 
@@ -89,9 +90,28 @@ def run_schedule(schedule: list[tuple[str, int]], seed: int) -> Cluster:
     return c
 
 
-# derandomize: the same 60 examples in every run. A random example found an idempotent-producer
-# duplicate at the end of this session (schedule produce x3 then crash broker 2, seed 2364),
-# open in docs/open-findings/README.md; until it is explained, CI must not depend on drawing it.
+def _duplicates_allowed(c: Cluster) -> set[int]:
+    """Values the idempotent producer renumbered under a bumped epoch after sending them once:
+    the Java client may write those twice (docs/kafka-findings/README.md)."""
+    p = c.clients["p"]
+    assert isinstance(p, Producer)
+    return p.rewritten_values
+
+
+def test_an_idempotent_duplicate_needs_a_renumbered_batch() -> None:
+    """The counterexample hypothesis drew in session 3: three pipelined batches reach the new
+    leader around its election, the third is appended first, the retry of the first gets
+    OUT_OF_ORDER_SEQUENCE_NUMBER with nothing unresolved, the producer bumps its epoch and
+    renumbers all three (the Java client's `startSequencesAtBeginning`): value 3 twice."""
+    c = run_schedule([("produce", 1)] * 3 + [("crash", 2)], 2364)
+    state = c.state()
+    assert state.leader is not None
+    assert state.replicas[state.leader].values() == [3, 1, 2, 3]
+    assert _duplicates_allowed(c) == {1, 2, 3}
+
+
+# derandomize: the same 60 examples in every run (CI reproducible). A random example drew the
+# idempotent duplicate above; duplicates are now accepted only for renumbered values.
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow],
           derandomize=True)
 @given(st.lists(actions, min_size=1, max_size=25), st.integers(0, 2**16))
@@ -105,4 +125,5 @@ def test_random_schedules_keep_replication_invariants(schedule: list[tuple[str, 
         if op.f == "send" and op.type == "ok":
             assert leader.value_at(op.offset) == op.value, (op, state.to_dict())
     values = state.replicas[state.leader].values()
-    assert len(values) == len(set(values))            # idempotence: no duplicates
+    twice = {v for v in values if values.count(v) > 1}
+    assert twice <= _duplicates_allowed(c), twice     # idempotence: no other duplicates

@@ -19,7 +19,9 @@ name                          holds when
 ============================  =====================================================================
 
 Classification: an acks=1 value that was never committed may vanish or be overwritten; a
-non-idempotent producer may duplicate or reorder on retry; ``auto.offset.reset`` may move a
+non-idempotent producer may duplicate or reorder on retry, an idempotent one may duplicate a
+batch it renumbered under a bumped epoch after sending it once (the Java client's
+``startSequencesAtBeginning``); ``auto.offset.reset`` may move a
 consumer; loss after an unclean election or too many lossy crashes is allowed (``allowance``).
 Inv-ClientHWMonotone (17) needs ListOffsets in the history, which the clients do not record.
 """
@@ -58,11 +60,15 @@ def check_history(history: Sequence[Mapping[str, Any]], final_log: Mapping[int, 
                   committed: Mapping[int, int], true_hw_at: Callable[[int], int],
                   allowance: Callable[[int | None], str | None], idempotent: set[str],
                   step_of: Callable[[int], int | None], resets: Mapping[str, list[int]],
-                  end_ms: int, skippable: Mapping[str, set[int]] | None = None) -> list[Violation]:
+                  end_ms: int, skippable: Mapping[str, set[int]] | None = None,
+                  rewritten: set[int] | None = None) -> list[Violation]:
     """Every history invariant's first failure. ``final_log``: offset -> value of the final
     leader; ``committed``: offset -> value below ``trueHW``; ``resets``: consumer -> times of
     ``auto.offset.reset`` events; ``skippable``: consumer -> offsets it never receives by
-    design (transaction markers; aborted data for read_committed), which a poll may step over."""
+    design (transaction markers; aborted data for read_committed), which a poll may step over;
+    ``rewritten``: values an idempotent producer sent, then renumbered under a new epoch
+    (:attr:`epochlab.sim.producer.Producer.rewritten_values`), which the Java client may
+    write twice."""
     rep = _Report(step_of)
     acks = [op for op in history if op["f"] == "send" and op["type"] == "ok" and op["offset"] is not None]
     polls = [op for op in history if op["f"] == "poll" and op["type"] == "ok" and op["value"]]
@@ -141,8 +147,16 @@ def check_history(history: Sequence[Mapping[str, Any]], final_log: Mapping[int, 
     for value, offsets in sorted(positions.items()):
         if len(offsets) > 1:
             process = producer_of.get(value)
-            reason = None if process in idempotent else (
-                f"producer {process} has enable.idempotence=false: a retry may append twice")
+            if process not in idempotent:
+                reason: str | None = f"producer {process} has enable.idempotence=false: a retry may append twice"
+            elif rewritten and value in rewritten:
+                reason = (f"producer {process} bumped its epoch after a sequence gap and renumbered "
+                          f"the batch of value {value}, already sent once under the old epoch: the "
+                          "Java client does the same "
+                          "(TransactionManager.canRetry, bumpIdempotentProducerEpoch, "
+                          "TxnPartitionEntry.startSequencesAtBeginning; KAFKA-14034)")
+            else:
+                reason = None
             rep.add("duplicate", end_ms, f"value {value} appears at offsets {offsets}",
                     {"value": value, "offsets": offsets, "process": process}, reason or end_reason)
     sessions: dict[str, list[list[int]]] = {}

@@ -241,11 +241,13 @@ class _Run:
             if e.kind == "client" and e.message.startswith("consumer ") and ", reset " in e.message:
                 resets.setdefault(e.message.split()[1].rstrip(":"), []).append(e.time_ms)
         idempotent = {n for n, p in self.producers.items() if p.config.enable_idempotence}
+        rewritten = {v for p in self.producers.values() for v in p.rewritten_values}
         violations += check_history([op.to_dict() for op in c.history], self.final_log(),
                                     self.committed(), self.checker.true_hw_at,
                                     self.checker.allowance, idempotent, self.step_of, resets,
                                     c.now_ms, skippable=self.skippable() if any(
-                                        p.transactional for p in self.producers.values()) else None)
+                                        p.transactional for p in self.producers.values()) else None,
+                                    rewritten=rewritten)
         leader = c.controller.leader
         read_committed = {n for n, x in self.consumers.items()
                           if x.config.isolation_level == "read_committed"}

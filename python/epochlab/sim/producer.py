@@ -90,6 +90,9 @@ class Producer(TransactionalMixin):
         self._ids = 0
         self.producer_id: int | None = None
         self.producer_epoch: int | None = None
+        #: Values of batches sent at least once and then renumbered under a new producer epoch
+        #: or id (an earlier attempt may have been written: see :meth:`_resolve_sequences`).
+        self.rewritten_values: set[int] = set()
         self._start_session()
 
     # -- public API -------------------------------------------------------------------------
@@ -320,11 +323,18 @@ class Producer(TransactionalMixin):
         else:
             self.producer_id = self.producer_epoch = None
             how = "asks for a new producer id"
+        # The Java client renumbers every in-flight batch, also one whose earlier attempt the
+        # leader may have appended (`TxnPartitionEntry.startSequencesAtBeginning`): under the new
+        # epoch its duplicate is not recognised, so it can be written twice (KAFKA-14034).
+        ready = sorted(self._ready, key=lambda b: b.batch_id)
+        sent = [v for b in ready if b.attempts > 0 for v in b.values]
+        self.rewritten_values.update(sent)
+        resent = f"; renumbers values {sent}, sent before under the old epoch" if sent else ""
         self.cluster.log_event("client", f"producer {self.name}: sequence gap after a failed batch "
                                f"(acknowledged up to {self._acked_sequence}, next "
-                               f"{self._next_sequence}): {how} and restarts sequences at 0")
+                               f"{self._next_sequence}): {how} and restarts sequences at 0{resent}")
         self._next_sequence = self._acked_sequence = 0
-        for batch in sorted(self._ready, key=lambda b: b.batch_id):
+        for batch in ready:
             batch.base_sequence = None
 
     def _complete(self, batch: _Batch, base_offset: int | None) -> None:
