@@ -12,7 +12,8 @@ import pytest
 from epochlab.cli import main
 from epochlab.fuzz import FuzzProfile, execute, generate_schedule, load_schedule
 from epochlab.fuzz.campaign import Campaign, run_seed
-from epochlab.fuzz.harness import ScheduleHarness, ViolationFound
+from epochlab.fuzz.generator import HEADER_BYTES, RECORD_BYTES
+from epochlab.fuzz.harness import ScheduleHarness, ViolationFound, seed_corpus
 from epochlab.generations import Generation
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,19 +55,23 @@ def test_latest_generation_short_campaign_is_clean() -> None:
 def test_harness_writes_findings_before_raising(tmp_path: Path) -> None:
     harness = ScheduleHarness("strict-min-isr", tmp_path)
     for i in range(6):
-        harness.test_one_input(bytes((i * 37 + j * 11) % 256 for j in range(16 + 12 * 30)))
+        harness.test_one_input(bytes((i * 37 + j * 11) % 256 for j in range(HEADER_BYTES + RECORD_BYTES * 30)))
     assert harness.runs == 6
+    # The seed corpus is the random engine's schedules, byte-encoded: the harness finds what the
+    # random engine finds, at the same run (hw-truncation, campaign seed 1: run 3).
+    (tmp_path / "corpus").mkdir()
+    assert seed_corpus(tmp_path / "corpus", 1, FuzzProfile(), count=8) == 8
     stop = ScheduleHarness("hw-truncation", tmp_path / "g0", stop_on_violation=True)
-    raised = False
-    for i in range(40):
-        try:
-            stop.test_one_input(bytes((i * 53 + j * 29 + j * j) % 256 for j in range(16 + 12 * 60)))
-        except ViolationFound:
-            raised = True
-            break
-    if raised:
-        found = list((tmp_path / "g0" / "violations").glob("*/original.json"))
-        assert found, "the finding is on disk before the exception"
+    with pytest.raises(ViolationFound):
+        for path in sorted((tmp_path / "corpus").iterdir()):
+            stop.test_one_input(path.read_bytes())
+    random_first = Campaign(Generation.TRUNCATE_TO_HW, FuzzProfile(), seed=1, seconds=None, runs=8,
+                            out=tmp_path / "r", shrink_runs=0, until_found=True)
+    random_first.run()
+    first = min(f.run + 1 for f in random_first.findings.values())
+    assert stop.runs == first
+    found = list((tmp_path / "g0" / "violations").glob("*/original.json"))
+    assert found, "the finding is on disk before the exception"
 
 
 def test_harness_crash_keeps_the_schedule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,7 +11,14 @@ import pytest
 from epochlab.errors import ScenarioError, ScheduleError
 from epochlab.fuzz import Schedule, decode_schedule, execute, generate_schedule, load_schedule
 from epochlab.fuzz.convert import scenario_to_schedule
-from epochlab.fuzz.generator import FuzzProfile, load_profile
+from epochlab.fuzz.campaign import run_seed
+from epochlab.fuzz.generator import (
+    HEADER_BYTES,
+    RECORD_BYTES,
+    FuzzProfile,
+    encode_random_schedule,
+    load_profile,
+)
 from epochlab.fuzz.schedule import OPS, V2_OPS
 from epochlab.scenarios import load_builtin
 
@@ -113,12 +120,29 @@ def test_byte_decoder_small_mutations_make_small_changes() -> None:
     s = decode_schedule(data, "kip-279")
     assert s.to_json() == decode_schedule(data, "kip-279").to_json()
     mutated = bytearray(data)
-    mutated[16 + 12 * 5 + 1] ^= 0x55  # one byte inside the sixth action's record
+    mutated[HEADER_BYTES + RECORD_BYTES * 5 + 1] ^= 0x55  # one byte inside the sixth action's record
     t = decode_schedule(bytes(mutated), "kip-279")
     assert len(t.actions) == len(s.actions)
     differing = [i for i, (x, y) in enumerate(zip(s.actions, t.actions)) if x.to_dict() != y.to_dict()]
     assert differing and all(i >= 5 for i in differing)
     assert decode_schedule(b"", "kip-279").actions == ()
+
+
+@pytest.mark.parametrize("transactions", [False, True])
+def test_every_random_schedule_has_an_exact_byte_encoding(transactions: bool) -> None:
+    """The atheris engine's corpus starts with the random engine's schedules: the decoder
+    must turn their encodings into the very same runs (seed, configuration, actions)."""
+    profile = FuzzProfile().with_transactions() if transactions else FuzzProfile()
+    for run in range(150):
+        seed = run_seed(11, run)
+        data = encode_random_schedule(seed, profile)
+        assert len(data) == HEADER_BYTES + RECORD_BYTES * profile.actions
+        for generation in ("hw-truncation", "strict-min-isr"):
+            made = generate_schedule(seed, generation, profile).to_dict()
+            decoded = decode_schedule(data, generation, profile).to_dict()
+            assert made.pop("origin")["engine"] == "random"
+            assert decoded.pop("origin")["engine"] == "bytes"
+            assert decoded == made
 
 
 def test_scenario_file_becomes_a_schedule() -> None:

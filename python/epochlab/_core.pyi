@@ -270,12 +270,12 @@ class ReplicaLog:
         in order. Returns the new log end offset."""
     def append_end_txn_marker(
         self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool, leader_epoch: int,
-        transaction_version: int = 0,
+        transaction_version: int | None = None,
     ) -> LogAppendInfo:
         """Write a COMMIT or ABORT marker as the leader (WriteTxnMarkers): a control batch ending
         the producer's transaction. :class:`~epochlab.errors.InvalidProducerEpochError` for an
         older producer epoch (with ``transaction_version`` 2 also an equal one while a
-        transaction is ongoing), :class:`~epochlab.errors.TransactionCoordinatorFencedError` for
+        transaction is ongoing; ``None`` is 0), :class:`~epochlab.errors.TransactionCoordinatorFencedError` for
         an older coordinator epoch."""
     @property
     def first_unstable_offset(self) -> int | None:

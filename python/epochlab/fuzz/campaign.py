@@ -125,6 +125,8 @@ class Campaign:
     shrink_runs: int = 300
     until_found: bool = False
     progress: Callable[[str], None] = lambda _line: None
+    #: called after every run with (runs done, seconds spent): the CLI's progress bar
+    tick: Callable[[int, float], None] = lambda _runs, _seconds: None
     findings: dict[str, Finding] = field(default_factory=dict)
     allowed: dict[str, int] = field(default_factory=dict)
     total_runs: int = 0
@@ -145,6 +147,7 @@ class Campaign:
                 if v.signature not in self.findings:
                     self._found(v, run, seed, schedule, result, time.monotonic() - start, deadline)
             run += 1
+            self.tick(run, time.monotonic() - start)
             if self.until_found and self.findings:
                 break
         self.elapsed = time.monotonic() - start

@@ -119,13 +119,18 @@ def _fuzz(args: argparse.Namespace) -> int:
     if args.engine == "atheris":
         summary = _atheris(args, generation, out)
     else:
+        from epochlab.report.progress import progress_bar
+
         quiet = args.json
-        campaign = Campaign(generation, profile, seed=args.seed, seconds=args.seconds,
-                            runs=args.runs, out=out, backend=args.backend,
-                            until_found=args.until_found,
-                            progress=(lambda line: None) if quiet else
-                            (lambda line: print(line, flush=True)))
-        campaign.run()
+        with progress_bar("fuzz", args.runs, enabled=not quiet) as update:
+            campaign = Campaign(generation, profile, seed=args.seed, seconds=args.seconds,
+                                runs=args.runs, out=out, backend=args.backend,
+                                until_found=args.until_found,
+                                progress=(lambda line: None) if quiet else
+                                (lambda line: print(line, flush=True)),
+                                tick=lambda runs, seconds: update(
+                                    runs, note=f"{seconds:.0f} s, {len(campaign.findings)} found"))
+            campaign.run()
         summary = campaign.summary()
     summary["out"] = str(out)
     if args.json:
@@ -174,8 +179,7 @@ def _atheris(args: argparse.Namespace, generation: Any, out: Path) -> dict[str, 
         cmd.append(f"-runs={args.runs}")
     if args.until_found:
         cmd.append("--stop-on-violation")
-    if args.seed:
-        cmd.append(f"--corpus-seed={args.seed}")
+    cmd.append(f"--corpus-seed={args.seed}")  # the corpus starts with this seed's random runs
     start = time.monotonic()
     tail: list[str] = []
     runs = 0
@@ -292,8 +296,12 @@ def _shrink(args: argparse.Namespace) -> int:
 
     path = schedule_path(args.schedule)
     schedule = load_schedule(path)
+    from epochlab.report.progress import progress_bar
+
     try:
-        res = shrink(schedule, args.invariant, backend=args.backend, max_runs=args.max_runs)
+        with progress_bar("shrink", args.max_runs, enabled=not args.json) as update:
+            res = shrink(schedule, args.invariant, backend=args.backend, max_runs=args.max_runs,
+                         on_run=lambda runs, actions: update(runs, note=f"{actions} actions"))
     except ValueError as exc:
         print(f"epochlab: shrink: {path}: {exc}", file=sys.stderr)
         return 2

@@ -31,8 +31,9 @@ from epochlab.errors import ScheduleError
 from epochlab.fuzz.schedule import DEFAULT_HEALING_MS, Action, Schedule
 from epochlab.generations import Generation
 
-__all__ = ["FAULT_CLASSES", "TXN_FAULT_CLASSES", "ByteSource", "FuzzProfile", "RandomSource", "Source",
-           "decode_schedule", "generate_schedule", "load_profile"]
+__all__ = ["FAULT_CLASSES", "HEADER_BYTES", "RECORD_BYTES", "TXN_FAULT_CLASSES", "ByteSource",
+           "FuzzProfile", "RandomSource", "Source", "decode_schedule", "encode_random_schedule",
+           "generate_schedule", "load_profile"]
 
 #: Fault classes and their weight when enabled (how often an action is drawn from them).
 FAULT_CLASSES: dict[str, int] = {
@@ -52,7 +53,11 @@ FAULT_CLASSES: dict[str, int] = {
 #: Weights of the transactional fault classes when ``FuzzProfile.transactions`` is on.
 TXN_FAULT_CLASSES: dict[str, int] = {"coordinator": 2, "txn-delay": 4}
 DELAYS = (0, 0, 10, 50, 100, 300, 700, 1500, 3000, 6000)
-RECORD_BYTES = 12
+#: Bytes of a decoded schedule's header (run seed, configuration and swarm choices) and of each
+#: action record: wide enough for every choice the random engine makes, so that every random
+#: schedule has an exact byte encoding (:func:`encode_random_schedule`).
+HEADER_BYTES = 24
+RECORD_BYTES = 16
 
 
 class Source:
@@ -84,6 +89,28 @@ class RandomSource(Source):
 
     def below(self, n: int) -> int:
         return self.rng.randrange(n) if n > 1 else 0
+
+
+class _Recorder(Source):
+    """Answers from ``inner`` and writes each answer as :class:`ByteSource` reads it back (one
+    byte, two above 256), so the recorded bytes decode to the same choices."""
+
+    def __init__(self, inner: Source) -> None:
+        self.inner = inner
+        self.out = bytearray()
+
+    def below(self, n: int) -> int:
+        value = self.inner.below(n)
+        if n > 1:
+            self.out += value.to_bytes(1 if n <= 256 else 2, "big")
+        return value
+
+    def cut(self, size: int, what: str) -> bytes:
+        """The bytes since the last cut, zero-padded to ``size``."""
+        chunk, self.out = bytes(self.out), bytearray()
+        if len(chunk) > size:  # pragma: no cover - the sizes above are chosen to make it fit
+            raise AssertionError(f"{what} needs {len(chunk)} bytes, more than {size}")
+        return chunk.ljust(size, b"\0")
 
 
 class ByteSource(Source):
@@ -400,13 +427,14 @@ def generate_schedule(seed: int, generation: Generation | str | int,
 
 def decode_schedule(data: bytes, generation: Generation | str | int,
                     profile: FuzzProfile | None = None, max_actions: int = 200) -> Schedule:
-    """A schedule from fuzzer bytes: a 16-byte header (configuration and swarm choices), then
-    one :data:`RECORD_BYTES`-byte record per action (at most ``max_actions``)."""
+    """A schedule from fuzzer bytes: a :data:`HEADER_BYTES`-byte header (run seed, configuration
+    and swarm choices), then one :data:`RECORD_BYTES`-byte record per action (at most
+    ``max_actions``)."""
     profile = profile or FuzzProfile()
     generation = Generation.parse(generation)
     src = ByteSource(data)
-    header = src.record(16)
-    seed = header.below(65536)
+    header = src.record(HEADER_BYTES)
+    seed = header.below(32768) * 65536 + header.below(65536)
     cluster, producers = _configure(header, profile)
     _configure_transactions(header, profile, cluster, producers)
     classes = _swarm(header, profile)
@@ -419,3 +447,25 @@ def decode_schedule(data: bytes, generation: Generation | str | int,
             actions.append(action)
     return _finish(generation, seed, profile, cluster, producers, actions,
                    {"engine": "bytes", "fault_classes": sorted(classes)})
+
+
+def encode_random_schedule(seed: int, profile: FuzzProfile | None = None) -> bytes:
+    """The fuzzer bytes that :func:`decode_schedule` turns into the schedule
+    ``generate_schedule(seed, ...)`` makes (same run seed, configuration and actions; only the
+    ``origin`` differs): the random engine's choices, recorded. The atheris engine starts its
+    corpus with these, so its first runs are the random engine's (``epochlab.fuzz.harness``)."""
+    profile = profile or FuzzProfile()
+    if not 0 <= seed < 2**31:
+        raise ValueError(f"seed {seed} is outside 0..2^31-1")
+    rec = _Recorder(RandomSource(seed))
+    rec.out += (seed >> 16).to_bytes(2, "big") + (seed & 0xFFFF).to_bytes(2, "big")
+    cluster, producers = _configure(rec, profile)
+    _configure_transactions(rec, profile, cluster, producers)
+    classes = _swarm(rec, profile)
+    parts = [rec.cut(HEADER_BYTES, "the header")]
+    builder = _Builder(profile, list(cluster.get("brokers", [1, 2, 3])), sorted(producers),
+                       sorted(_consumers(profile)), classes)
+    for i in range(profile.actions):
+        builder.action(rec)
+        parts.append(rec.cut(RECORD_BYTES, f"action {i}"))
+    return b"".join(parts)

@@ -14,8 +14,8 @@ this and shrinks the findings afterwards); with it, the harness raises
 
     python -m epochlab.fuzz.harness --generation kip-101 --out runs/fuzz-g1 -max_total_time=300
 
-The search is structure-aware: an empty corpus starts with :data:`SEED_INPUTS` random inputs
-as long as a random-engine schedule (so the first runs are the random engine's), and the
+The search is structure-aware: an empty corpus starts with the byte encodings of the random
+engine's first :data:`SEED_INPUTS` schedules (so the first runs are the random engine's), and the
 custom mutator (:func:`mutate_records`) changes whole action records or the bytes of one
 record, never shifting the records after it. Coverage of the simulator and the checker
 (``atheris.instrument_all``) decides what is kept.
@@ -34,7 +34,15 @@ from typing import Any
 
 from epochlab.fuzz.campaign import write_finding
 from epochlab.fuzz.executor import execute
-from epochlab.fuzz.generator import RECORD_BYTES, FuzzProfile, decode_schedule, load_profile
+from epochlab.fuzz.campaign import run_seed
+from epochlab.fuzz.generator import (
+    HEADER_BYTES,
+    RECORD_BYTES,
+    FuzzProfile,
+    decode_schedule,
+    encode_random_schedule,
+    load_profile,
+)
 from epochlab.generations import Generation
 
 __all__ = ["ScheduleHarness", "ViolationFound", "main"]
@@ -79,24 +87,20 @@ class ScheduleHarness:
             raise ViolationFound(", ".join(v.invariant for v in new))
 
 
-HEADER_BYTES = 16
 #: inputs written into an empty corpus before the search starts (module doc)
 SEED_INPUTS = 64
 
 
 def seed_corpus(corpus: Path, seed: int, profile: FuzzProfile, count: int = SEED_INPUTS) -> int:
-    """Fill an empty ``corpus`` with ``count`` inputs of random bytes as long as a random-engine
-    schedule (header + ``profile.actions`` records): the search starts where the random engine
-    is and coverage guidance takes it from there. Returns how many were written."""
-    import random
-
+    """Fill an empty ``corpus`` with the byte encodings of the random engine's first ``count``
+    schedules for campaign seed ``seed`` (:func:`encode_random_schedule` of
+    ``run_seed(seed, i)``): the search starts exactly where the random engine is, and coverage
+    guidance takes it from there. Returns how many were written."""
     if any(corpus.iterdir()):
         return 0
-    rng = random.Random(f"epochlab-atheris-corpus:{seed}")
-    size = HEADER_BYTES + RECORD_BYTES * profile.actions
     for i in range(count):
-        data = bytes(rng.getrandbits(8) for _ in range(size))
-        (corpus / f"seed-{i:03d}").write_bytes(data)
+        data = encode_random_schedule(run_seed(seed, i), profile)
+        (corpus / f"random-{i:03d}").write_bytes(data)
     return count
 
 
@@ -160,8 +164,8 @@ def main(argv: list[str] | None = None, instrument: bool = True) -> None:
     parser.add_argument("--out", required=True, help="corpus, crashes and violations go here")
     parser.add_argument("--config", help="fuzz profile JSON (docs/fuzzing.md)")
     parser.add_argument("--stop-on-violation", action="store_true")
-    parser.add_argument("--corpus-seed", type=int, default=1,
-                        help="seed of the random inputs an empty corpus starts with")
+    parser.add_argument("--corpus-seed", type=int, default=0,
+                        help="campaign seed of the random-engine schedules an empty corpus starts with")
     args, libfuzzer = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
     import atheris
 

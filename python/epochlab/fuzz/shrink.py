@@ -39,10 +39,12 @@ class _Budget(Exception):
 
 
 def shrink(schedule: Schedule, signature: str | None = None, *, backend: str | None = None,
-           max_runs: int = 400, stop: Callable[[], bool] = lambda: False) -> ShrinkResult:
+           max_runs: int = 400, stop: Callable[[], bool] = lambda: False,
+           on_run: Callable[[int, int], None] = lambda _runs, _actions: None) -> ShrinkResult:
     """The smallest schedule found that still violates ``signature`` (default: the first
     protocol violation of ``schedule``). Raises ``ValueError`` if ``schedule`` does not violate
-    it. ``stop()`` is polled between runs (the campaign's time budget)."""
+    it. ``stop()`` is polled between runs (the campaign's time budget); ``on_run(runs, actions)``
+    follows each run with the size of the smallest schedule so far (progress bars)."""
     first = execute(schedule, backend=backend)
     if signature is None:
         v = first.verdict.first()
@@ -58,10 +60,11 @@ def shrink(schedule: Schedule, signature: str | None = None, *, backend: str | N
             raise _Budget
         state["runs"] += 1
         res = execute(candidate, backend=backend)
-        if res.verdict.first(signature) is not None:
+        kept = res.verdict.first(signature) is not None
+        if kept:
             state["best"], state["result"] = candidate, res
-            return True
-        return False
+        on_run(state["runs"], len(state["best"].actions))
+        return kept
 
     try:
         progress = True

@@ -163,7 +163,7 @@ class ReplicaLog:
 
     def append_end_txn_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
                               commit: bool, leader_epoch: int,
-                              transaction_version: int = 0) -> LogAppendInfo:
+                              transaction_version: int | None = None) -> LogAppendInfo:
         """Write a COMMIT or ABORT marker as the leader (origin COORDINATOR): producer-epoch and
         coordinator-epoch fencing, no sequence checks. With ``transaction_version`` 2 a marker
         must carry an epoch greater than the producer's, or an equal one while no transaction
@@ -173,7 +173,8 @@ class ReplicaLog:
         v.leader_epoch(coordinator_epoch, "coordinator_epoch")
         v.require_bool(commit, "commit")
         v.leader_epoch(leader_epoch, "leader_epoch")
-        v.in_domain(transaction_version, "transaction_version", 2)
+        transaction_version = 0 if transaction_version is None else \
+            v.in_domain(transaction_version, "transaction_version", 2)
         entry = self._producer_state.entry(producer_id)
         if entry is None:
             fenced = False

@@ -109,7 +109,9 @@ class Broker:
         self.incarnation = 0
         self.clean_shutdown = True
         self.kraft = generation.kraft
-        self.registered = False   # KRaft: the controller has registered this incarnation
+        #: From 2.2 (KIP-380 broker epochs, and KRaft) a restarted broker waits to be registered.
+        self.broker_epochs = generation >= Generation.KIP_320
+        self.registered = False   # the controller has registered this incarnation (G3+)
         self._fetch_token = 0
         self._fetch_timer: Timer | None = None
         self._parked_fetches: list[tuple[int, FetchRequest, Timer]] = []
@@ -127,7 +129,7 @@ class Broker:
         controller by a first heartbeat."""
         self.alive = True
         self.incarnation += 1
-        self.registered = not self.kraft
+        self.registered = not self.broker_epochs
         self._alter_sent_ms = None
         self.cluster.network.set_alive(self.broker_id, True)
         inc, c = self.incarnation, self.config
@@ -217,7 +219,11 @@ class Broker:
         ``lifecycleManager.setReadyToUnfence()``; the controller refuses a new incarnation's
         registration while the old one's session lives, ``ClusterControlManager.registerBroker``:
         DuplicateBrokerRegistrationException). Until a state lists this incarnation, a
-        restarted broker ignores partition states, which still name its previous incarnation."""
+        restarted broker ignores partition states, which still name its previous incarnation.
+        ZooKeeper era from 2.2 alike: a broker starts processing requests only once registered
+        (``KafkaServer.startup``: ``registerBroker`` before ``startProcessingRequests``), and
+        rejects controller requests carrying another registration's broker epoch
+        (``KafkaApis.isBrokerEpochStale``, KIP-380)."""
         if not self.registered:
             if (self.broker_id, self.incarnation) not in {(b, e) for b, e, _ in msg.brokers}:
                 return

@@ -4,10 +4,12 @@
 * Failure detection: a broker is declared dead ``session_timeout_ms`` after its last
   heartbeat. A heartbeat from a new incarnation of a broker believed alive is a fast restart:
   before Kafka 2.2 (G0-G2) it goes unnoticed (ZooKeeper's "ABA" re-registration, 1.10; the
-  controller just resends the partition state); from 2.2 the ZooKeeper controller sees the new
-  broker epoch (KIP-380) and handles the bounce as a failure then a startup (G3, G4), and in
-  KRaft (G5) the new broker epoch fences the old incarnation: either way leadership moves and
-  the leader epoch is bumped before the restarted broker rejoins.
+  controller just resends the partition state). From 2.2 (G3, G4: KIP-380 broker epochs) and in
+  KRaft (G5) the new incarnation cannot register while the old session lives (ZooKeeper: the
+  old session's ephemeral ``/brokers/ids/<id>``, ``KafkaZkClient.registerBroker``; KRaft:
+  DuplicateBrokerRegistrationException): the failure is handled when the session expires,
+  then the restarted broker registers, and until then it applies no partition state (the
+  states list the registered incarnations: ``LeaderAndIsr.brokers``).
 * Elections (1.9): clean = first live ISR replica in assignment order; else ELR (KIP-966, G5
   with ``eligible_leader_replicas_enable``); else unclean if enabled (ISR := [leader]); else
   OFFLINE, with the unavailable time recorded. The leader epoch is bumped on every leader
@@ -93,7 +95,10 @@ class Controller:
     # -- state and delivery -----------------------------------------------------------------
     def state(self) -> LeaderAndIsr:
         brokers: tuple[tuple[int, int, bool], ...] = ()
-        if self.generation.kraft:
+        if self.generation >= Generation.KIP_320:
+            # KRaft: the metadata image of the brokers. ZooKeeper era from 2.2 (KIP-380): the
+            # broker epochs the controller's requests carry (a broker rejects a request for
+            # another registration: KafkaApis.isBrokerEpochStale, STALE_BROKER_EPOCH).
             brokers = tuple((b, self.incarnation[b], b in self.shutting_down)
                             for b in sorted(self.live) if self.live[b])
         return LeaderAndIsr(self.leader, self.leader_epoch, self.isr, self.partition_epoch,
@@ -196,15 +201,19 @@ class Controller:
         if b not in self.live:
             return
         known = self.incarnation.get(b)
-        if self.generation.kraft and self.live[b] and known != hb.incarnation:
-            # ClusterControlManager.registerBroker: a new incarnation cannot register while the
-            # old one's session is valid (DuplicateBrokerRegistrationException); the broker
-            # retries until the session expires (_session_expired) and then registers
+        if self.generation >= Generation.KIP_320 and self.live[b] and known != hb.incarnation:
+            # A new incarnation cannot register while the old one's session is valid. KRaft:
+            # ClusterControlManager.registerBroker, DuplicateBrokerRegistrationException.
+            # ZooKeeper: /brokers/ids/<id> is an ephemeral node of the old session, and
+            # KafkaZkClient.registerBroker (checkedEphemeralCreate) fails on it; the broker
+            # starts again after the session expired (_session_expired), so the controller
+            # handles the failure first (onBrokerFailure), then the startup.
             if b not in self._refused:
                 self._refused.add(b)
+                why = "DuplicateBrokerRegistration" if self.generation.kraft else \
+                    "its ZooKeeper registration of the old session still exists"
                 self.cluster.log_event("controller", f"controller: broker {b} restarted; its "
-                                       "registration waits for the old session to expire "
-                                       "(DuplicateBrokerRegistration)")
+                                       f"registration waits for the old session to expire ({why})")
             return
         self._refused.discard(b)
         if not self.live[b] or known != hb.incarnation:
@@ -213,12 +222,7 @@ class Controller:
         self._send_state(b, self.state())
 
     def _register(self, b: int, hb: BrokerHeartbeat, restarted_while_alive: bool) -> None:
-        if restarted_while_alive and self.generation >= Generation.KIP_320:
-            # KIP-380 (2.2, ZK: bounced brokers are failed then started) / KRaft broker epochs.
-            self.live[b] = False
-            self._metadata_changed()
-            self._handle_broker_failure(b)
-        elif restarted_while_alive:
+        if restarted_while_alive:  # G0-G2 only: later generations refuse it (on_heartbeat)
             self.cluster.log_event("controller", f"controller: broker {b} restarted unnoticed (ZK ABA)")
         self.incarnation[b] = hb.incarnation
         self.shutting_down.discard(b)

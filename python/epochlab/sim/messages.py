@@ -111,8 +111,9 @@ class LeaderAndIsr:
     isr: tuple[int, ...]
     partition_epoch: int
     replicas: tuple[int, ...]
-    #: KRaft (G5) metadata image of the brokers: ``(broker id, broker epoch, in controlled
-    #: shutdown)`` for every registered, unfenced broker, in id order; empty before G5.
+    #: ``(broker id, broker epoch, in controlled shutdown)`` for every registered, unfenced
+    #: broker, in id order: KRaft's (G5) metadata image of the brokers; in G3 and G4 the broker
+    #: epochs of KIP-380 (ZooKeeper era, 2.2+); empty before.
     brokers: tuple[tuple[int, int, bool], ...] = ()
     #: Version of that image (the controller's metadata offset): newer images replace older.
     metadata_version: int = 0
