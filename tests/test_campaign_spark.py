@@ -143,7 +143,12 @@ def test_report_and_kafka_ordering(spark: Any, baseline: Any, tmp_path: Path) ->
     for title in ("Producer Guarantees Summary", "What Messages Are Lost When Leader Fails",
                   "Downtime During Leader Failure", "Disagreements with the seed"):
         assert title in md
-    assert paths["html"].read_text().startswith("<!doctype html>")
+    page = paths["html"].read_text()
+    assert page.startswith("<!doctype html>")
+    # rendered from the markdown by a CommonMark library: emphasis and tables, no literal markup
+    assert "<em>Acked writes lost</em>" in page and "*Acked" not in page
+    assert page.count("<table>") == md.count("\n|---")
+    assert '<img src="plots/loss_by_config.png"' in page
     for name in ("loss_by_config", "downtime_phases"):
         assert paths[name].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

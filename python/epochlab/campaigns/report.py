@@ -13,7 +13,6 @@ campaign, replication factor 3, unless the row says otherwise.
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import Any
 
@@ -279,12 +278,6 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _html_table(header: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
 DEFINITIONS = (
     "Definitions. *Acked writes lost*: records acknowledged to the producer whose value is not in "
     "the final leader's log after healing, as a share of acknowledged records, then the share of "
@@ -369,23 +362,30 @@ def render(summary: dict[str, Any], meta: dict[str, Any], fmt: str = "md") -> st
                 elif b[0] == "image":
                     parts.append(f"![{Path(b[1]).stem}]({b[1]})")
         return "\n\n".join(parts) + "\n"
-    parts = ["<!doctype html><html><head><meta charset='utf-8'><title>epochlab campaign</title>"
-             "<style>body{font-family:sans-serif;max-width:1200px;margin:auto}table{border-collapse:"
-             "collapse;font-size:13px}td,th{border:1px solid #bbb;padding:3px 6px}img{max-width:100%}"
-             "</style></head><body><h1>epochlab campaign report</h1>"]
-    for title, blocks in sections:
-        parts.append(f"<h2>{html.escape(title)}</h2>")
-        for b in blocks:
-            if isinstance(b, str):
-                parts.append(f"<p>{html.escape(b)}</p>")
-            elif b[0] == "table":
-                parts.append(_html_table(b[1], b[2]))
-            elif b[0] == "list":
-                items = "".join(f"<li>{html.escape(i).replace('**', '')}</li>" for i in b[1])
-                parts.append(f"<ul>{items}</ul>")
-            elif b[0] == "image":
-                parts.append(f"<img src='{html.escape(b[1])}' alt='{html.escape(Path(b[1]).stem)}'>")
-    return "".join(parts) + "</body></html>\n"
+    # HTML: the same markdown rendered by a CommonMark library (markdown-it-py, which rich
+    # already depends on), in a fixed page; no HTML is built by hand from the data.
+    from markdown_it import MarkdownIt
+
+    body = MarkdownIt("commonmark", {"html": False}).enable("table").render(render(summary, meta, "md"))
+    return _PAGE.replace("{body}", body)
+
+
+_PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>epochlab campaign report</title>
+<style>
+body { font-family: sans-serif; max-width: 1200px; margin: auto; }
+table { border-collapse: collapse; font-size: 13px; }
+td, th { border: 1px solid #bbb; padding: 3px 6px; }
+img { max-width: 100%; }
+</style>
+</head>
+<body>
+{body}</body>
+</html>
+"""
 
 
 # -- plots --------------------------------------------------------------------------------
