@@ -61,13 +61,14 @@ def test_good_file_loads(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("replace", "by", "field", "expected_part"),
     [
-        ('broker = 1\n', 'broker = "one"\n', "steps[1].broker", "broker id"),
+        ('broker = 1\n', 'broker = "one"\n', "steps[1].broker", "an integer"),
         ('broker = 1\n', 'broker = 7\n', "steps[1].broker", "broker id"),
-        ('after_ms = 10', 'after_ms = -5', "steps[1].after_ms", "integer >= 0"),
+        ('after_ms = 10', 'after_ms = -5', "steps[1].after_ms", ">= 0"),
+        ('after_ms = 10', 'after_ms = 1_000_000_000_000', "steps[1].after_ms", "<= 86400000"),
         ('after_ms = 10', 'after_ms = 10\ncolour = "red"', "steps[1].colour", "unknown key"),
         ('action = "crash"', 'action = "explode"', "steps[1].action", "produce"),
         ('broker = 1\nafter_ms', 'after_ms', "steps[1].broker", "required"),
-        ('values = [1, 2]\n[[steps]]', 'values = ["a"]\n[[steps]]', "steps[0].values", "record values"),
+        ('values = [1, 2]\n[[steps]]', 'values = ["a"]\n[[steps]]', "steps[0].values[0]", "an integer"),
         ('producer = "p1"', 'producer = "p9"', "steps[0].producer", "declared"),
         ('kind = "lost"', 'kind = "vanished"', "expect[0].kind", "lost"),
         ('generations = ["hw-truncation"]', 'generations = ["kip-999"]', "expect[0].generations[0]",

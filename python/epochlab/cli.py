@@ -70,6 +70,10 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("generations", help="protocol generations, oldest first")
     show_run = sub.add_parser("show", help="print the step table and verdict of a run directory")
     show_run.add_argument("run_dir", metavar="RUN_DIR")
+    schema = sub.add_parser("schema", help="print the JSON Schema of a file format "
+                            "(schedule, fuzz-profile, campaign-grid, scenario)")
+    schema.add_argument("format", choices=("schedule", "fuzz-profile", "campaign-grid", "scenario"),
+                        help="which file format")
     demo = sub.add_parser("demo", help="seed 004 problem 1 in hw-truncation and the latest generation")
     demo.add_argument("--out", help="parent directory of the two run directories")
     _add_trace_parser(sub)
@@ -167,6 +171,11 @@ def _dispatch(args: argparse.Namespace) -> int:
             print(show(args.run_dir), end="")
         except RunDirError as exc:
             return _fail(f"epochlab: show: {exc}")
+        return 0
+    if args.command == "schema":
+        from epochlab.formats import json_schema
+
+        print(json.dumps(json_schema(args.format), indent=1, sort_keys=True))
         return 0
     if args.command == "demo":
         return _demo(args.out)

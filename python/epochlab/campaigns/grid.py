@@ -168,6 +168,9 @@ def load_grid(path: str | Path | None) -> Grid:
         kind = "TOML" if where.endswith(".toml") else "JSON"
         raise _error(where, "", f"valid {kind}", type(exc).__name__,
                      f"not valid {kind}: {exc}") from None
+    from epochlab.formats import validate
+
+    validate("campaign-grid", data, where, ConfigError)  # structure, types, bounds: all at once
     return parse_grid(data, where)
 
 

@@ -188,6 +188,9 @@ def load_profile(path: str | Path | None) -> FuzzProfile:
     if not isinstance(data, dict):
         raise ScheduleError(f"{where}: expected a JSON object", where=where, field="",
                             expected="a JSON object", got=type(data).__name__)
+    from epochlab.formats import validate
+
+    validate("fuzz-profile", data, where, ScheduleError)  # structure, types, bounds: all at once
     known = set(base.to_dict())
     for key in data:
         if key not in known:

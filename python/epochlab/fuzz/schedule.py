@@ -184,6 +184,9 @@ class Schedule:
         v = _Validator(where)
         if not isinstance(data, Mapping):
             raise v.fail("", "a JSON object", data)
+        from epochlab.formats import validate
+
+        validate("schedule", data, where, ScheduleError)  # structure, types, bounds: all at once
         known = {"format", "version", "generation", "seed", "healing_ms", "cluster", "producers",
                  "consumers", "actions", "origin"}
         for key in sorted(data, key=str):

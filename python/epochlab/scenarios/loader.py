@@ -62,6 +62,9 @@ def loads(text: str, where: str = "<string>") -> Scenario:
         match = re.search(r"line (\d+)", str(exc))
         field = f"line {match.group(1)}" if match else "<toml>"
         raise _err(where, field, "valid TOML", str(exc)) from None
+    from epochlab.formats import validate
+
+    validate("scenario", data, where, ScenarioError)  # structure, types, bounds: all at once
     scenario = from_mapping(data, where)
     return _with_text(scenario, text)
 

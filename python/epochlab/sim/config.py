@@ -32,9 +32,16 @@ def _fail(where: str, field: str, expected: str, got: object) -> ConfigError:
     )
 
 
+#: Upper bounds: a virtual time (``*_ms``) at most one day, like every file format
+#: (``epochlab.formats.MAX_MS``); any other number in Kafka's ``int`` range.
+MAX_MS = 86_400_000
+INT32 = 2**31 - 1
+
+
 def _int(where: str, field: str, value: object, lo: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < lo:
-        raise _fail(where, field, f"an integer >= {lo}", value)
+    hi = MAX_MS if field.endswith("_ms") else INT32
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise _fail(where, field, f"an integer from {lo} to {hi}", value)
     return value
 
 

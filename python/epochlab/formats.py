@@ -1,0 +1,327 @@
+"""The files users write, as pydantic v2 models: the first check every loader makes, and the
+source of the JSON Schemas in ``docs/schemas/`` (``epochlab schema KIND``).
+
+Four formats: a fuzz **schedule** (``epochlab-schedule`` JSON), a fuzz **profile**
+(``--config`` JSON), a campaign **grid** (TOML or JSON) and a **scenario** (TOML). A model
+checks structure, types and bounds, and reports *every* problem at once with its path
+(``actions[3].at_ms``); the loaders then check what needs context (a broker id that must be
+one of ``cluster.brokers``, times that never decrease, Kafka's own configuration rules) and
+build the objects. Types are strict, as JSON and TOML give them: ``"5"`` is not 5, ``true`` is
+not 1.
+
+Bounds keep every run finite and every number in Kafka's range: virtual times at most one day
+(:data:`MAX_MS`; a simulated run is seconds to hours), broker ids and Kafka ``int``
+settings in ``0..2^31-1``, record values and seeds in ``0..2^63-1``, at most
+:data:`MAX_COUNT` records per produce step and :data:`MAX_ACTIONS` actions per schedule.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from functools import cache
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import (BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr,
+                      ValidationError, create_model)
+
+__all__ = ["FORMATS", "MAX_ACTIONS", "MAX_COUNT", "MAX_MS", "check", "json_schema", "validate"]
+
+#: Virtual time bound: one day, in milliseconds (``epochlab.sim.config`` bounds its settings alike).
+MAX_MS = 86_400_000
+INT32 = 2**31 - 1
+INT64 = 2**63 - 1
+#: Records one produce step may send.
+MAX_COUNT = 10_000
+#: Actions of one schedule, steps of one scenario.
+MAX_ACTIONS = 100_000
+MAX_LIST = 1000
+
+Ms = Annotated[StrictInt, Field(ge=0, le=MAX_MS)]
+BrokerId = Annotated[StrictInt, Field(ge=0, le=INT32)]
+Value = Annotated[StrictInt, Field(ge=0, le=INT64)]
+Name = Annotated[StrictStr, Field(min_length=1, max_length=200)]
+Node = Union[BrokerId, Name]
+Fraction = Annotated[Union[StrictInt, StrictFloat], Field(ge=0, le=1)]
+Settings = dict[Name, Any]   # Kafka settings: checked by epochlab.sim.config with their names
+
+#: parameter type tags (``epochlab.fuzz.schedule.OPS``, ``epochlab.scenarios.model``) -> types
+TAGS: dict[str, Any] = {
+    "int": Ms,
+    "pos_int": Annotated[StrictInt, Field(ge=1, le=MAX_MS)],
+    "bool": StrictBool,
+    "str": Annotated[StrictStr, Field(max_length=10_000)],
+    "fraction": Fraction,
+    "broker": BrokerId,
+    "brokers": Annotated[list[BrokerId], Field(max_length=MAX_LIST)],
+    "node": Node,
+    "producer": Name,
+    "consumer": Name,
+    "groups": Annotated[list[Annotated[list[Node], Field(max_length=MAX_LIST)]], Field(max_length=MAX_LIST)],
+    "delay": Annotated[list[Ms], Field(min_length=2, max_length=2)],
+    "values": Annotated[list[Value], Field(min_length=1, max_length=MAX_LIST)],
+    "offsets": Annotated[list[Value], Field(max_length=MAX_LIST)],
+    "records": Annotated[list[Annotated[list[Value], Field(min_length=2, max_length=2)]],
+                         Field(max_length=MAX_LIST)],
+    "errors": Union[Name, Annotated[list[Name], Field(min_length=1, max_length=100)]],
+    "step_ref": Union[Annotated[StrictInt, Field(ge=0, le=MAX_ACTIONS)], Name],
+    "measure": Literal["longest", "total"],
+}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+def _param_fields(params: Mapping[str, tuple[str, bool]]) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    for name, (tag, required) in params.items():
+        type_ = TAGS.get(tag, Any)
+        if name == "count":  # records one produce sends
+            type_ = Annotated[StrictInt, Field(ge=1, le=MAX_COUNT)]
+        fields[name] = (type_, ...) if required else (type_ | None, None)
+    return fields
+
+
+def _tagged(kind: str, key: str, table: Mapping[str, Mapping[str, tuple[str, bool]]],
+            common: Mapping[str, Any]) -> Any:
+    """A union of one model per entry of ``table``, told apart by the field ``key``."""
+    models = []
+    for name, params in table.items():
+        fields = {key: (Literal[name], ...), **common, **_param_fields(params)}
+        models.append(create_model(f"{kind}_{name}", __base__=_Strict, **fields))
+    return Annotated[Union[tuple(models)], Field(discriminator=key)]
+
+
+# -- schedule --------------------------------------------------------------------------------
+
+@cache
+def _schedule_model() -> type[BaseModel]:
+    from epochlab.fuzz.schedule import OPS
+
+    ops = {op: {name: (tag, required) for name, (tag, required, _default) in spec.items()}
+           for op, spec in OPS.items()}
+    action = _tagged("ScheduleAction", "op", ops, {"at_ms": (Ms, ...)})
+    return create_model(
+        "Schedule", __base__=_Strict,
+        __doc__="An epochlab fuzz schedule (docs/fuzzing.md): configuration and timed actions.",
+        format=(Literal["epochlab-schedule"], ...),
+        version=(Literal[1, 2], ...),
+        generation=(Union[Name, Annotated[StrictInt, Field(ge=0, le=100)]], ...),
+        seed=(Value, 0),
+        healing_ms=(Ms, 60000),
+        cluster=(Settings, {}),
+        producers=(dict[Name, Settings], {}),
+        consumers=(dict[Name, Settings], {}),
+        actions=(Annotated[list[action], Field(max_length=MAX_ACTIONS)], []),
+        origin=(dict[StrictStr, Any], {}),
+    )
+
+
+# -- fuzz profile ----------------------------------------------------------------------------
+
+@cache
+def _profile_model() -> type[BaseModel]:
+    from epochlab.fuzz.generator import PROFILE_BOUNDS
+
+    (a_lo, a_hi), (h_lo, h_hi) = PROFILE_BOUNDS["actions"], PROFILE_BOUNDS["healing_ms"]
+    return create_model(
+        "FuzzProfile", __base__=_Strict,
+        __doc__="An epochlab fuzz profile (epochlab fuzz --config FILE; docs/fuzzing.md).",
+        cluster=(Settings | None, None),
+        producers=(dict[Name, Settings] | None, None),
+        consumers=(dict[Name, Settings] | None, None),
+        actions=(Annotated[StrictInt, Field(ge=a_lo, le=a_hi)] | None, None),
+        healing_ms=(Annotated[StrictInt, Field(ge=h_lo, le=h_hi)] | None, None),
+        fault_classes=(dict[Name, Annotated[StrictInt, Field(ge=0, le=1000)]] | None, None),
+        swarm=(StrictBool | None, None),
+        vary_config=(StrictBool | None, None),
+        transactions=(StrictBool | None, None),
+    )
+
+
+# -- campaign grid ---------------------------------------------------------------------------
+
+@cache
+def _grid_model() -> type[BaseModel]:
+    from epochlab.campaigns.grid import AXES, FAULT_KINDS
+
+    axis = Annotated[list[Union[StrictStr, StrictBool, StrictInt]], Field(min_length=1, max_length=100)]
+    axes = create_model("GridAxes", __base__=_Strict, **{
+        name.replace(".", "_"): (axis | None, Field(None, alias=name)) for name in AXES})
+    axes.model_config["populate_by_name"] = False
+    faults = create_model("GridFaults", __base__=_Strict, **{
+        name.replace("-", "_"): (Annotated[StrictInt, Field(ge=0, le=1000)] | None, Field(None, alias=name))
+        for name in FAULT_KINDS})
+    return create_model(
+        "CampaignGrid", __base__=_Strict,
+        __doc__="An epochlab campaign grid (epochlab campaign --grid FILE; docs/campaigns.md).",
+        axes=(axes | None, None),
+        faults=(faults | None, None),
+        cluster=(Settings | None, None),
+        producer=(Settings | None, None),
+    )
+
+
+# -- scenario --------------------------------------------------------------------------------
+
+@cache
+def _scenario_model() -> type[BaseModel]:
+    from epochlab.scenarios.model import ACTIONS, CONDITIONS, EXPECTATIONS
+
+    def table(entries: Mapping[str, Any]) -> dict[str, dict[str, tuple[str, bool]]]:
+        return {name: {p.name: (p.type, p.required) for p in params} for name, params in entries.items()}
+
+    condition = create_model("WaitCondition", __base__=_Strict,
+                             **_param_fields({p.name: (p.type, False) for p in CONDITIONS.values()}))
+    TAGS["condition"] = condition
+    step = _tagged("ScenarioStep", "action", table(ACTIONS),
+                   {"at_ms": (Ms | None, None), "after_ms": (Ms | None, None),
+                    "label": (Name | None, None)})
+    expect = _tagged("ScenarioExpectation", "kind", table(EXPECTATIONS),
+                     {"generations": (Annotated[list[Name], Field(max_length=100)] | None, None),
+                      "after_step": (TAGS["step_ref"] | None, None),
+                      "description": (TAGS["str"] | None, None)})
+    return create_model(
+        "Scenario", __base__=_Strict,
+        __doc__="An epochlab scenario (TOML; docs/scenario-format.md).",
+        name=(Name, ...),
+        description=(TAGS["str"] | None, None),
+        source=(TAGS["str"] | None, None),
+        generations=(Annotated[list[Union[Name, StrictInt]], Field(min_length=1, max_length=100)] | None, None),
+        seed=(Value | None, None),
+        settle_ms=(Ms | None, None),
+        cluster=(Settings | None, None),
+        producers=(dict[Name, Settings] | None, None),
+        consumers=(dict[Name, Settings] | None, None),
+        steps=(Annotated[list[step], Field(max_length=MAX_ACTIONS)] | None, None),
+        expect=(Annotated[list[expect], Field(max_length=MAX_ACTIONS)] | None, None),
+    )
+
+
+#: format name -> model factory
+FORMATS = {"schedule": _schedule_model, "fuzz-profile": _profile_model,
+           "campaign-grid": _grid_model, "scenario": _scenario_model}
+
+
+def _path(loc: tuple[Any, ...]) -> str:
+    """``('actions', 3, 'crash', 'broker')`` -> ``actions[3].broker``: the tag pydantic adds
+    after a list index (which member of a tagged union) is dropped."""
+    out = ""
+    after_index = False
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+            after_index = True
+            continue
+        if not (after_index and isinstance(part, str) and part in _TAG_NAMES):
+            out += f".{part}" if out else str(part)
+        after_index = False
+    return out
+
+
+_TAG_NAMES: set[str] = set()
+
+
+def _tag_names() -> None:
+    from epochlab.fuzz.schedule import OPS
+    from epochlab.scenarios.model import ACTIONS, EXPECTATIONS
+
+    _TAG_NAMES.update(OPS, ACTIONS, EXPECTATIONS)
+
+
+_TYPES = {"int_type": "an integer", "bool_type": "true or false", "string_type": "a string",
+          "dict_type": "a table/object", "list_type": "a list", "float_type": "a number",
+          "model_type": "a table/object", "int_from_float": "an integer"}
+
+
+def _message(err: Mapping[str, Any]) -> str:
+    """Pydantic's error in this project's words."""
+    kind, ctx = err["type"], err.get("ctx") or {}
+    if kind == "extra_forbidden":
+        return "unknown key"
+    if kind == "missing":
+        return "required key missing"
+    if kind in ("greater_than_equal", "greater_than"):
+        return f"must be >= {ctx.get('ge', ctx.get('gt'))}"
+    if kind in ("less_than_equal", "less_than"):
+        return f"must be <= {ctx.get('le', ctx.get('lt'))}"
+    if kind in _TYPES:
+        return f"expected {_TYPES[kind]}"
+    if kind == "union_tag_invalid":
+        return (f"unknown {ctx.get('discriminator', '').strip(chr(39))} {ctx.get('tag')!r}; "
+                f"expected one of {ctx.get('expected_tags')}")
+    if kind == "union_tag_not_found":
+        return f"required key {ctx.get('discriminator', '').strip(chr(39))} missing"
+    if kind == "too_long":
+        return f"at most {ctx.get('max_length')} items"
+    if kind == "too_short":
+        return f"at least {ctx.get('min_length')} item{'s' if ctx.get('min_length') != 1 else ''}"
+    if kind == "literal_error":
+        return f"expected {ctx.get('expected')}"
+    return str(err["msg"])
+
+
+def _shown(value: Any) -> str:
+    try:
+        text = json.dumps(value, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check(kind: str, data: Any, where: str) -> list[tuple[str, str, str]]:
+    """Every problem of ``data`` as format ``kind``: ``(path, message, value shown)``; empty
+    when it is well-formed."""
+    model = FORMATS[kind]()
+    if not _TAG_NAMES:
+        _tag_names()
+    try:
+        model.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        seen: set[tuple[str, str]] = set()
+        for err in exc.errors(include_url=False):
+            path = _path(tuple(err["loc"]))
+            if err["type"] in ("union_tag_invalid", "union_tag_not_found"):
+                tag = str((err.get("ctx") or {}).get("discriminator", "")).strip("'")
+                path = f"{path}.{tag}" if path else tag
+            key = (path, _message(err))
+            if key in seen:
+                continue
+            seen.add(key)
+            problems.append((path, _message(err), _shown(err.get("input"))))
+        return problems
+    return []
+
+
+def describe(problems: list[tuple[str, str, str]], where: str, limit: int = 20) -> str:
+    """One problem: one line; more: a count, then one line per problem (at most ``limit``)."""
+    if len(problems) == 1:
+        path, msg, shown = problems[0]
+        return f"{where}: {path or '(top level)'}: {msg} (got {shown})"
+    lines = [f"{where}: {len(problems)} problems:"]
+    for path, msg, shown in problems[:limit]:
+        lines.append(f"  {path or '(top level)'}: {msg} (got {shown})")
+    if len(problems) > limit:
+        lines.append(f"  ... and {len(problems) - limit} more")
+    return "\n".join(lines)
+
+
+def json_schema(kind: str) -> dict[str, Any]:
+    """The JSON Schema of format ``kind`` (what ``docs/schemas/<kind>.schema.json`` holds)."""
+    schema = FORMATS[kind]().model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = f"https://epochlab.invalid/schemas/{kind}.schema.json"
+    return schema
+
+
+def validate(kind: str, data: Any, where: str, error: type[Exception]) -> None:
+    """Raise ``error`` (an :class:`epochlab.errors.EpochlabError` subclass) listing every
+    problem of ``data`` as format ``kind``, with ``field`` / ``expected`` / ``got`` of the first
+    and ``problems`` holding them all; nothing when it is well-formed."""
+    problems = check(kind, data, where)
+    if problems:
+        path, msg, shown = problems[0]
+        raise error(describe(problems, where), where=where, field=path, expected=msg, got=shown,
+                    problems=[{"field": p, "message": m, "got": g} for p, m, g in problems])
