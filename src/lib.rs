@@ -34,6 +34,9 @@ pub mod replica;
 pub mod txn;
 pub mod types;
 
+#[cfg(test)]
+mod no_panic;
+
 #[cfg(feature = "python")]
 mod bindings;
 
