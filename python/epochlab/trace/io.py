@@ -28,6 +28,9 @@ def write_trace(table: Any, path: str | os.PathLike[str], *, row_group_rows: int
 
     path = Path(path)
     table = normalize(table)
+    meta = dict(table.schema.metadata or {})
+    meta[b"epochlab.columns"] = ",".join(table.column_names).encode()  # read back: schema intact
+    table = table.replace_schema_metadata(meta)
     if _is_ipc(path):
         with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
             for batch in table.to_batches(max_chunksize=row_group_rows):
@@ -68,6 +71,19 @@ class TraceFile:
             raise TraceError(f"{self.path}: unreadable trace file of {size} bytes: {exc}{hint}",
                              path=self.path, row=0, reason=str(exc)) from None
         self.metadata = check_metadata(arrow_schema, self.path)
+        if not self._ipc:
+            # The column names of the Parquet footer itself: pyarrow may take names and types
+            # from the Arrow schema stored beside them and read a damaged column as nulls
+            from epochlab.trace.schema import check_column_names
+
+            leaves = [self._reader.schema.column(i).path.split(".")[0]
+                      for i in range(len(self._reader.schema))]
+            physical = list(dict.fromkeys(leaves))
+            check_column_names(physical, arrow_schema.metadata or {}, self.path)
+            if sorted(physical) != sorted(arrow_schema.names):
+                raise TraceError(f"{self.path}: the Parquet columns ({', '.join(physical)}) differ from "
+                                 f"its Arrow schema ({', '.join(arrow_schema.names)}): damaged schema",
+                                 path=self.path, row=0, reason="Parquet and Arrow column names differ")
 
     def batches(self, max_rows: int = 1 << 20) -> Iterator[tuple[int, Any]]:
         import pyarrow as pa
@@ -97,7 +113,7 @@ class TraceFile:
     def _normalized(self, row: int, batch: Any, max_rows: int) -> Iterator[tuple[int, Any]]:
         import pyarrow as pa
 
-        table = normalize(pa.Table.from_batches([batch]), self.path)
+        table = normalize(pa.Table.from_batches([batch]), self.path, first_row=row)
         for part in table.combine_chunks().to_batches(max_chunksize=max_rows):
             yield row, part
             row += part.num_rows

@@ -81,14 +81,51 @@ def check_metadata(arrow_schema: Any, path: str | None = None) -> dict[str, str]
     return {k[len("epochlab."):]: v for k, v in meta.items() if k.startswith("epochlab.")}
 
 
-def normalize(table: Any, path: str | None = None) -> Any:
+def _near(a: str, b: str) -> bool:
+    """``a`` and ``b`` differ in exactly one character (what one flipped bit does to a name)."""
+    return len(a) == len(b) and sum(x != y for x, y in zip(a, b)) == 1
+
+
+def check_column_names(names: list[str], meta: Any, path: str | None, row: int = 0) -> None:
+    """A file records the columns it was written with (``epochlab.columns``, written by
+    :func:`epochlab.trace.io.write_trace`): they must be the columns read. Without that key,
+    an unknown column one character away from an absent v1 column is a damaged name, not an
+    added column (unknown columns are otherwise ignored, ``docs/trace-format.md``)."""
+    where = path or "<table>"
+    v1 = [n for n, _t, _null in COLUMNS]
+    written = meta.get(b"epochlab.columns")
+    if written is not None:
+        expected = written.decode("utf-8", "replace").split(",")
+        if sorted(expected) != sorted(names):
+            odd = sorted(set(names) ^ set(expected))
+            raise TraceError(f"{where}: the columns read ({', '.join(names)}) are not those the file "
+                             f"was written with ({', '.join(expected)}): damaged schema ({', '.join(odd)})",
+                             path=path, row=row, reason="columns differ from epochlab.columns")
+        return
+    absent = [n for n in v1 if n not in names]
+    for name in names:
+        twin = next((n for n in absent if _near(name, n)), None)
+        if name not in v1 and twin is not None:
+            raise TraceError(f"{where}: column {name!r} is not in the schema and {twin!r} is missing: "
+                             "a damaged or misspelt column name", path=path, row=row,
+                             reason=f"column {name!r} instead of {twin!r}")
+
+
+def normalize(table: Any, path: str | None = None, first_row: int = 0) -> Any:
     """``table`` with the v1 column types (casting compatible integer columns, adding absent
     optional columns as nulls), in schema order; :class:`TraceError` for a column that cannot
-    be cast or a missing required column (``kind``)."""
+    be cast, a missing required column (``kind``) or a column the schema does not have (a
+    renamed column, e.g. by a damaged footer, must not read as an absent one). ``first_row``
+    is the table's first row in the whole trace: an absent ``event`` column numbers rows from
+    there, so numbers continue across row groups and batches."""
     import pyarrow as pa
 
     target = schema()
     meta = table.schema.metadata
+    check_column_names(table.column_names, meta or {}, path, first_row)
+    if len(set(table.column_names)) != len(table.column_names):
+        raise TraceError(f"{path or '<table>'}: a column appears twice", path=path, row=first_row,
+                         reason="duplicate column")
     if "kind" not in table.column_names:
         raise TraceError(f"{path or '<table>'}: the trace has no 'kind' column", path=path, row=0,
                          reason="missing column 'kind'")
@@ -105,8 +142,8 @@ def normalize(table: Any, path: str | None = None) -> Any:
                                      reason=f"column '{field.name}' has type {col.type}") from None
         elif field.name in ("event", "partition", "flags"):
             n = table.num_rows
-            col = pa.chunked_array([pa.array(range(n) if field.name == "event" else [0] * n,
-                                             type=field.type)])
+            col = pa.chunked_array([pa.array(range(first_row, first_row + n) if field.name == "event"
+                                             else [0] * n, type=field.type)])
         else:
             col = pa.chunked_array([pa.nulls(table.num_rows, type=field.type)])
         arrays.append(col)
