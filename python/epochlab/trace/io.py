@@ -31,14 +31,36 @@ def write_trace(table: Any, path: str | os.PathLike[str], *, row_group_rows: int
     meta = dict(table.schema.metadata or {})
     meta[b"epochlab.columns"] = ",".join(table.column_names).encode()  # read back: schema intact
     table = table.replace_schema_metadata(meta)
-    if _is_ipc(path):
-        with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
-            for batch in table.to_batches(max_chunksize=row_group_rows):
-                writer.write_batch(batch)
-        return path
-    pq.write_table(table, str(path), row_group_size=row_group_rows, compression="zstd",
-                   write_page_checksum=True, write_statistics=False)
+    # Written beside the target and renamed into place once complete and synced: a writer
+    # killed part way leaves the previous file (or none), never half a trace under its name.
+    tmp = path.with_name(f".{path.name}.partial-{os.getpid()}")
+    _remove_stale_partials(path)
+    try:
+        if _is_ipc(path):
+            with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+                for batch in table.to_batches(max_chunksize=row_group_rows):
+                    writer.write_batch(batch)
+        else:
+            pq.write_table(table, str(tmp), row_group_size=row_group_rows, compression="zstd",
+                           write_page_checksum=True, write_statistics=False)
+        with open(tmp, "rb+") as written:
+            os.fsync(written.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return path
+
+
+def _remove_stale_partials(path: Path) -> None:
+    """Temporary files of writers that were killed (their process is gone)."""
+    for partial in path.parent.glob(f".{path.name}.partial-*"):
+        try:
+            os.kill(int(partial.name.rsplit("-", 1)[1]), 0)
+        except ProcessLookupError:
+            partial.unlink(missing_ok=True)
+        except (ValueError, OSError):
+            continue
 
 
 class TraceFile:
