@@ -4,7 +4,7 @@
 //! `MAX`), in random operation sequences driven by a seeded generator; sequences and records
 //! are as long or as short as Python can make them (empty included). Every call runs inside
 //! `catch_unwind`: a caller's bad input must come back as an `Err`, never as a panic (a panic
-//! crossing into Python aborts nothing only because pyo3 turns it into `PanicException`, which
+//! crossing into Python aborts nothing only because the binding layer turns it into `PanicException`, which
 //! is itself a bug report).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
