@@ -19,7 +19,7 @@ from types import ModuleType
 import pytest
 
 FUZZ_DIR = Path(__file__).resolve().parent.parent / "fuzz"
-HARNESSES = ["fuzz_core_api", "fuzz_checkpoint"]
+HARNESSES = ["fuzz_core_api", "fuzz_checkpoint", "fuzz_formats"]
 SEED = 20240601
 
 HAND_WRITTEN = [
@@ -74,3 +74,26 @@ def test_byte_reader_is_deterministic_and_total() -> None:
     assert reader.remaining_bytes() == 0
     assert reader.ConsumeIntInRange(7, 9) == 7 and reader.ConsumeBool() is False
     assert reader.ConsumeBytes(4) == b"" and reader.ConsumeUnicodeNoSurrogates(2) == "\x00\x00"
+
+
+def test_the_formats_campaign_finds_no_crash_on_a_short_run() -> None:
+    """The loop behind the long hostile-input campaign (``fuzz/hostile.py``), briefly: every
+    damaged file of every format is accepted or refused with an epochlab error."""
+    formats = load("fuzz_formats")
+    counts = formats.campaign(1400, seed=3)
+    assert sum(counts.values()) == 1400
+    assert {f for f, _ in counts} == set(formats.FORMATS)
+    assert all(outcome in ("ok", "refused") for _, outcome in counts)
+
+
+@pytest.mark.parametrize("fmt, data", [
+    ("scenario", b'name = "x"\ndescription = "\xff\xfe"\n'),                 # not UTF-8
+    ("scenario", b'name = "x"\nseed = ' + b"[" * 3000 + b"]" * 3000 + b"\n"),  # nested too deeply
+    ("schedule", b'{"format": "epochlab-schedule", "version": 2, "generation": "kip-101", '
+                 b'"actions": [{"op": "heal", "at_ms": 1000000000000000000}]}'),
+    ("profile", b'{"actions": 1e308}'),
+    ("grid-toml", b'[faults]\n"leader-crash" = 99999999999999999\n'),
+])
+def test_regressions_found_by_the_formats_harness(fmt: str, data: bytes) -> None:
+    formats = load("fuzz_formats")
+    assert formats.check_one(fmt, data) == "refused"

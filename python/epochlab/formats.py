@@ -320,7 +320,10 @@ def validate(kind: str, data: Any, where: str, error: type[Exception]) -> None:
     """Raise ``error`` (an :class:`epochlab.errors.EpochlabError` subclass) listing every
     problem of ``data`` as format ``kind``, with ``field`` / ``expected`` / ``got`` of the first
     and ``problems`` holding them all; nothing when it is well-formed."""
-    problems = check(kind, data, where)
+    try:
+        problems = check(kind, data, where)
+    except RecursionError:
+        problems = [("", "nested too deeply", "deeply nested lists or tables")]
     if problems:
         path, msg, shown = problems[0]
         raise error(describe(problems, where), where=where, field=path, expected=msg, got=shown,

@@ -51,6 +51,9 @@ def load_file(path: str | Path) -> Scenario:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise _err(str(path), "<file>", "a readable scenario file", exc.strerror or str(exc))
+    except UnicodeDecodeError as exc:
+        raise _err(str(path), f"byte {exc.start}", "UTF-8 text", f"byte {exc.object[exc.start]:#04x} "
+                   f"at offset {exc.start} is not UTF-8") from None
     return loads(text, where=str(path))
 
 
@@ -62,6 +65,9 @@ def loads(text: str, where: str = "<string>") -> Scenario:
         match = re.search(r"line (\d+)", str(exc))
         field = f"line {match.group(1)}" if match else "<toml>"
         raise _err(where, field, "valid TOML", str(exc)) from None
+    except RecursionError:
+        raise _err(where, "<toml>", "TOML nested at most a few hundred levels deep",
+                   "arrays or tables nested too deeply") from None
     from epochlab.formats import validate
 
     validate("scenario", data, where, ScenarioError)  # structure, types, bounds: all at once

@@ -86,7 +86,7 @@ class TraceFile:
         except FileNotFoundError:
             raise TraceError(f"{self.path}: no such file", path=self.path, row=0,
                              reason="no such file") from None
-        except (OSError, pa.ArrowException) as exc:
+        except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:
             size = os.path.getsize(self.path) if os.path.exists(self.path) else 0
             hint = (" (a Parquet file cut short loses its footer, so no row group can be located;"
                     " the Arrow IPC stream format keeps every complete batch)" if not self._ipc else "")
@@ -98,8 +98,12 @@ class TraceFile:
             # from the Arrow schema stored beside them and read a damaged column as nulls
             from epochlab.trace.schema import check_column_names
 
-            leaves = [self._reader.schema.column(i).path.split(".")[0]
-                      for i in range(len(self._reader.schema))]
+            try:
+                leaves = [self._reader.schema.column(i).path.split(".")[0]
+                          for i in range(len(self._reader.schema))]
+            except (pa.ArrowException, UnicodeDecodeError) as exc:
+                raise TraceError(f"{self.path}: damaged Parquet schema: {exc}", path=self.path, row=0,
+                                 reason="unreadable column names") from None
             physical = list(dict.fromkeys(leaves))
             check_column_names(physical, arrow_schema.metadata or {}, self.path)
             if sorted(physical) != sorted(arrow_schema.names):
@@ -125,7 +129,7 @@ class TraceFile:
         for group in range(self._reader.num_row_groups):
             try:
                 table = self._reader.read_row_group(group)
-            except (OSError, pa.ArrowException) as exc:
+            except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:
                 raise TraceError(f"{self.path}: row group {group} (rows from {row}) is unreadable: "
                                  f"{exc}", path=self.path, row=row, reason=str(exc)) from None
             for batch in table.to_batches():

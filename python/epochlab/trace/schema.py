@@ -70,7 +70,11 @@ def schema(**metadata: Any) -> Any:
 def check_metadata(arrow_schema: Any, path: str | None = None) -> dict[str, str]:
     """The ``epochlab.*`` metadata of a trace schema; :class:`TraceError` (row 0) if the
     format marker is missing or names another major version."""
-    meta = {k.decode(): v.decode() for k, v in (arrow_schema.metadata or {}).items()}
+    try:
+        meta = {k.decode(): v.decode() for k, v in (arrow_schema.metadata or {}).items()}
+    except UnicodeDecodeError as exc:
+        raise TraceError(f"{path or '<table>'}: damaged schema metadata (byte {exc.start} of a key "
+                         "or value is not UTF-8)", path=path, row=0, reason="metadata not UTF-8") from None
     version = meta.get(FORMAT)
     if version is None:
         raise TraceError(f"{path or '<table>'}: not an epochlab trace (no '{FORMAT}' schema metadata)",
