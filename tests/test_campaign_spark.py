@@ -143,6 +143,10 @@ def test_report_and_kafka_ordering(spark: Any, baseline: Any, tmp_path: Path) ->
     for title in ("Producer Guarantees Summary", "What Messages Are Lost When Leader Fails",
                   "Downtime During Leader Failure", "Disagreements with the seed"):
         assert title in md
+    with_latency = [r for r in summary["by_config"] if r.get("latency_pct_ms")]
+    assert with_latency and all(len(r["latency_ci_ms"]) == 2 for r in with_latency)
+    assert all(lo <= hi for r in with_latency for lo, hi in r["latency_ci_ms"])
+    assert "bootstrap over runs" in md
     page = paths["html"].read_text()
     assert page.startswith("<!doctype html>")
     # rendered from the markdown by a CommonMark library: emphasis and tables, no literal markup

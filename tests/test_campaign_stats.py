@@ -50,3 +50,17 @@ def test_acks_true_is_not_acks_1() -> None:
 
     with pytest.raises(ConfigError):
         ProducerConfig.from_dict({"acks": True})
+
+
+def test_latency_intervals_come_from_a_bootstrap_over_runs() -> None:
+    from epochlab.campaigns.aggregate import bootstrap_percentiles
+
+    steady = [[10, 11, 12, 10, 11]] * 40
+    [(lo50, hi50), (lo99, hi99)] = bootstrap_percentiles(steady, (0.5, 0.99))
+    assert lo50 <= 11 <= hi50 and hi50 - lo50 <= 1 and lo99 <= 12 <= hi99
+    # one slow run among few: the p99 interval is wide, the p50 one is not
+    few = [[10, 10, 10]] * 4 + [[3000, 3000, 3000]]
+    [(lo50, hi50), (lo99, hi99)] = bootstrap_percentiles(few, (0.5, 0.99))
+    assert hi50 == 10 and lo99 < 3000 <= hi99
+    assert bootstrap_percentiles([[], []], (0.5,)) is None
+    assert bootstrap_percentiles(few, (0.5, 0.99)) == bootstrap_percentiles(few, (0.5, 0.99))  # seeded

@@ -64,13 +64,56 @@ def by_config(df: Any, extra_keys: tuple[str, ...] = (), latency: bool = True) -
                .groupBy(*keys).agg(F.percentile("latency", [0.5, 0.99]).alias("latency_pct_ms"),
                                    F.avg("latency").alias("latency_mean_ms")))
         base = base.join(lat, keys, "left")
+        # per run: its latencies, for the bootstrap over runs (cluster bootstrap: the sends of
+        # one run are not independent, the runs are)
+        runs = df.groupBy(*keys).agg(F.collect_list("latency_ms").alias("_latency_by_run"))
+        base = base.join(runs, keys, "left")
     joined = (base
               .withColumn("acked_loss_rate", _ratio(F.col("acked_lost"), F.col("acked")))
               .withColumn("committed_loss_rate", _ratio(F.col("committed_lost"), F.col("committed")))
               .withColumn("duplicate_rate", _ratio(F.col("duplicates"), F.col("acked")))
               .withColumn("out_of_order_rate", _ratio(F.col("out_of_order"), F.col("acked")))
               .orderBy(*keys))
-    return [_plain(r.asDict(recursive=True)) for r in joined.collect()]
+    rows = [_plain(r.asDict(recursive=True)) for r in joined.collect()]
+    for row in rows:
+        by_run = row.pop("_latency_by_run", None)
+        if by_run is not None:
+            row["latency_ci_ms"] = bootstrap_percentiles(by_run, (0.5, 0.99))
+    return rows
+
+
+BOOTSTRAP_RESAMPLES = 200
+
+
+def _percentile(sorted_values: list[int], q: float) -> float:
+    """Linear interpolation between closest ranks (Spark's ``percentile``)."""
+    pos = q * (len(sorted_values) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def bootstrap_percentiles(latency_by_run: list[list[int]], qs: tuple[float, ...],
+                          resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> list[list[float]] | None:
+    """95% intervals ``[[lo, hi], ...]`` of the percentiles ``qs`` of the pooled latencies, by a
+    bootstrap over runs (resample runs with replacement, pool their latencies, take the
+    percentile; the 2.5th and 97.5th of ``resamples`` such values). ``None`` without data."""
+    import random
+
+    runs = [sorted(r) for r in latency_by_run if r]
+    if not runs:
+        return None
+    rng = random.Random(seed)
+    draws: list[list[float]] = [[] for _ in qs]
+    for _ in range(resamples):
+        pooled = sorted(v for _ in runs for v in runs[rng.randrange(len(runs))])
+        for i, q in enumerate(qs):
+            draws[i].append(_percentile(pooled, q))
+    out = []
+    for values in draws:
+        values.sort()
+        out.append([round(values[int(0.025 * (resamples - 1))], 1), round(values[int(0.975 * (resamples - 1))], 1)])
+    return out
 
 
 def by_state(df: Any, keys: tuple[str, ...] = ("acks", "min_insync_replicas", "replication_factor",
