@@ -57,3 +57,41 @@ def test_run_directories_killed_stay_whole(tmp_path: Path, cmd: list[str]) -> No
             target = next((out / "violations").iterdir())
         assert show(target).splitlines()[0] == before.splitlines()[0], delay   # whole, readable
         assert (target / "README.md").exists() and (target / "verdict.json").exists()
+
+
+def test_a_killed_campaign_resumes_with_every_run_exactly_once(tmp_path: Path) -> None:
+    """SIGKILL the campaign driver once its first batch is on disk, resume it: every run of
+    the campaign is there exactly once (and the JVM the driver started exits with it)."""
+    pytest.importorskip("pyspark")
+    import json
+    import time
+
+    grid = tmp_path / "grid.json"
+    grid.write_text(json.dumps({"axes": {"generation": ["strict-min-isr"], "acks": ["1", "all"],
+                                         "min.insync.replicas": [2], "replication.factor": [3],
+                                         "unclean.leader.election.enable": [False],
+                                         "enable.idempotence": [False]}}))
+    out = tmp_path / "camp"
+    cmd = [*EPOCHLAB, "campaign", "--grid", str(grid), "--runs", "60", "--batch-runs", "10",
+           "--seed", "4", "--master", "local[1]", "--out", str(out), "--no-shrink", "--no-progress", "--json"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        if len(list(out.glob("runs/*/batch=*"))) >= 2:   # a batch or more committed
+            break
+        time.sleep(0.2)
+    killed = proc.poll() is None
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = subprocess.run([*cmd, "--resume"], capture_output=True, text=True, timeout=600)
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    summary = json.loads(done.stdout)["summary"]
+    assert summary["runs"] == summary["expected_runs"] == 60
+    assert summary["runs_executed"] < 60 or not killed   # the first batches were not run again
+    import pyarrow.parquet as pq
+
+    ids = pq.read_table(out / "runs", columns=["run_id"]).column("run_id").to_pylist()
+    assert sorted(ids) == list(range(60))
+    time.sleep(1)
+    jvms = subprocess.run(["pgrep", "-f", str(out)], capture_output=True, text=True).stdout.split()
+    assert jvms == [], "a JVM of the killed driver outlived it"
