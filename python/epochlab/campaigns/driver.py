@@ -103,14 +103,14 @@ def shrink_violations(spec: CampaignSpec, summary: dict[str, Any], out: Path,
         if violation is None:
             entry["note"] = "not reproduced by the fuzz executor's per-event checks"
             continue
-        write_finding(out, violation, schedule, None, result, first["seed"], "campaign")
+        write_finding(out, violation, schedule, None, first["seed"], "campaign")
         deadline = time.monotonic() + SHRINK_SECONDS
         try:
             shrunk = shrink(schedule, entry["signature"], max_runs=SHRINK_RUNS,
                             stop=lambda: time.monotonic() > deadline)
         except ValueError:
             continue
-        directory = write_finding(out, violation, schedule, shrunk.schedule, shrunk.result,
+        directory = write_finding(out, violation, schedule, shrunk.schedule,
                                   first["seed"], "campaign")
         entry["schedule"] = str(directory / "schedule.json")
         entry["actions"] = [len(schedule.actions), len(shrunk.schedule.actions)]

@@ -80,11 +80,12 @@ def _write(path: Path, text: str) -> None:
 
 
 def write_finding(out: Path, violation: Violation, original: Schedule, minimal: Schedule | None,
-                  result: RunResult | None, seed: int | None, engine: str) -> Path:
+                  seed: int | None, engine: str) -> Path:
     """Write (or replace) ``<out>/violations/<signature>/``, a run directory
     (``epochlab.report.rundir``) of the minimal schedule (the original until it is shrunk)
     with ``original.json`` beside it; safe to call first with ``minimal=None`` (before
-    shrinking) and again with the minimal schedule."""
+    shrinking) and again with the minimal schedule. The schedule is run again here, recorded
+    step by step for the run directory."""
     from epochlab.fuzz.executor import execute
     from epochlab.report.rundir import write_schedule_run
 
@@ -162,13 +163,13 @@ class Campaign:
         self.progress(f"run {run + 1} ({seconds:.1f} s, seed {seed}): {v.invariant}: {v.message}")
         if self.out is None:
             return
-        finding.directory = write_finding(self.out, v, schedule, None, result, seed, "random")
+        finding.directory = write_finding(self.out, v, schedule, None, seed, "random")
         grace = time.monotonic() + 60.0  # shrinking may overrun the budget by at most a minute
         shrunk = shrink(schedule, v.signature, backend=self.backend, max_runs=self.shrink_runs,
                         stop=lambda: time.monotonic() > max(grace, deadline or 0.0))
         finding.minimal_actions = len(shrunk.schedule.actions)
         finding.shrink_runs = shrunk.runs
-        write_finding(self.out, v, schedule, shrunk.schedule, shrunk.result, seed, "random")
+        write_finding(self.out, v, schedule, shrunk.schedule, seed, "random")
         self.progress(f"  shrunk {len(schedule.actions)} -> {len(shrunk.schedule.actions)} actions "
                       f"in {shrunk.runs} runs: {finding.directory / 'schedule.json'}")
 

@@ -225,7 +225,7 @@ def _atheris(args: argparse.Namespace, generation: Any, out: Path) -> dict[str, 
         if first is None:
             continue
         shrunk = shrink(original, directory.name, max_runs=300)
-        write_finding(out, first, original, shrunk.schedule, shrunk.result, None, "atheris")
+        write_finding(out, first, original, shrunk.schedule, None, "atheris")
         to_first = found_at.get(directory.name, (None, None))
         violations.append({"signature": first.signature, "invariant": first.invariant,
                            "message": first.message, "runs_to_first": to_first[0],

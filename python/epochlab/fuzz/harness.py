@@ -80,7 +80,7 @@ class ScheduleHarness:
         new = [v for v in result.verdict.protocol_violations if v.signature not in self.seen]
         for v in new:
             self.seen.add(v.signature)
-            write_finding(self.out, v, schedule, None, result, None, "atheris")
+            write_finding(self.out, v, schedule, None, None, "atheris")
             print(f"epochlab: run {self.runs}: {v.invariant}: {v.message} -> "
                   f"{self.out / 'violations' / v.signature}", file=sys.stderr, flush=True)
         if new and self.stop_on_violation:
