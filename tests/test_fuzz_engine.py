@@ -60,7 +60,7 @@ def test_harness_writes_findings_before_raising(tmp_path: Path) -> None:
     # The seed corpus is the random engine's schedules, byte-encoded: the harness finds what the
     # random engine finds, at the same run (hw-truncation, campaign seed 1: run 3).
     (tmp_path / "corpus").mkdir()
-    assert seed_corpus(tmp_path / "corpus", 1, FuzzProfile(), count=8) == 8
+    assert len(seed_corpus(tmp_path / "corpus", 1, FuzzProfile(), count=8)) == 8
     stop = ScheduleHarness("hw-truncation", tmp_path / "g0", stop_on_violation=True)
     with pytest.raises(ViolationFound):
         for path in sorted((tmp_path / "corpus").iterdir()):

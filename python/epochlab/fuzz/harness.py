@@ -14,8 +14,8 @@ this and shrinks the findings afterwards); with it, the harness raises
 
     python -m epochlab.fuzz.harness --generation kip-101 --out runs/fuzz-g1 -max_total_time=300
 
-The search is structure-aware: an empty corpus starts with the byte encodings of the random
-engine's first :data:`SEED_INPUTS` schedules (so the first runs are the random engine's), and the
+The search is structure-aware: it starts with the byte encodings of the random engine's first
+:data:`SEED_INPUTS` schedules, run in order (so the first runs are the random engine's), and the
 custom mutator (:func:`mutate_records`) changes whole action records or the bytes of one
 record, never shifting the records after it. Coverage of the simulator and the checker
 (``atheris.instrument_all``) decides what is kept.
@@ -66,6 +66,8 @@ class ScheduleHarness:
         self.runs = 0
 
     def test_one_input(self, data: bytes) -> None:
+        if not data:  # libFuzzer's first, empty input: no schedule, not counted as a run
+            return
         schedule = decode_schedule(data, self.generation, self.profile, self.max_actions)
         self.runs += 1
         try:
@@ -91,17 +93,19 @@ class ScheduleHarness:
 SEED_INPUTS = 64
 
 
-def seed_corpus(corpus: Path, seed: int, profile: FuzzProfile, count: int = SEED_INPUTS) -> int:
-    """Fill an empty ``corpus`` with the byte encodings of the random engine's first ``count``
-    schedules for campaign seed ``seed`` (:func:`encode_random_schedule` of
+def seed_corpus(corpus: Path, seed: int, profile: FuzzProfile, count: int = SEED_INPUTS) -> list[Path]:
+    """Fill an empty ``corpus`` directory with the byte encodings of the random engine's first
+    ``count`` schedules for campaign seed ``seed`` (:func:`encode_random_schedule` of
     ``run_seed(seed, i)``): the search starts exactly where the random engine is, and coverage
-    guidance takes it from there. Returns how many were written."""
+    guidance takes it from there. Returns the files, in run order (none if not empty)."""
     if any(corpus.iterdir()):
-        return 0
+        return []
+    files = []
     for i in range(count):
-        data = encode_random_schedule(run_seed(seed, i), profile)
-        (corpus / f"random-{i:03d}").write_bytes(data)
-    return count
+        path = corpus / f"random-{i:03d}"
+        path.write_bytes(encode_random_schedule(run_seed(seed, i), profile))
+        files.append(path)
+    return files
 
 
 def mutate_records(data: bytes, max_size: int, seed: int) -> bytes:
@@ -170,16 +174,22 @@ def main(argv: list[str] | None = None, instrument: bool = True) -> None:
     import atheris
 
     out = Path(args.out)
-    (out / "corpus").mkdir(parents=True, exist_ok=True)
-    (out / "crashes").mkdir(parents=True, exist_ok=True)
+    for sub in ("corpus", "crashes", "seeds"):
+        (out / sub).mkdir(parents=True, exist_ok=True)
     profile = load_profile(args.config)
-    seed_corpus(out / "corpus", args.corpus_seed, profile)
+    # The random engine's schedules go in as -seed_inputs. With -shuffle=0 libFuzzer runs
+    # initial inputs of equal size last-given first (measured with atheris 3.0's libFuzzer), so
+    # they are given in reverse and the first runs are exactly the random engine's; what adds
+    # coverage lands in the corpus directory as usual.
+    seeds = seed_corpus(out / "seeds", args.corpus_seed, profile)[::-1]
     harness = ScheduleHarness(args.generation, out, profile, args.stop_on_violation)
     if instrument:
         atheris.instrument_all()
     max_len = HEADER_BYTES + RECORD_BYTES * harness.max_actions
-    flags = [f"-artifact_prefix={out / 'crashes'}/", f"-max_len={max_len}", *libfuzzer,
-             str(out / "corpus")]
+    flags = [f"-artifact_prefix={out / 'crashes'}/", f"-max_len={max_len}", "-shuffle=0"]
+    if seeds:
+        flags.append("-seed_inputs=" + ",".join(str(p) for p in seeds))
+    flags += [*libfuzzer, str(out / "corpus")]
     atheris.Setup([sys.argv[0], *flags], harness.test_one_input, custom_mutator=mutate_records)
     atheris.Fuzz()
 
