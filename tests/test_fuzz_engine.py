@@ -113,3 +113,17 @@ def test_cli_fuzz_replay_shrink(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "minimal schedule" in capsys.readouterr().out
     clean = generate_schedule(1, "strict-min-isr", SMALL).save(tmp_path / "clean.json")
     assert main(["replay", str(clean)]) == 0
+
+
+def test_a_run_budget_alone_is_not_cut_by_a_default_time_budget(capsys: pytest.CaptureFixture[str],
+                                                                   tmp_path: Path) -> None:
+    """`--runs N` runs N (the 60 s default applies only when no budget is given)."""
+    from epochlab.fuzz.cli import add_fuzz_commands
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_fuzz_commands(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["fuzz", "--runs", "3"])
+    assert args.seconds is None
+    assert main(["fuzz", "-g", "strict-min-isr", "--runs", "3", "--json", "--out", str(tmp_path)]) in (0, 1)
+    assert json.loads(capsys.readouterr().out)["runs"] == 3

@@ -26,9 +26,10 @@ def add_fuzz_commands(sub: Any) -> None:
     fuzz.add_argument("--generation", "-g", default="strict-min-isr")
     fuzz.add_argument("--config", help="fuzz profile JSON (cluster, producers, consumers, "
                       "actions, healing_ms, fault_classes, swarm, vary_config)")
-    fuzz.add_argument("--seconds", type=_seconds, default=60.0,
-                      help="time budget in seconds (default 60)")
-    fuzz.add_argument("--runs", type=_positive, help="run budget (default: unlimited)")
+    fuzz.add_argument("--seconds", type=_seconds, default=None,
+                      help="time budget in seconds (default: 60, or none when --runs is given)")
+    fuzz.add_argument("--runs", type=_positive, help="run budget (default: none; the search "
+                      "stops at the first budget reached)")
     fuzz.add_argument("--seed", type=int, default=0, help="campaign seed")
     fuzz.add_argument("--out", help="directory for findings (default runs/fuzz-<generation>-seed<S>)")
     fuzz.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -116,6 +117,8 @@ def _fuzz(args: argparse.Namespace) -> int:
     if args.transactions or args.pre_kip890:
         profile = profile.with_transactions(pre_kip890=True if args.pre_kip890 else None)
     out = Path(args.out or f"runs/fuzz-{generation.label}-seed{args.seed}")
+    if args.seconds is None and args.runs is None:
+        args.seconds = 60.0   # neither budget given: a minute
     if args.engine == "atheris":
         summary = _atheris(args, generation, out)
     else:
@@ -172,7 +175,9 @@ def _atheris(args: argparse.Namespace, generation: Any, out: Path) -> dict[str, 
     from epochlab.fuzz.harness import BOOTSTRAP
 
     cmd = [sys.executable, "-c", BOOTSTRAP, "--generation", generation.label,
-           "--out", str(out), f"-max_total_time={int(args.seconds)}", f"-seed={args.seed or 1}"]
+           "--out", str(out), f"-seed={args.seed or 1}"]
+    if args.seconds is not None:
+        cmd.append(f"-max_total_time={max(1, int(args.seconds))}")
     if args.config:
         cmd += ["--config", args.config]
     if args.runs is not None:
