@@ -73,10 +73,12 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-def _param_fields(params: Mapping[str, tuple[str, bool]]) -> dict[str, Any]:
+def _param_fields(params: Mapping[str, tuple[str, bool]],
+                  extra_tags: Mapping[str, Any] | None = None) -> dict[str, Any]:
     fields: dict[str, Any] = {}
+    tags = {**TAGS, **(extra_tags or {})}
     for name, (tag, required) in params.items():
-        type_ = TAGS.get(tag, Any)
+        type_ = tags.get(tag, Any)
         if name == "count":  # records one produce sends
             type_ = Annotated[StrictInt, Field(ge=1, le=MAX_COUNT)]
         fields[name] = (type_, ...) if required else (type_ | None, None)
@@ -84,11 +86,11 @@ def _param_fields(params: Mapping[str, tuple[str, bool]]) -> dict[str, Any]:
 
 
 def _tagged(kind: str, key: str, table: Mapping[str, Mapping[str, tuple[str, bool]]],
-            common: Mapping[str, Any]) -> Any:
+            common: Mapping[str, Any], extra_tags: Mapping[str, Any] | None = None) -> Any:
     """A union of one model per entry of ``table``, told apart by the field ``key``."""
     models = []
     for name, params in table.items():
-        fields = {key: (Literal[name], ...), **common, **_param_fields(params)}
+        fields = {key: (Literal[name], ...), **common, **_param_fields(params, extra_tags)}
         models.append(create_model(f"{kind}_{name}", __base__=_Strict, **fields))
     return Annotated[Union[tuple(models)], Field(discriminator=key)]
 
@@ -174,10 +176,9 @@ def _scenario_model() -> type[BaseModel]:
 
     condition = create_model("WaitCondition", __base__=_Strict,
                              **_param_fields({p.name: (p.type, False) for p in CONDITIONS.values()}))
-    TAGS["condition"] = condition
     step = _tagged("ScenarioStep", "action", table(ACTIONS),
                    {"at_ms": (Ms | None, None), "after_ms": (Ms | None, None),
-                    "label": (Name | None, None)})
+                    "label": (Name | None, None)}, {"condition": condition})
     expect = _tagged("ScenarioExpectation", "kind", table(EXPECTATIONS),
                      {"generations": (Annotated[list[Name], Field(max_length=100)] | None, None),
                       "after_step": (TAGS["step_ref"] | None, None),
