@@ -105,3 +105,20 @@ def test_schema_command_prints_a_json_schema(capsys: pytest.CaptureFixture[str])
     schema = json.loads(capsys.readouterr().out)
     assert schema["$schema"].startswith("https://json-schema.org/") and "actions" in schema["properties"]
     assert main(["schema", "nonsense"]) == 2
+
+
+@pytest.mark.parametrize("cmd, name, body", [
+    (["replay"], "s.json", '{"format": "epochlab-schedule", "version": 2, "generation": "kip-101", "seed": [1]}'),
+    (["fuzz", "--runs", "1", "--config"], "p.json", '{"actions": [5]}'),
+    (["campaign", "--runs", "1", "--grid"], "g.json", '{"faults": {"leader-crash": [1]}}'),
+    (["scenario", "run"], "x.toml", 'name = "x"\nseed = [1]\n'),
+])
+def test_a_list_where_a_number_belongs_is_exit_2_with_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                              cmd: list[str], name: str, body: str) -> None:
+    """Issue 16: a list where a scalar belongs ended in an untyped TypeError (exit 1)."""
+    path = tmp_path / name
+    path.write_text(body)
+    assert main([*cmd, str(path)]) == 2
+    err = capsys.readouterr().err
+    field = {"s.json": "seed", "p.json": "actions", "g.json": "faults.leader-crash", "x.toml": "seed"}[name]
+    assert f"{field}: expected an integer" in err and "Traceback" not in err and len(err.splitlines()) == 1
