@@ -339,3 +339,28 @@ def test_liveness_converged_and_not() -> None:
     p = c.producer("late", ProducerConfig(acks="all"))
     p.send(100)
     assert "Liveness-Ack" in {v.invariant for v in check_liveness(c, 0, 1000)}
+
+
+def test_the_bug_catalogue_in_docs_is_the_code_and_findings_name_their_match(tmp_path) -> None:
+    from pathlib import Path
+
+    from epochlab.checks.catalogue import BUGS, describe_match, markdown, match
+    from epochlab.generations import Generation
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "bugs.md").read_text()
+    table = doc.split("<!-- table -->\n", 1)[1].split("<!-- /table -->", 1)[0]
+    assert table == markdown()
+    labels = {g.label for g in Generation}
+    assert all(set(b.generations) <= labels for b in BUGS)
+    assert [b.id for b in match("kip-279", "Inv-IsrJoin")] == ["KAFKA-7128"]
+    assert match("strict-min-isr", "Inv-IsrJoin") == []
+    assert "candidate for a new Kafka bug report" in describe_match("strict-min-isr", "Inv-IsrJoin")
+    # a fuzz finding says it, in its summary and its run directory's README
+    from epochlab.fuzz.campaign import Campaign
+
+    campaign = Campaign(Generation.KIP_279, seed=1, seconds=None, runs=80, out=tmp_path,
+                        shrink_runs=0, until_found=True)
+    finding = campaign.run()[0]
+    assert finding.to_dict()["known_bugs"] == [b.id for b in match("kip-279", finding.violation.invariant)]
+    readme = (finding.directory / "README.md").read_text()
+    assert "Known bugs" in readme and "docs/bugs.md" in readme

@@ -103,6 +103,9 @@ def shrink_violations(spec: CampaignSpec, summary: dict[str, Any], out: Path,
         if violation is None:
             entry["note"] = "not reproduced by the fuzz executor's per-event checks"
             continue
+        from epochlab.checks.catalogue import match
+
+        entry["known_bugs"] = sorted({b.id for g in entry["generations"] for b in match(g, violation.invariant)})
         write_finding(out, violation, schedule, None, first["seed"], "campaign")
         deadline = time.monotonic() + SHRINK_SECONDS
         try:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from epochlab.checks import Violation
+from epochlab.checks.catalogue import match
 from epochlab.fuzz.executor import RunResult, execute
 from epochlab.fuzz.generator import FuzzProfile, generate_schedule
 from epochlab.fuzz.schedule import Schedule
@@ -63,6 +64,7 @@ class Finding:
     minimal_actions: int | None = None
     original_actions: int = 0
     shrink_runs: int = 0
+    generation: Generation = Generation.STRICT_MIN_ISR
 
     def to_dict(self) -> dict[str, Any]:
         return {"signature": self.violation.signature, "invariant": self.violation.invariant,
@@ -70,6 +72,7 @@ class Finding:
                 "seconds_to_first": round(self.seconds, 3), "seed": self.seed,
                 "original_actions": self.original_actions, "minimal_actions": self.minimal_actions,
                 "shrink_runs": self.shrink_runs,
+                "known_bugs": [b.id for b in match(self.generation, self.violation.invariant)],
                 "schedule": str(self.directory / "schedule.json") if self.directory else None}
 
 
@@ -93,9 +96,13 @@ def write_finding(out: Path, violation: Violation, original: Schedule, minimal: 
     best = minimal or original
     shown_run = execute(best, record=True)
     shown = shown_run.verdict.first(violation.signature) or violation
+    from epochlab.checks.catalogue import describe_match
+
     notes = [
         f"Found by the {engine} engine: {violation.invariant} ({violation.verdict}) at step "
         f"{shown.step} ({shown.time_ms} ms): {shown.message}.",
+        "",
+        describe_match(original.generation, violation.invariant),
         "",
         f"Campaign run seed {seed if seed is not None else original.seed}; "
         f"{len(best.actions)} actions (the original had {len(original.actions)})"
@@ -158,7 +165,8 @@ class Campaign:
 
     def _found(self, v: Violation, run: int, seed: int, schedule: Schedule, result: RunResult,
                seconds: float, deadline: float | None) -> None:
-        finding = Finding(v, run, seed, seconds, original_actions=len(schedule.actions))
+        finding = Finding(v, run, seed, seconds, original_actions=len(schedule.actions),
+                          generation=self.generation)
         self.findings[v.signature] = finding
         self.progress(f"run {run + 1} ({seconds:.1f} s, seed {seed}): {v.invariant}: {v.message}")
         if self.out is None:

@@ -153,6 +153,10 @@ def _print_summary(summary: dict[str, Any]) -> None:
         run_dir = str(Path(v['schedule']).parent)
         print(f"  first after {v['runs_to_first']} runs / {v['seconds_to_first']} s, run seed {v['seed']}; "
               f"minimal schedule ({v['minimal_actions']} of {v['original_actions']} actions): {run_dir}")
+        known = v.get("known_bugs")
+        if known is not None:
+            print(f"  known bug with this signature (docs/bugs.md): {', '.join(known)}" if known else
+                  "  matches no catalogued bug (docs/bugs.md): a candidate for a new report")
         print(f"  see it: epochlab show {run_dir}    replay: epochlab replay {run_dir}")
     allowed = summary.get("allowed_by_configuration") or {}
     if allowed:
@@ -165,6 +169,7 @@ def _atheris(args: argparse.Namespace, generation: Any, out: Path) -> dict[str, 
     import importlib.util
     import time
 
+    from epochlab.checks.catalogue import match
     from epochlab.fuzz.campaign import write_finding
     from epochlab.fuzz.executor import execute
     from epochlab.fuzz.schedule import load_schedule
@@ -235,6 +240,7 @@ def _atheris(args: argparse.Namespace, generation: Any, out: Path) -> dict[str, 
         violations.append({"signature": first.signature, "invariant": first.invariant,
                            "message": first.message, "runs_to_first": to_first[0],
                            "seconds_to_first": to_first[1], "seed": None,
+                           "known_bugs": [b.id for b in match(generation, first.invariant)],
                            "original_actions": len(original.actions),
                            "minimal_actions": len(shrunk.schedule.actions),
                            "schedule": str(directory / "schedule.json")})

@@ -1,0 +1,106 @@
+"""A catalogue of the historical replication bugs the model can express (``docs/bugs.md`` is
+generated from it: ``python -m epochlab.checks.catalogue``), and the match of a finding
+against it.
+
+Each entry names the bug (JIRA or KIP), the generations whose releases had it, the invariants
+its runs break and where the project shows it (a built-in scenario or a document). A finding
+*matches* an entry when its generation is one of the entry's and its invariant one of the
+entry's invariants: a signature match, which says which known bug a finding most likely is,
+not a proof. A finding that matches none is a candidate for a new report (its run directory
+has everything to attach).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from epochlab.generations import Generation
+
+__all__ = ["BUGS", "KnownBug", "describe_match", "markdown", "match"]
+
+
+@dataclass(frozen=True)
+class KnownBug:
+    id: str
+    title: str
+    generations: tuple[str, ...]
+    invariants: tuple[str, ...]
+    fixed_in: str
+    shown_by: str
+    note: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {"id": self.id, "title": self.title, "generations": list(self.generations),
+                "invariants": list(self.invariants), "fixed_in": self.fixed_in,
+                "shown_by": self.shown_by, "note": self.note}
+
+
+BUGS: tuple[KnownBug, ...] = (
+    KnownBug("KIP-101 problem 1", "a follower truncates to its high watermark and loses a committed "
+             "record that the new leader then lacks", ("hw-truncation",),
+             ("Inv-StrongIsr", "Inv-Durability", "Inv-LeaderCompleteness", "lost-write",
+              "Inv-ConsistentRead", "inconsistent-offsets"),
+             "0.11.0 (KIP-101 leader epochs)", "scenario seed-004-kip101-problem-1"),
+    KnownBug("KIP-101 problem 2", "replicas diverge below the high watermark after both crash and "
+             "the one that lost its tail leads again", ("hw-truncation",),
+             ("Inv-LogMatching", "Inv-ConsistentRead", "inconsistent-offsets"),
+             "0.11.0 (KIP-101 leader epochs)", "scenario seed-004-kip101-problem-2"),
+    KnownBug("KAFKA-6361 (KIP-279)", "with OffsetsForLeaderEpoch v0 a follower truncates to an end "
+             "offset of an epoch it never had, so logs can diverge after quick leader changes",
+             ("kip-101",), ("Inv-LogMatching", "Inv-ConsistentRead", "inconsistent-offsets"),
+             "2.0.0 (KIP-279: the leader answers with the epoch too)", "PROTOCOL.md 1.4, docs/fuzzing.md"),
+    KnownBug("KAFKA-7415", "a new leader assigns its epoch only at its first append, so its epoch "
+             "cache and a follower's disagree on where the epoch starts", ("kip-101", "kip-279"),
+             ("Inv-EpochMonotone", "Inv-LogMatching"),
+             "2.1.0 (the leader assigns the epoch when it becomes leader)", "PROTOCOL.md 1.2, docs/fuzzing.md"),
+    KnownBug("KAFKA-7128", "a follower joins the ISR with a log end offset below the leader epoch's "
+             "start offset, so a committed record can be missing from an ISR member",
+             ("kip-101", "kip-279"),
+             ("Inv-IsrJoin", "Inv-StrongIsr", "Inv-Durability", "Inv-LeaderCompleteness", "lost-write"),
+             "2.1.0 (ISR join needs LEO >= leader epoch start offset)", "PROTOCOL.md 1.7, docs/fuzzing.md"),
+    KnownBug("ZooKeeper ABA restart (KIP-380)", "a broker restarted within its session timeout is not "
+             "noticed by the controller and stays in the ISR after losing its unflushed tail",
+             ("hw-truncation", "kip-101", "kip-279"),
+             ("Inv-UncleanExclusion", "Inv-StrongIsr", "Inv-Durability", "lost-write"),
+             "2.2.0 (KIP-380 broker epochs)", "PROTOCOL.md 1.10, docs/fuzzing.md (open problems)"),
+    KnownBug("KRaft re-elected leader keeps stale follower state", "a leader that catches up on the "
+             "metadata log across two epochs keeps its followers' old log end offsets and can "
+             "acknowledge an acks=all write a clean election then loses", ("strict-min-isr",),
+             ("Inv-StrongIsr", "Inv-Durability", "Inv-LeaderCompleteness", "lost-write"),
+             "not fixed as of 4.3.1 (no report known)", "docs/kafka-findings/",
+             "found by this project; real per Kafka's code, not yet shown on a live cluster"),
+)
+
+
+def match(generation: Generation | str, invariant: str) -> list[KnownBug]:
+    """Entries whose generations include ``generation`` and whose invariants ``invariant``."""
+    label = Generation.parse(generation).label
+    return [b for b in BUGS if label in b.generations and invariant in b.invariants]
+
+
+def describe_match(generation: Generation | str, invariant: str) -> str:
+    """One sentence for a finding's README."""
+    hits = match(generation, invariant)
+    if not hits:
+        return (f"Known bugs: none of `docs/bugs.md` matches {invariant} in "
+                f"{Generation.parse(generation).label}: a candidate for a new Kafka bug report "
+                "(attach this run directory), or a model defect to fix.")
+    names = "; ".join(f"{b.id} ({b.title}; fixed in {b.fixed_in})" for b in hits)
+    return (f"Known bugs with this signature ({invariant} in {Generation.parse(generation).label}, "
+            f"`docs/bugs.md`): {names}. A signature match says which known bug this most likely "
+            "is, not that it is.")
+
+
+def markdown() -> str:
+    """The table of ``docs/bugs.md``."""
+    lines = ["| bug | what happens | generations | invariants it breaks | fixed in | shown by |",
+             "|---|---|---|---|---|---|"]
+    for b in BUGS:
+        title = b.title + (f" ({b.note})" if b.note else "")
+        lines.append(f"| {b.id} | {title} | {', '.join(b.generations)} | {', '.join(b.invariants)} "
+                     f"| {b.fixed_in} | {b.shown_by} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print(markdown(), end="")
