@@ -40,3 +40,60 @@ def test_runs_per_second(benchmark: Any, record_ratio: Any, impl: str) -> None:
     done = benchmark.pedantic(run_all, rounds=3, iterations=1)
     assert done == len(SCHEDULES)
     record_ratio(benchmark, "fuzz-run (100 actions, 3 replicas)", impl, ops=len(SCHEDULES))
+
+
+LATEST = [generate_schedule(seed, "strict-min-isr", FuzzProfile(actions=100)) for seed in range(6)]
+LOOP: dict[str, dict[str, float]] = {}
+
+
+def _loop_counts(schedule: Any, impl: str) -> tuple[int, int]:
+    """(engine events, calls from Python into the Rust extension) of one run of ``schedule``:
+    events counted on the kernel, crossings by a profiler hook on C calls into ``epochlab._core``
+    (method calls; property reads do not show to the hook, so this is a floor; slow, so
+    measured on two runs apart from the timing)."""
+    import sys
+
+    from epochlab.sim import kernel as kernel_module
+
+    events = [0]
+    step = kernel_module.Kernel.step
+
+    def counting_step(self: Any) -> bool:
+        events[0] += 1
+        return step(self)
+
+    crossings = [0]
+
+    def profile(_frame: Any, event: str, arg: Any) -> None:
+        if event == "c_call":
+            owner = getattr(arg, "__self__", None)
+            module = getattr(arg, "__module__", None) or getattr(type(owner), "__module__", "")
+            if module == "epochlab._core":
+                crossings[0] += 1
+
+    kernel_module.Kernel.step = counting_step  # type: ignore[method-assign]
+    sys.setprofile(profile)
+    try:
+        execute(schedule, backend=impl)
+    finally:
+        sys.setprofile(None)
+        kernel_module.Kernel.step = step  # type: ignore[method-assign]
+    return events[0], crossings[0]
+
+
+@pytest.mark.benchmark(group="fuzz-loop latest")
+@pytest.mark.parametrize("impl", ["rust", "python", "reference"])
+def test_fuzz_loop_latest_generation(benchmark: Any, record_ratio: Any, impl: str) -> None:
+    """The loop issue 14 is about: runs/s on the latest generation (swarm faults, 100 actions),
+    with engine events and Python/Rust crossings per run printed beside it."""
+    done = benchmark.pedantic(lambda: [execute(s, backend=impl) for s in LATEST], rounds=2, iterations=1)
+    assert len(done) == len(LATEST)
+    record_ratio(benchmark, "fuzz-loop latest (100 actions)", impl, ops=len(LATEST))
+    counts = [_loop_counts(s, impl) for s in LATEST[:2]]
+    LOOP[impl] = {"events_per_run": sum(e for e, _ in counts) / len(counts),
+                  "crossings_per_run": sum(c for _, c in counts) / len(counts)}
+    stats = getattr(benchmark, "stats", None)
+    if stats is not None:
+        LOOP[impl]["runs_per_s"] = len(LATEST) / stats.stats.mean
+        benchmark.extra_info.update(LOOP[impl])
+    print(f"\nfuzz loop, {impl}: {LOOP[impl]}")
