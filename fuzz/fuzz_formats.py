@@ -23,8 +23,10 @@ note; ``--runs`` inputs, a count per format at the end)::
 
 from __future__ import annotations
 
+import atexit
 import json
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -76,6 +78,7 @@ def _parquet_trace() -> bytes:
 VALID: dict[str, bytes] = {}
 FORMATS = ["scenario", "schedule", "profile", "grid-toml", "grid-json", "checkpoint", "trace-parquet"]
 _DIR = Path(tempfile.mkdtemp(prefix="epochlab-fuzz-formats-"))
+atexit.register(shutil.rmtree, _DIR, True)   # the files each input is written to
 
 
 def mutate(data: bytes, choices: Callable[[int], int]) -> bytes:
