@@ -209,3 +209,16 @@ def test_event_numbers_continue_across_row_groups(tmp_path: Path) -> None:
     events = [row for _, batch in trace.open_trace(tmp_path / "e.parquet").batches()
               for row in batch.column("event").to_pylist()]
     assert events == list(range(t.num_rows))
+
+
+def test_a_trace_read_back_may_gain_a_column_in_memory(tmp_path: Path) -> None:
+    """The written-columns check is for files: a table read back, given a column and written
+    again (or replayed in memory), is not a damaged file."""
+    t = trace.generate(50, seed=1)
+    path = trace.write_trace(t, tmp_path / "t.parquet")
+    back = trace.read_trace(path)
+    assert b"epochlab.columns" in back.schema.metadata
+    grown = back.append_column("isr", pa.array([None] * back.num_rows, pa.string()))
+    assert trace.replay(grown).replicas == trace.replay(t).replicas
+    again = trace.write_trace(grown, tmp_path / "again.parquet")
+    assert trace.replay(again).replicas == trace.replay(t).replicas

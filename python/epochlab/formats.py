@@ -27,9 +27,8 @@ from pydantic import (BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Str
 
 __all__ = ["FORMATS", "MAX_ACTIONS", "MAX_COUNT", "MAX_MS", "check", "json_schema", "validate"]
 
-#: Virtual time bound: one day, in milliseconds (``epochlab.sim.config`` bounds its settings alike).
-MAX_MS = 86_400_000
-INT32 = 2**31 - 1
+from epochlab.sim.config import INT32, MAX_MS  # one bound for files and settings
+
 INT64 = 2**63 - 1
 #: Records one produce step may send.
 MAX_COUNT = 10_000

@@ -121,6 +121,12 @@ class Generation(enum.IntEnum):
         return self == Generation.STRICT_MIN_ISR
 
     @property
+    def broker_epochs(self) -> bool:
+        """G3+: a restarted broker has a new broker epoch and registers only after its old
+        session expired (ZooKeeper 2.2+, KIP-380; KRaft registration), 1.10."""
+        return self >= Generation.KIP_320
+
+    @property
     def elr_default(self) -> bool:
         """Default of eligible leader replicas (KIP-966): on in the latest generation, as a
         cluster formatted by Kafka 4.1+ has it (``EligibleLeaderReplicasVersion.ELRV_1``

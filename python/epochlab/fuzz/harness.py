@@ -32,9 +32,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from epochlab.fuzz.campaign import write_finding
+from epochlab.fuzz.campaign import run_seed, write_finding
 from epochlab.fuzz.executor import execute
-from epochlab.fuzz.campaign import run_seed
 from epochlab.fuzz.generator import (
     HEADER_BYTES,
     RECORD_BYTES,

@@ -109,8 +109,7 @@ class Broker:
         self.incarnation = 0
         self.clean_shutdown = True
         self.kraft = generation.kraft
-        #: From 2.2 (KIP-380 broker epochs, and KRaft) a restarted broker waits to be registered.
-        self.broker_epochs = generation >= Generation.KIP_320
+        self.broker_epochs = generation.broker_epochs  # a restart waits to be registered (G3+)
         self.registered = False   # the controller has registered this incarnation (G3+)
         self._fetch_token = 0
         self._fetch_timer: Timer | None = None

@@ -95,7 +95,7 @@ class Controller:
     # -- state and delivery -----------------------------------------------------------------
     def state(self) -> LeaderAndIsr:
         brokers: tuple[tuple[int, int, bool], ...] = ()
-        if self.generation >= Generation.KIP_320:
+        if self.generation.broker_epochs:
             # KRaft: the metadata image of the brokers. ZooKeeper era from 2.2 (KIP-380): the
             # broker epochs the controller's requests carry (a broker rejects a request for
             # another registration: KafkaApis.isBrokerEpochStale, STALE_BROKER_EPOCH).
@@ -201,7 +201,7 @@ class Controller:
         if b not in self.live:
             return
         known = self.incarnation.get(b)
-        if self.generation >= Generation.KIP_320 and self.live[b] and known != hb.incarnation:
+        if self.generation.broker_epochs and self.live[b] and known != hb.incarnation:
             # A new incarnation cannot register while the old one's session is valid. KRaft:
             # ClusterControlManager.registerBroker, DuplicateBrokerRegistrationException.
             # ZooKeeper: /brokers/ids/<id> is an ephemeral node of the old session, and

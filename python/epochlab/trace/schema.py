@@ -98,7 +98,7 @@ def check_column_names(names: list[str], meta: Any, path: str | None, row: int =
     where = path or "<table>"
     v1 = [n for n, _t, _null in COLUMNS]
     written = meta.get(b"epochlab.columns")
-    if written is not None:
+    if written is not None and path is not None:  # a file; a table in memory may add columns
         expected = written.decode("utf-8", "replace").split(",")
         if sorted(expected) != sorted(names):
             odd = sorted(set(names) ^ set(expected))
@@ -118,8 +118,8 @@ def check_column_names(names: list[str], meta: Any, path: str | None, row: int =
 def normalize(table: Any, path: str | None = None, first_row: int = 0) -> Any:
     """``table`` with the v1 column types (casting compatible integer columns, adding absent
     optional columns as nulls), in schema order; :class:`TraceError` for a column that cannot
-    be cast, a missing required column (``kind``) or a column the schema does not have (a
-    renamed column, e.g. by a damaged footer, must not read as an absent one). ``first_row``
+    be cast, a missing required column (``kind``) or a damaged column name
+    (:func:`check_column_names`; other unknown columns are ignored). ``first_row``
     is the table's first row in the whole trace: an absent ``event`` column numbers rows from
     there, so numbers continue across row groups and batches."""
     import pyarrow as pa
