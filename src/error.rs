@@ -67,6 +67,15 @@ pub enum TraceError {
     Malformed { row: u64, reason: String },
 }
 
+/// A Kafka on-disk file (`src/formats/`) that does not parse: a segment, checkpoint, index,
+/// `partition.metadata` or producer-state snapshot. `file` is the name the caller gave (never
+/// opened by the core); `offset` is the 0-based byte position in it of the first byte that
+/// could not be used (for a segment, the start of the bad batch: see [`crate::formats`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FormatError {
+    Malformed { file: String, offset: u64, reason: String },
+}
+
 /// Any error of the core, for callers that mix operation families.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Error {
@@ -76,6 +85,7 @@ pub enum Error {
     Fencing(FencingError),
     Checkpoint(CheckpointError),
     Trace(TraceError),
+    Format(FormatError),
 }
 
 macro_rules! into_error {
@@ -86,7 +96,8 @@ macro_rules! into_error {
     )*};
 }
 into_error!(ArgumentError => Argument, LogError => Log, ProducerStateError => ProducerState,
-            FencingError => Fencing, CheckpointError => Checkpoint, TraceError => Trace);
+            FencingError => Fencing, CheckpointError => Checkpoint, TraceError => Trace,
+            FormatError => Format);
 
 impl fmt::Display for ArgumentError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -178,6 +189,14 @@ impl fmt::Display for TraceError {
     }
 }
 
+impl fmt::Display for FormatError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FormatError::Malformed { file, offset, reason } => write!(f, "{file}: at byte {offset}: {reason}"),
+        }
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -187,6 +206,7 @@ impl fmt::Display for Error {
             Error::Fencing(e) => e.fmt(f),
             Error::Checkpoint(e) => e.fmt(f),
             Error::Trace(e) => e.fmt(f),
+            Error::Format(e) => e.fmt(f),
         }
     }
 }
@@ -197,4 +217,5 @@ impl std::error::Error for ProducerStateError {}
 impl std::error::Error for FencingError {}
 impl std::error::Error for CheckpointError {}
 impl std::error::Error for TraceError {}
+impl std::error::Error for FormatError {}
 impl std::error::Error for Error {}

@@ -15,6 +15,8 @@
 //! - **Generation**: the follower-truncation rules of one period of Kafka (G0 high watermark,
 //!   G1 KIP-101, G2 KIP-279, G3 KIP-320, G4 truncate on fetch): see [`divergence`].
 //! - **Producer state**: per producer id its epoch and last 5 batches ([`producer_state`]).
+//! - **On-disk formats**: read-only parsers of Kafka's segment, index, checkpoint and snapshot
+//!   files, a byte-faithful dump with Kafka's sentinels ([`formats`]).
 //!
 //! ## Invariants the types keep
 //!
@@ -25,6 +27,7 @@
 pub mod divergence;
 pub mod epoch;
 pub mod error;
+pub mod formats;
 pub mod generation;
 pub mod invariants;
 pub mod log;

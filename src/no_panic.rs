@@ -18,14 +18,14 @@ use crate::log::{ProducerFields, RecordBatch, ReplicaLog};
 use crate::txn::ControlType;
 use crate::types::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence};
 
-/// xorshift64*: deterministic, no dependency.
-struct Rng(u64);
+/// xorshift64*: deterministic, no dependency (also drives `formats::tests`' mutations).
+pub(crate) struct Rng(u64);
 
 impl Rng {
-    fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
     }
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x >> 12;
         x ^= x << 25;
@@ -33,7 +33,7 @@ impl Rng {
         self.0 = x;
         x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
     }
     /// A value of `0..=max`: mostly small (where logs live), sometimes an edge or anything.

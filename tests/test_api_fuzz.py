@@ -107,6 +107,9 @@ MODULE_CALLABLES = {
     "kip320_truncation": 4, "diverging_epoch_truncation": 4, "leader_fetch_check": 5,
     "check_current_leader_epoch": 2, "divergence_point": 2, "first_mismatch": 2, "Replica": 5,
     "Replayer": 0, "check_trace_batch": 1,
+    "parse_segment": 2, "parse_leader_epoch_checkpoint": 2, "parse_offset_checkpoint": 2,
+    "parse_partition_metadata": 2, "parse_producer_snapshot": 2, "parse_offset_index": 2,
+    "parse_time_index": 2, "parse_txn_index": 2,
 }
 STATIC_METHODS = {
     ("TruncationOutcome", "truncate"): 1, ("TruncationOutcome", "truncate_and_retry"): 1,

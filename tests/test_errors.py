@@ -103,3 +103,15 @@ def test_errors_survive_pickling(impl):
     clone = pickle.loads(pickle.dumps(info.value))
     assert type(clone) is errors.OffsetOutOfRangeError
     assert (clone.offset, clone.log_start_offset, clone.log_end_offset) == (1, 0, 0)
+
+
+def test_kafka_format_error():
+    from epochlab import _core
+
+    with pytest.raises(errors.KafkaFormatError) as info:
+        _core.parse_leader_epoch_checkpoint(b"0\n1\n5 x\n", "leader-epoch-checkpoint")
+    e = info.value
+    assert (e.file, e.offset) == ("leader-epoch-checkpoint", 4) and isinstance(e.reason, str)
+    assert isinstance(e, ValueError) and isinstance(e, errors.EpochlabError)
+    clone = pickle.loads(pickle.dumps(e))
+    assert type(clone) is errors.KafkaFormatError and (clone.file, clone.offset) == (e.file, e.offset)

@@ -19,7 +19,7 @@ from types import ModuleType
 import pytest
 
 FUZZ_DIR = Path(__file__).resolve().parent.parent / "fuzz"
-HARNESSES = ["fuzz_core_api", "fuzz_checkpoint", "fuzz_formats"]
+HARNESSES = ["fuzz_core_api", "fuzz_checkpoint", "fuzz_formats", "fuzz_kafka_files"]
 SEED = 20240601
 
 HAND_WRITTEN = [

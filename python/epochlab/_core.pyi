@@ -35,6 +35,14 @@ __all__ = [
     "kip279_truncation",
     "kip320_truncation",
     "leader_fetch_check",
+    "parse_leader_epoch_checkpoint",
+    "parse_offset_checkpoint",
+    "parse_offset_index",
+    "parse_partition_metadata",
+    "parse_producer_snapshot",
+    "parse_segment",
+    "parse_time_index",
+    "parse_txn_index",
     "truncate_to_high_watermark",
     "_TRACE_INVARIANTS",
     "_TRACE_KINDS",
@@ -583,3 +591,50 @@ def _generate_trace(batches: int, *, leader_changes: int = 0, replicas: int = 3,
 
 def check_trace_batch(batch: Any, first_row: int = 0) -> int:
     """Import ``batch`` through the Arrow C data interface and check its columns; its rows."""
+
+# Kafka's on-disk formats (``src/formats/``), read only. ``data`` is the file's content as
+# ``bytes``, ``bytearray`` or ``memoryview``; ``file`` is the name echoed in errors. Values are
+# exactly as Kafka wrote them, its ``-1`` sentinels included (a dump, like DumpLogSegments).
+# Errors are :class:`epochlab.errors.KafkaFormatError` (``file``, ``offset``, ``reason``),
+# also for ``data`` that is not bytes-like.
+
+def parse_segment(data: bytes | bytearray | memoryview, file: str) -> dict[str, Any]:
+    """A segment ``.log``: ``{"file", "size", "valid_bytes", "batches", "error"}``.
+
+    Batches (RecordBatch v2, and v0/v1 message sets, one dict per shallow message) are read
+    until the end or the first structural problem, which is ``error`` =
+    ``{"file", "offset", "reason"}`` with ``offset == valid_bytes`` (the bad batch's start;
+    the reason names the exact byte when known); corrupt content never raises. A CRC mismatch
+    alone is ``crc_valid: False`` on the batch and the scan goes on. Batch keys: ``position``,
+    ``base_offset``, ``last_offset``, ``last_offset_delta``, ``count``, ``base_sequence``,
+    ``last_sequence``, ``producer_id``, ``producer_epoch``, ``partition_leader_epoch``,
+    ``is_transactional``, ``is_control``, ``delete_horizon_ms``, ``magic``, ``attributes``,
+    ``compression``, ``timestamp_type``, ``base_timestamp``, ``max_timestamp``, ``crc``,
+    ``crc_valid``, ``size``, ``records`` (``offset``, ``offset_delta``, ``timestamp``, ``key``,
+    ``value``, ``headers`` as ``[key, value]`` pairs, ``size``) and ``control`` (``None`` or
+    ``{"type", "type_id", "version", "coordinator_epoch"}``).
+    """
+
+def parse_leader_epoch_checkpoint(data: bytes | bytearray | memoryview, file: str) -> dict[str, Any]:
+    """``{"version": int | None, "entries": [(epoch, start_offset), ...]}``; an empty file has
+    version ``None``."""
+
+def parse_offset_checkpoint(data: bytes | bytearray | memoryview, file: str) -> dict[str, Any]:
+    """``{"version": int | None, "entries": [(topic, partition, offset), ...]}``."""
+
+def parse_partition_metadata(data: bytes | bytearray | memoryview, file: str) -> dict[str, Any]:
+    """``{"version": int, "topic_id": str}``, the topic id in Kafka's base64 form as written."""
+
+def parse_producer_snapshot(data: bytes | bytearray | memoryview, file: str) -> dict[str, Any]:
+    """``{"version", "crc", "crc_valid", "entries"}``, each entry a dict with ``producer_id``,
+    ``epoch``, ``last_sequence``, ``last_offset``, ``offset_delta``, ``timestamp``,
+    ``coordinator_epoch``, ``current_txn_first_offset``."""
+
+def parse_offset_index(data: bytes | bytearray | memoryview, file: str) -> list[tuple[int, int]]:
+    """``[(relative_offset, position), ...]`` up to the preallocated all-zero tail."""
+
+def parse_time_index(data: bytes | bytearray | memoryview, file: str) -> list[tuple[int, int]]:
+    """``[(timestamp, relative_offset), ...]`` up to the preallocated all-zero tail."""
+
+def parse_txn_index(data: bytes | bytearray | memoryview, file: str) -> list[dict[str, int]]:
+    """``[{"version", "producer_id", "first_offset", "last_offset", "last_stable_offset"}, ...]``."""

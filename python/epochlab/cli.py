@@ -86,6 +86,9 @@ def _parser() -> argparse.ArgumentParser:
     from epochlab.kafka.cli import add_kafka_commands
 
     add_kafka_commands(sub)
+    from epochlab.ondisk.cli import add_parser as add_inspect_command
+
+    add_inspect_command(sub)
     return parser
 
 
@@ -183,6 +186,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from epochlab.campaigns.cli import dispatch_campaign
 
         return dispatch_campaign(args)
+    if args.command == "inspect":
+        from epochlab.ondisk.cli import run as run_inspect
+
+        return run_inspect(args)
     if args.command == "kafka":
         from epochlab.kafka.cli import dispatch_kafka
 

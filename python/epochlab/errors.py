@@ -35,6 +35,7 @@ __all__ = [
     "ScenarioError",
     "ScheduleError",
     "TraceError",
+    "KafkaFormatError",
 ]
 
 
@@ -183,4 +184,13 @@ class TraceError(EpochlabError, ValueError):
     Attributes: ``path`` (the file, or ``None`` for an in-memory table), ``row`` (0-based index
     of the first row that could not be used: for a damaged Parquet row group or Arrow IPC
     batch, its first row; everything before it was replayed), ``reason``.
+    """
+
+
+class KafkaFormatError(EpochlabError, ValueError):
+    """A Kafka on-disk file (segment, checkpoint, index, ``partition.metadata``, producer-state
+    snapshot) that does not parse, raised by the ``epochlab._core.parse_*`` functions.
+
+    Attributes: ``file`` (the name the caller passed), ``offset`` (0-based byte position of the
+    first byte that could not be used), ``reason``.
     """

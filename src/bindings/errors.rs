@@ -4,7 +4,9 @@
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::error::{ArgumentError, CheckpointError, Error, FencingError, LogError, ProducerStateError, TraceError};
+use crate::error::{
+    ArgumentError, CheckpointError, Error, FencingError, FormatError, LogError, ProducerStateError, TraceError,
+};
 
 /// Builds an instance of `epochlab.errors.<class>(message, **details)`.
 fn raise(py: Python<'_>, class: &str, message: String, details: &[(&str, Py<PyAny>)]) -> PyErr {
@@ -84,6 +86,9 @@ pub(crate) fn to_py_err(err: impl Into<Error>) -> PyErr {
         }
         Error::Trace(TraceError::Malformed { row, reason }) => raise(
             py, "TraceError", message, &kv!(py; "path" => Option::<String>::None, "row" => row, "reason" => reason),
+        ),
+        Error::Format(FormatError::Malformed { file, offset, reason }) => raise(
+            py, "KafkaFormatError", message, &kv!(py; "file" => file, "offset" => offset, "reason" => reason),
         ),
     })
 }

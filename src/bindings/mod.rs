@@ -8,6 +8,7 @@ mod batch;
 mod divergence;
 mod epoch_cache;
 mod errors;
+mod formats;
 mod log;
 mod messages;
 mod producer_state;
@@ -38,5 +39,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<replica::PyReplica>()?;
     divergence::register(m)?;
     replay::register(m)?;
+    formats::register(m)?;
     Ok(())
 }
