@@ -266,3 +266,24 @@ def test_not_a_kafka_directory_is_exit_2(tmp_path: Path, capsys: pytest.CaptureF
     (tmp_path / "empty").mkdir()
     assert main(["inspect", str(tmp_path / "empty")]) == 2
     assert "no Kafka partition directories" in capsys.readouterr().err
+
+
+def test_hostile_files_are_problems_not_hangs(tmp_path: Path) -> None:
+    """A FIFO under a checkpoint's name (reading it would block), a sparse 3 GiB segment (no
+    Kafka segment exceeds 2^31-1 bytes), random bytes as a segment, a bad topic id."""
+    import os
+
+    part = tmp_path / "t-0"
+    part.mkdir()
+    os.mkfifo(part / "leader-epoch-checkpoint")
+    with open(part / "00000000000000000000.log", "wb") as f:
+        f.truncate(3 << 30)
+    (part / "00000000000000000100.log").write_bytes(bytes(range(256)) * 20)
+    (part / "partition.metadata").write_text("version: 0\ntopic_id: !!!\n")
+    view = read_log_dir(tmp_path)
+    reasons = {Path(p.file).name: (p.offset, p.reason) for p in view.all_problems()}
+    assert reasons["leader-epoch-checkpoint"] == (None, "not a regular file")
+    assert "larger than any Kafka file" in reasons["00000000000000000000.log"][1]
+    assert reasons["00000000000000000100.log"][0] == 0
+    assert reasons["partition.metadata"][0] is not None and "topic id" in reasons["partition.metadata"][1]
+    assert main(["inspect", str(tmp_path)]) == 2

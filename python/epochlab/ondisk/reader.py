@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,7 +147,11 @@ class LogDirView:
 
 def _read(path: Path, problems: list[FileProblem]) -> bytes | None:
     try:
-        size = path.stat().st_size
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):  # a FIFO or device under a Kafka name would block or never end
+            problems.append(FileProblem(str(path), None, "not a regular file"))
+            return None
+        size = st.st_size
         if size > MAX_FILE_BYTES:
             problems.append(FileProblem(str(path), None, f"{size} bytes: larger than any Kafka file ({MAX_FILE_BYTES})"))
             return None
@@ -227,8 +232,8 @@ def read_partition_dir(path: str | os.PathLike[str]) -> PartitionView:
 
 def _segment(entry: Path, base_offset: int, problems: list[FileProblem]) -> Segment:
     data = _read(entry, problems)
-    if data is None:
-        return Segment(str(entry), base_offset, 0, 0, [], FileProblem(str(entry), None, "unreadable"))
+    if data is None:  # _read has reported why
+        return Segment(str(entry), base_offset, 0, 0, [], problems[-1])
     dump = _core.parse_segment(data, str(entry))
     error = None
     if dump["error"] is not None:

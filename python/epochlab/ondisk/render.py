@@ -92,7 +92,9 @@ def _segment_text(s: Segment, records: bool, payload: bool) -> Iterable[str]:
         if records:
             for r in b["records"]:
                 yield "    " + record_line(b, r, payload=payload)
-    if s.error is not None:
+    if s.error is not None and s.error.offset is None:
+        yield f"    ! not read: {s.error.reason}"
+    elif s.error is not None:
         yield f"    ! {s.size - s.valid_bytes} bytes not read from byte {s.error.offset}: {s.error.reason}"
     if s.offset_index is not None:
         yield f"    .index: {len(s.offset_index)} entries" + _few(f"offset {s.base_offset + o} position {p}"
