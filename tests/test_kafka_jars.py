@@ -31,3 +31,19 @@ def test_a_malformed_version_is_a_usage_error(tmp_path):
     done = _jars("--version", "4.x", cache=str(tmp_path))
     assert done.returncode == 2
     assert "expected like 4.3.1" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_all_generations_and_one_version_exclude_each_other(tmp_path):
+    done = _jars("--all-generations", "--version", "2.1.1", cache=str(tmp_path))
+    assert done.returncode == 2
+    assert "not allowed with argument" in done.stderr and not list(tmp_path.iterdir())
+
+
+def test_an_old_release_resolves_without_kafka_tools_and_one_slf4j_binding(tmp_path):
+    done = _jars("--version", "2.1.1", cache=str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    names = os.listdir(done.stdout.strip())
+    assert "kafka_2.12-2.1.1.jar" in names                          # Scala 2.12 from 2.1 on
+    assert not any(n.startswith("kafka-tools") for n in names)      # no such module before 3.5
+    assert [n for n in names if n.startswith("slf4j-") and n != "slf4j-api-1.7.36.jar"
+            and not n.startswith("slf4j-api")] == ["slf4j-nop-1.7.36.jar"]

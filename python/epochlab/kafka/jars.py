@@ -6,6 +6,11 @@ The pinned Maven project ``pom.xml`` beside this file names ``org.apache.kafka:k
 ``$EPOCHLAB_KAFKA_CACHE/<version>-<pom digest>`` (default ``~/.cache/epochlab/kafka/...``): a
 changed pom resolves anew. A folder is used only once it is complete (marked by ``.complete``),
 so an interrupted resolution is redone, never half used.
+
+Each protocol generation stands for one release (:data:`GENERATION_RELEASES`), the one whose
+code ``PROTOCOL.md`` describes for it; :data:`PATCH_RELEASES` are later patches of the same
+lines whose leader-epoch cache was also compared (they carry backported fixes, see
+``docs/kafka-releases.md``). ``epochlab kafka jars --all-generations`` resolves the former.
 """
 
 from __future__ import annotations
@@ -19,10 +24,32 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from epochlab.errors import ConfigError
+from epochlab.generations import Generation
 
-__all__ = ["DEFAULT_KAFKA_VERSION", "KafkaRelease", "cache_root", "jar_dir", "release_for"]
+__all__ = ["DEFAULT_KAFKA_VERSION", "GENERATION_RELEASES", "PATCH_RELEASES", "KafkaRelease", "cache_root",
+           "generation_of", "jar_dir", "release_for", "resolved"]
 
 DEFAULT_KAFKA_VERSION = "4.3.1"
+
+#: The release each generation stands for: the first release whose rules the generation models
+#: (``PROTOCOL.md`` cites ``AK@0.11.0.0`` and ``AK@2.0.0``), the last patch of its line where
+#: the patches changed nothing the model compares, the current release for the latest.
+GENERATION_RELEASES: dict[Generation, str] = {
+    Generation.TRUNCATE_TO_HW: "0.10.2.2",   # no leader-epoch cache yet
+    Generation.KIP_101: "0.11.0.0",          # 0.11.0.3 has the KAFKA-6857 fix backported
+    Generation.KIP_279: "2.0.0",             # 2.0.1 has the KAFKA-7415 cache backported
+    Generation.KIP_320: "2.1.1",
+    Generation.DIVERGING_EPOCH: "3.6.2",
+    Generation.STRICT_MIN_ISR: DEFAULT_KAFKA_VERSION,
+}
+
+#: Later patch releases compared too, with the generation whose model they are compared with.
+PATCH_RELEASES: dict[str, Generation] = {
+    "0.11.0.3": Generation.KIP_101,
+    "2.0.1": Generation.KIP_279,
+    "2.7.2": Generation.KIP_320,
+}
+
 POM = Path(__file__).with_name("pom.xml")
 _VERSION = re.compile(r"^\d+\.\d+\.\d+(\.\d+)?$")
 
@@ -56,10 +83,29 @@ def release_for(version: str = DEFAULT_KAFKA_VERSION) -> KafkaRelease:
     return KafkaRelease(version, scala)
 
 
+def generation_of(version: str) -> Generation | None:
+    """The generation whose model ``version``'s classes are compared with (the generation it
+    stands for, or the one of a compared patch release); None for a release in neither table."""
+    for generation, release in GENERATION_RELEASES.items():
+        if release == version:
+            return generation
+    return PATCH_RELEASES.get(version)
+
+
 def cache_root() -> Path:
     """``$EPOCHLAB_KAFKA_CACHE``, or ``~/.cache/epochlab/kafka``."""
     env = os.environ.get("EPOCHLAB_KAFKA_CACHE")
     return Path(env) if env else Path.home() / ".cache" / "epochlab" / "kafka"
+
+
+def _folder(release: KafkaRelease) -> Path:
+    digest = hashlib.sha256(POM.read_bytes()).hexdigest()[:10]
+    return cache_root() / f"{release.version}-{digest}"
+
+
+def resolved(version: str) -> bool:
+    """Whether ``version``'s jars are in the cache already (nothing is downloaded)."""
+    return (_folder(release_for(version)) / ".complete").is_file()
 
 
 def jar_dir(version: str = DEFAULT_KAFKA_VERSION, *, resolve: bool = True) -> Path:
@@ -69,8 +115,7 @@ def jar_dir(version: str = DEFAULT_KAFKA_VERSION, *, resolve: bool = True) -> Pa
     not installed, or when Maven fails (its last lines are in the message).
     """
     release = release_for(version)
-    digest = hashlib.sha256(POM.read_bytes()).hexdigest()[:10]
-    dest = cache_root() / f"{release.version}-{digest}"
+    dest = _folder(release)
     if (dest / ".complete").is_file():
         return dest
     if not resolve:

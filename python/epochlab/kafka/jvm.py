@@ -3,12 +3,17 @@
 JPype can start a single JVM per process and never restart it, so every user of Kafka's classes
 goes through :func:`ensure_jvm`: the first call starts the JVM with the jars of the requested
 release; later calls for the same release reuse it, and a call for another release raises
-:class:`ConfigError` (run each release in its own process). JPype is the ``kafka`` extra.
+:class:`ConfigError` (run each release in its own process), as does a JVM some other code
+started (its class path is unknown). JPype is the ``kafka`` extra.
+
+Releases up to 0.11 log through log4j 1.2 directly (``kafka.utils.Logging``); with no
+configuration it prints a warning on the first message, so their log4j gets a null appender.
 """
 
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any
 
 from epochlab.errors import ConfigError
@@ -45,7 +50,18 @@ def ensure_jvm(version: str = DEFAULT_KAFKA_VERSION) -> Any:
         if not jars:
             raise ConfigError(f"no jars in {folder}", where=str(folder), field="jars",
                               expected="Kafka's jars", got=0)
-        if not jpype.isJVMStarted():
-            jpype.startJVM("-Xmx512m", "-XX:+UseSerialGC", classpath=jars, convertStrings=False)
+        if jpype.isJVMStarted():
+            raise ConfigError("this process's JVM was started outside epochlab.kafka.jvm, with an "
+                              f"unknown class path; run Kafka {version} in another process",
+                              where="jvm", field="version", expected="no JVM yet", got=version)
+        jpype.startJVM("-Xmx512m", "-XX:+UseSerialGC", classpath=jars, convertStrings=False)
+        if any(Path(j).name.startswith("log4j-1.") for j in jars):
+            _silence_log4j(jpype)
         _release = version
         return jpype
+
+
+def _silence_log4j(jpype: Any) -> None:
+    """Give log4j 1.2 a null appender: Kafka's failures reach Python as exceptions."""
+    appender = jpype.JClass("org.apache.log4j.varia.NullAppender")()
+    jpype.JClass("org.apache.log4j.BasicConfigurator").configure(appender)

@@ -1,0 +1,576 @@
+"""A local KRaft cluster of real Kafka processes, started from the resolved jars.
+
+One JVM per node: a controller quorum (``controllers`` dedicated controllers, ids 100, 101, ...)
+and ``brokers`` brokers (ids 1 .. N), each started as ``java -cp '<jars>/*' kafka.Kafka
+server.properties`` in its own process group, with small heaps and timeouts lowered for fast
+failover (:data:`FAST_FAILOVER`). Everything a node writes is under the cluster directory::
+
+    DIR/cluster.json            pids, addresses, namespaces: what `cluster down --dir DIR` needs
+    DIR/node-<id>/server.properties
+    DIR/node-<id>/data/         the node's log directory (KRaft metadata and partition logs)
+    DIR/node-<id>/stdout.log    the JVM's stdout and stderr
+
+Networking (``network=``):
+
+* ``"netns"`` (the default as root): each node runs in its own network namespace
+  ``el<tag>-<id>``, joined by a veth pair to a bridge ``elbr-<tag>`` in the harness's namespace,
+  with its own address ``10.213.K.<id + 10>``; the harness and its confluent-kafka clients reach
+  the nodes through the bridge from ``10.213.K.1`` (the endpoint :data:`CLIENT`). A connection
+  between two nodes then carries the sender's own address, so a firewall rule can cut a chosen
+  pair (:mod:`epochlab.kafka.faults`). Per-node loopback addresses (127.0.0.x) cannot do that:
+  Linux picks 127.0.0.1 as the source of every loopback connection that does not bind one, and
+  Kafka's clients never bind, so a rule on ``lo`` could not tell which node sent a packet.
+* ``"loopback"``: every node on 127.0.0.1 with ports of its own; no network partitions. The
+  fallback when not root.
+
+Readiness is the Admin API's word: the cluster is up once every broker is in the metadata.
+:meth:`LocalCluster.stop` sends SIGCONT (a paused node cannot act on a signal), SIGTERM to the
+brokers, then to the controllers, SIGKILL to what is left after ``grace_s``, and removes the
+namespaces and the bridge. A cluster started by this process is also stopped at interpreter
+exit and on SIGINT/SIGTERM, and its JVMs get SIGKILL when this process dies
+(``PR_SET_PDEATHSIG`` through util-linux's ``setpriv``) unless started with ``detach=True``
+(``epochlab kafka cluster up``).
+
+>>> with LocalCluster("/tmp/kc", brokers=3) as cluster:     # doctest: +SKIP
+...     print(cluster.bootstrap_servers)
+10.213.7.11:9092,10.213.7.12:9092,10.213.7.13:9092
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from epochlab.errors import ConfigError
+
+__all__ = ["CLIENT", "FAST_FAILOVER", "JVM_OPTIONS", "LocalCluster", "Node", "live_pid",
+           "netns_available"]
+
+#: The endpoint name of the harness's own side of the network (where its clients run).
+CLIENT = "client"
+
+#: Heap and collector of each JVM: the machine has two cores and other work running.
+JVM_OPTIONS = ("-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+               "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true")
+
+#: Timeouts lowered from Kafka's defaults so a crashed or cut-off broker is fenced in ~3 s
+#: (default session 9 s) and a stalled follower leaves the ISR in ~5 s (default 30 s).
+FAST_FAILOVER = {
+    "broker.session.timeout.ms": "3000",
+    "broker.heartbeat.interval.ms": "500",
+    "replica.lag.time.max.ms": "5000",
+    "controller.quorum.fetch.timeout.ms": "3000",
+    "controller.quorum.election.timeout.ms": "1000",
+}
+
+_PORT_BROKER = 9092
+_PORT_CONTROLLER = 9093
+_SUBNET_PREFIX = "10.213"
+_STATE = "cluster.json"
+
+
+@dataclass
+class Node:
+    """One Kafka process. ``roles``: ``"broker"`` or ``"controller"``; ``host``/``port``: its
+    listener; ``pid``: the JVM (``None`` while it is not running); ``netns`` and ``veth``: its
+    namespace and the bridge end of its link (``None`` on the loopback network)."""
+
+    node_id: int
+    roles: str
+    host: str
+    port: int
+    dir: str
+    argv: list[str] = field(default_factory=list)
+    pid: int | None = None
+    netns: str | None = None
+    veth: str | None = None
+    paused: bool = False
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def data_dir(self) -> Path:
+        return Path(self.dir) / "data"
+
+    @property
+    def log_path(self) -> Path:
+        return Path(self.dir) / "stdout.log"
+
+    @property
+    def config_path(self) -> Path:
+        return Path(self.dir) / "server.properties"
+
+
+def netns_available() -> bool:
+    """Whether this process may create network namespaces (root, and ``ip`` on PATH)."""
+    return os.geteuid() == 0 and shutil.which("ip") is not None
+
+
+def live_pid(pid: int | None, marker: str | None = None) -> bool:
+    """Whether ``pid`` is a running (not zombie) process whose command line contains
+    ``marker`` (a guard against a reused pid)."""
+    if pid is None:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return False
+    state = stat.rsplit(")", 1)[-1].split()[0]
+    return state not in ("Z", "X") and (marker is None or marker in cmdline)
+
+
+class LocalCluster:
+    """A KRaft cluster of ``controllers`` + ``brokers`` JVMs under ``directory``.
+
+    ``version``: the Kafka release (its jars must be resolved, see :func:`jar_dir`);
+    ``network``: ``"auto"`` (netns as root, else loopback), ``"netns"`` or ``"loopback"``;
+    ``overrides``: extra ``server.properties`` entries for every node (after
+    :data:`FAST_FAILOVER`); ``detach``: leave the JVMs running when this process exits.
+    Raises :class:`ConfigError` for bad arguments, a directory holding a live cluster, or a
+    cluster that is not ready within ``ready_timeout_s`` (with the tail of each dead node's
+    log).
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], brokers: int = 3, controllers: int = 1,
+                 version: str | None = None, network: str = "auto",
+                 overrides: dict[str, str] | None = None, jvm_options: tuple[str, ...] = JVM_OPTIONS,
+                 ready_timeout_s: float = 90.0, grace_s: float = 15.0, detach: bool = False) -> None:
+        from epochlab.kafka.jars import DEFAULT_KAFKA_VERSION
+
+        if not 1 <= brokers <= 89:
+            raise ConfigError(f"--brokers: expected 1 to 89, got {brokers}", where="--brokers",
+                              field="brokers", expected="1..89", got=brokers)
+        if not 1 <= controllers <= 9:
+            raise ConfigError(f"controllers: expected 1 to 9, got {controllers}", where="controllers",
+                              field="controllers", expected="1..9", got=controllers)
+        if network not in ("auto", "netns", "loopback"):
+            raise ConfigError(f"network: expected auto, netns or loopback, got {network!r}",
+                              where="network", field="network", expected="auto|netns|loopback", got=network)
+        if network == "netns" and not netns_available():
+            raise ConfigError("network namespaces need root and iproute2 (ip)", where="network",
+                              field="network", expected="root", got=os.geteuid())
+        self.dir = Path(directory).resolve()
+        self.version = version or DEFAULT_KAFKA_VERSION
+        self.network = ("netns" if netns_available() else "loopback") if network == "auto" else network
+        self.overrides = dict(overrides or {})
+        self.jvm_options = tuple(jvm_options)
+        self.ready_timeout_s = ready_timeout_s
+        self.grace_s = grace_s
+        self.detach = detach
+        self.n_brokers = brokers
+        self.n_controllers = controllers
+        self.cluster_id = ""
+        self.tag = ""
+        self.subnet: str | None = None
+        self.bridge: str | None = None
+        self.client_host = "127.0.0.1"
+        self.nodes: dict[int, Node] = {}
+        self.started_at_s: float | None = None
+        self.ready_after_s: float | None = None
+        self._procs: dict[int, subprocess.Popen[bytes]] = {}
+        self._lock = threading.RLock()
+
+    # -- views ------------------------------------------------------------------------------
+    @property
+    def broker_ids(self) -> list[int]:
+        return sorted(i for i, n in self.nodes.items() if n.roles == "broker")
+
+    @property
+    def controller_ids(self) -> list[int]:
+        return sorted(i for i, n in self.nodes.items() if n.roles == "controller")
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(self.nodes[i].address for i in self.broker_ids)
+
+    def pids(self) -> dict[int, int | None]:
+        """node id -> pid of its running JVM (``None`` when killed or stopped)."""
+        return {i: n.pid for i, n in sorted(self.nodes.items())}
+
+    def host_of(self, endpoint: int | str) -> str:
+        """The address of a node id, or of :data:`CLIENT`."""
+        if endpoint == CLIENT:
+            return self.client_host
+        return self.nodes[int(endpoint)].host
+
+    def is_running(self, node_id: int) -> bool:
+        n = self.nodes[node_id]
+        return live_pid(n.pid, str(n.config_path))
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def __enter__(self) -> LocalCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> LocalCluster:
+        """Lay out, format and start every node, then wait until the Admin API lists every
+        broker. On any failure everything started so far is stopped again."""
+        from epochlab.kafka.jars import jar_dir
+
+        jars = jar_dir(self.version, resolve=False)
+        self._refuse_live()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        for old in self.dir.glob("node-*"):
+            shutil.rmtree(old, ignore_errors=True)
+        self.cluster_id = _cluster_id()
+        self.tag = uuid.uuid4().hex[:6]
+        try:
+            self._plan()
+            if self.network == "netns":
+                self._make_network()
+            self._write_configs()
+            self._format(jars)
+            self._register()
+            self.started_at_s = time.monotonic()
+            for node_id in sorted(self.nodes, reverse=True):  # controllers (100+) first
+                self._spawn(node_id, jars)
+            self._save()
+            self.wait_ready(self.ready_timeout_s)
+            self.ready_after_s = time.monotonic() - self.started_at_s
+        except BaseException:
+            self.stop(grace_s=0)
+            raise
+        return self
+
+    def _refuse_live(self) -> None:
+        state = self.dir / _STATE
+        if not state.is_file():
+            return
+        try:
+            saved = json.loads(state.read_text())
+        except (OSError, ValueError):
+            return
+        live = [n["node_id"] for n in saved.get("nodes", [])
+                if live_pid(n.get("pid"), str(Path(n["dir"]) / "server.properties"))]
+        if live:
+            raise ConfigError(f"{self.dir} holds a running cluster (nodes {live}): run "
+                              f"`epochlab kafka cluster down --dir {self.dir}` first",
+                              where=str(state), field="dir", expected="no live cluster", got=live)
+        _remove_network(saved)
+
+    def _plan(self) -> None:
+        controllers = [100 + i for i in range(self.n_controllers)]
+        brokers = [1 + i for i in range(self.n_brokers)]
+        if self.network == "netns":
+            self.subnet = _free_subnet()
+            self.bridge = f"elbr-{self.tag}"
+            self.client_host = f"{self.subnet}.1"
+        ports = _free_ports(len(controllers) + len(brokers)) if self.network == "loopback" else []
+        for k, node_id in enumerate(controllers + brokers):
+            roles = "controller" if node_id >= 100 else "broker"
+            if self.network == "netns":
+                host, port = f"{self.subnet}.{node_id + 10}", (_PORT_CONTROLLER if roles == "controller" else _PORT_BROKER)
+                netns, veth = f"el{self.tag}-{node_id}", f"elv{self.tag}-{node_id}"
+            else:
+                host, port, netns, veth = "127.0.0.1", ports[k], None, None
+            self.nodes[node_id] = Node(node_id, roles, host, port, str(self.dir / f"node-{node_id}"),
+                                       netns=netns, veth=veth)
+
+    def _make_network(self) -> None:
+        assert self.bridge is not None and self.subnet is not None
+        _ip("link", "add", self.bridge, "type", "bridge")
+        _ip("addr", "add", f"{self.client_host}/24", "dev", self.bridge)
+        _ip("link", "set", self.bridge, "up")
+        for n in self.nodes.values():
+            assert n.netns is not None and n.veth is not None
+            _ip("netns", "add", n.netns)
+            _ip("link", "add", n.veth, "type", "veth", "peer", "name", "eth0", "netns", n.netns)
+            _ip("link", "set", n.veth, "master", self.bridge, "up")
+            _ip("-n", n.netns, "link", "set", "lo", "up")
+            _ip("-n", n.netns, "addr", "add", f"{n.host}/24", "dev", "eth0")
+            _ip("-n", n.netns, "link", "set", "eth0", "up")
+
+    def _write_configs(self) -> None:
+        voters = ",".join(f"{i}@{self.nodes[i].address}" for i in self.controller_ids)
+        rf = str(min(3, self.n_brokers))
+        for n in self.nodes.values():
+            n.data_dir.mkdir(parents=True, exist_ok=True)
+            props = {
+                "process.roles": n.roles, "node.id": str(n.node_id),
+                "controller.quorum.voters": voters, "controller.listener.names": "CONTROLLER",
+                "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                "log.dirs": str(n.data_dir), "num.partitions": "1",
+                "offsets.topic.replication.factor": rf, "offsets.topic.num.partitions": "1",
+                "transaction.state.log.replication.factor": rf,
+                "transaction.state.log.min.isr": str(min(2, self.n_brokers)),
+                "transaction.state.log.num.partitions": "1",
+                "group.initial.rebalance.delay.ms": "0", "auto.create.topics.enable": "false",
+            }
+            if n.roles == "controller":
+                props["listeners"] = f"CONTROLLER://{n.address}"
+            else:
+                props.update({"listeners": f"PLAINTEXT://{n.address}",
+                              "advertised.listeners": f"PLAINTEXT://{n.address}",
+                              "inter.broker.listener.name": "PLAINTEXT"})
+            props.update(FAST_FAILOVER)
+            props.update(self.overrides)
+            n.config_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+    def _format(self, jars: Path) -> None:
+        """``kafka.tools.StorageTool format`` for every node, two at a time (two cores)."""
+        procs = []
+        for n in self.nodes.values():
+            cmd = ["java", *self.jvm_options, "-cp", f"{jars}/*", "kafka.tools.StorageTool", "format",
+                   "-t", self.cluster_id, "-c", str(n.config_path)]
+            procs.append((n, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)))
+            if len(procs) % 2 == 0:
+                procs[-2][1].wait()
+        for n, p in procs:
+            out, _ = p.communicate()
+            if p.returncode != 0:
+                raise ConfigError(f"formatting node {n.node_id} failed: {out.decode(errors='replace')[-600:]}",
+                                  where=str(n.config_path), field="format", expected="exit 0",
+                                  got=p.returncode)
+
+    def _argv(self, n: Node, jars: Path) -> list[str]:
+        java = ["java", *self.jvm_options, f"-Depochlab.node={n.node_id}", "-cp", f"{jars}/*",
+                "kafka.Kafka", str(n.config_path)]
+        return (["ip", "netns", "exec", n.netns] + java) if n.netns else java
+
+    def _spawn(self, node_id: int, jars: Path | None = None) -> None:
+        """Start node ``node_id``'s JVM (its own session and process group; ``ip netns exec``
+        execs java, so the pid is the JVM's)."""
+        n = self.nodes[node_id]
+        if jars is not None:
+            n.argv = self._argv(n, jars)
+        # util-linux's setpriv sets PR_SET_PDEATHSIG and execs on (no preexec_fn: this
+        # process runs librdkafka threads, and code between fork and exec could deadlock)
+        setpriv = shutil.which("setpriv")
+        die = [setpriv, "--pdeathsig", "KILL"] if setpriv and not self.detach else []
+        with open(n.log_path, "ab") as log:
+            proc = subprocess.Popen(die + n.argv, stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        self._procs[node_id] = proc
+        n.pid, n.paused = proc.pid, False
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Block until the Admin API's metadata lists every broker (and so the controller
+        quorum answers); raise :class:`ConfigError` with the dead nodes' log tails otherwise."""
+        from confluent_kafka.admin import AdminClient
+
+        # librdkafka logs every refused connection while the brokers come up: keep it quiet
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 2000,
+                             "log_level": 0})
+        deadline = time.monotonic() + timeout_s
+        want = set(self.broker_ids)
+        seen: set[int] = set()
+        while time.monotonic() < deadline:
+            dead = [i for i in self.nodes if self.nodes[i].pid is not None and not self.is_running(i)]
+            if dead:
+                raise ConfigError(f"node(s) {dead} exited during start: {self._tails(dead)}",
+                                  where=str(self.dir), field="start", expected="running", got=dead)
+            try:
+                seen = set(admin.list_topics(timeout=2).brokers)
+            except Exception:  # noqa: BLE001 - KafkaException while the brokers come up
+                seen = set()
+            if want <= seen:
+                return
+            time.sleep(0.3)
+        raise ConfigError(f"cluster not ready after {timeout_s:.0f} s: brokers {sorted(seen)} of "
+                          f"{sorted(want)} in the metadata; {self._tails(list(self.nodes))}",
+                          where=str(self.dir), field="start", expected=sorted(want), got=sorted(seen))
+
+    def _tails(self, node_ids: list[int]) -> str:
+        out = []
+        for i in node_ids:
+            try:
+                text = self.nodes[i].log_path.read_text(errors="replace").strip().splitlines()[-3:]
+            except OSError:
+                text = []
+            out.append(f"node {i}: {' | '.join(text) or '(no output)'}")
+        return "; ".join(out)
+
+    def stop(self, grace_s: float | None = None) -> None:
+        """Stop every node (SIGCONT, SIGTERM to brokers then controllers, SIGKILL after
+        ``grace_s``), remove the network, forget the cluster. Safe to call twice."""
+        grace = self.grace_s if grace_s is None else grace_s
+        with self._lock:
+            if grace > 0:
+                for group in (self.broker_ids, self.controller_ids):
+                    self.signal_nodes(group, signal.SIGTERM)
+                    self.wait_exit(group, grace / 2)
+            self.signal_nodes(list(self.nodes), signal.SIGKILL)
+            self.wait_exit(list(self.nodes), 10)
+            for n in self.nodes.values():
+                n.pid = None
+            if self.nodes:
+                _remove_network(self._state())
+                self._save()
+            _LIVE.discard(self)
+
+    def signal_nodes(self, node_ids: list[int], sig: int) -> None:
+        """Send ``sig`` to each running node's process group; SIGCONT goes first with any
+        other signal but SIGSTOP, as a paused JVM (maybe paused by another process) could
+        not act on SIGTERM."""
+        for i in node_ids:
+            n = self.nodes[i]
+            if not self.is_running(i) or n.pid is None:
+                continue
+            try:
+                if sig != signal.SIGSTOP:
+                    os.killpg(n.pid, signal.SIGCONT)
+                os.killpg(n.pid, sig)
+            except ProcessLookupError:
+                pass
+            n.paused = sig == signal.SIGSTOP
+
+    def wait_exit(self, node_ids: list[int], timeout_s: float) -> list[int]:
+        """Wait up to ``timeout_s`` for the nodes' JVMs to exit (reaping our children);
+        the ids still running."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            for i in node_ids:
+                proc = self._procs.get(i)
+                if proc is not None:
+                    proc.poll()
+            left = [i for i in node_ids if self.is_running(i)]
+            if not left or time.monotonic() >= deadline:
+                for i in node_ids:
+                    if i not in left:
+                        self.nodes[i].pid = None
+                return left
+            time.sleep(0.05)
+
+    def restart_node(self, node_id: int) -> None:
+        """Start a node whose JVM is not running again, with its data and command line."""
+        if self.is_running(node_id):
+            raise ConfigError(f"node {node_id} is running (pid {self.nodes[node_id].pid})",
+                              where="restart", field="node", expected="a stopped node", got=node_id)
+        self._spawn(node_id)
+        self._save()
+
+    # -- state file -------------------------------------------------------------------------
+    def _state(self) -> dict[str, Any]:
+        return {"dir": str(self.dir), "version": self.version, "network": self.network,
+                "cluster_id": self.cluster_id, "tag": self.tag, "subnet": self.subnet,
+                "bridge": self.bridge, "client_host": self.client_host,
+                "bootstrap_servers": self.bootstrap_servers, "owner_pid": os.getpid(),
+                "detached": self.detach, "nodes": [asdict(n) for _, n in sorted(self.nodes.items())]}
+
+    def _save(self) -> None:
+        tmp = self.dir / f"{_STATE}.tmp"
+        tmp.write_text(json.dumps(self._state(), indent=1) + "\n")
+        tmp.replace(self.dir / _STATE)
+
+    @classmethod
+    def attach(cls, directory: str | os.PathLike[str]) -> LocalCluster:
+        """The cluster recorded in ``DIR/cluster.json`` (started by any process), to inspect or
+        stop it; raises :class:`ConfigError` when there is none."""
+        state_path = Path(directory).resolve() / _STATE
+        try:
+            saved = json.loads(state_path.read_text())
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"no cluster recorded in {state_path}: {exc}", where=str(state_path),
+                              field="dir", expected="a cluster directory", got=str(directory)) from exc
+        brokers = sum(1 for n in saved["nodes"] if n["roles"] == "broker")
+        controllers = len(saved["nodes"]) - brokers
+        c = cls(saved["dir"], brokers=max(1, brokers), controllers=max(1, controllers),
+                version=saved["version"], network="loopback", detach=True)
+        c.network, c.cluster_id, c.tag = saved["network"], saved["cluster_id"], saved["tag"]
+        c.subnet, c.bridge, c.client_host = saved["subnet"], saved["bridge"], saved["client_host"]
+        c.nodes = {n["node_id"]: Node(**n) for n in saved["nodes"]}
+        return c
+
+    def _register(self) -> None:
+        if not self.detach:
+            _LIVE.add(self)
+            _install_handlers()
+
+
+# -- helpers -----------------------------------------------------------------------------------
+_LIVE: set[LocalCluster] = set()
+_HANDLERS_INSTALLED = False
+
+
+def _stop_all() -> None:
+    for c in list(_LIVE):
+        c.stop(grace_s=min(c.grace_s, 5))
+
+
+def _install_handlers() -> None:
+    """atexit, SIGINT and SIGTERM stop this process's clusters, then go on as before."""
+    global _HANDLERS_INSTALLED
+    if _HANDLERS_INSTALLED or threading.current_thread() is not threading.main_thread():
+        if not _HANDLERS_INSTALLED:
+            atexit.register(_stop_all)
+            _HANDLERS_INSTALLED = True
+        return
+    _HANDLERS_INSTALLED = True
+    atexit.register(_stop_all)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous = signal.getsignal(sig)
+        if previous == signal.SIG_IGN:  # e.g. SIGINT of a background job: leave it ignored
+            continue
+
+        def handler(signum: int, frame: Any, previous: Any = previous) -> None:
+            _stop_all()
+            if callable(previous):
+                previous(signum, frame)
+            elif previous == signal.SIG_DFL:
+                signal.signal(signum, signal.SIG_DFL)
+                os.kill(os.getpid(), signum)
+
+        signal.signal(sig, handler)
+
+
+def _ip(*args: str) -> None:
+    done = subprocess.run(["ip", *args], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise ConfigError(f"`ip {' '.join(args)}` failed: {done.stderr.strip()}", where="ip",
+                          field="network", expected="exit 0", got=done.returncode)
+
+
+def _remove_network(state: dict[str, Any]) -> None:
+    """Delete the namespaces (with their veths and firewall tables) and the bridge a
+    cluster state names; missing ones are fine."""
+    for n in state.get("nodes", []):
+        if n.get("netns"):
+            subprocess.run(["ip", "netns", "del", n["netns"]], capture_output=True, check=False)
+    if state.get("bridge"):
+        subprocess.run(["ip", "link", "del", state["bridge"]], capture_output=True, check=False)
+
+
+def _free_subnet() -> str:
+    """``10.213.K`` for a K no interface of this machine uses yet."""
+    used = subprocess.run(["ip", "-o", "-4", "addr"], capture_output=True, text=True, check=False).stdout
+    for k in range(1 + os.getpid() % 200, 255):
+        if f" {_SUBNET_PREFIX}.{k}." not in used:
+            return f"{_SUBNET_PREFIX}.{k}"
+    raise ConfigError(f"no free subnet {_SUBNET_PREFIX}.K.0/24 left", where="network", field="subnet",
+                      expected="a free /24", got=None)
+
+
+def _free_ports(count: int) -> list[int]:
+    socks = []
+    for _ in range(count):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def _cluster_id() -> str:
+    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding (Uuid.toString)."""
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
