@@ -55,7 +55,10 @@ BUGS: tuple[KnownBug, ...] = (
              "2.1.0 (the leader assigns the epoch when it becomes leader)", "PROTOCOL.md 1.2, docs/fuzzing.md"),
     KnownBug("KAFKA-7128", "a follower joins the ISR with a log end offset below the leader epoch's "
              "start offset, so a committed record can be missing from an ISR member",
-             ("kip-101", "kip-279"),
+             # every release before 2.1 admits a follower at LEO >= HW alone: 0.10.2.2's
+             # Partition.maybeExpandIsr (`replica.logEndOffset.offsetDiff(leaderHW) >= 0`), so
+             # the mechanism is there before KIP-101 too (bughunt found it in hw-truncation)
+             ("hw-truncation", "kip-101", "kip-279"),
              ("Inv-IsrJoin", "Inv-StrongIsr", "Inv-Durability", "Inv-LeaderCompleteness", "lost-write"),
              "2.1.0 (ISR join needs LEO >= leader epoch start offset)", "PROTOCOL.md 1.7, docs/fuzzing.md"),
     KnownBug("ZooKeeper ABA restart (KIP-380)", "a broker restarted within its session timeout is not "

@@ -1,0 +1,116 @@
+"""Bug-hunt benchmark (issue 17): for each catalogued bug (``docs/bugs.md``), each engine and
+each campaign seed, the runs and seconds to the first finding whose catalogue match is that
+bug, with median and max over seeds; the table of ``docs/bugs.md`` between ``<!-- bughunt -->``
+markers is regenerated from the results.
+
+    python benches/bench_bughunt.py --seeds 1 2 3 4 5 --runs 3000 --seconds 240
+    python benches/bench_bughunt.py --engines atheris --seconds 120    # adds to the same file
+
+A script, not a pytest-benchmark suite: each figure is one deterministic, budget-censored
+campaign of seconds to minutes (pytest-benchmark times repeated rounds of one callable and
+reports their mean and minimum, which means nothing here), and a partial measurement must be
+kept and resumed. One campaign per (engine, generation, seed) serves every bug of that
+generation (``epochlab.fuzz.bughunt``). The results go to ``benches/results/bughunt.json``
+after every campaign (campaigns of the same engine, generation and seed are replaced; the
+others are kept, so engines or generations can be measured in separate sessions) with the
+machine, the date, the command and the wall time of each session. ``--render-only`` (or
+``python -m epochlab.fuzz.bughunt``) re-renders the table from the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from epochlab.fuzz import bughunt
+from epochlab.generations import Generation
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engines", nargs="+", choices=bughunt.ENGINES, default=list(bughunt.ENGINES))
+    parser.add_argument("--generations", nargs="+", default=None,
+                        help="default: every generation a catalogued bug lists")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3, 4, 5])
+    parser.add_argument("--runs", type=int, default=3000, help="run budget per campaign")
+    parser.add_argument("--seconds", type=float, default=240.0, help="time budget per campaign")
+    parser.add_argument("--config", help="fuzz profile JSON (default: the default profile, with "
+                        "which docs/fuzzing.md found these bugs)")
+    parser.add_argument("--out", default=str(bughunt.DEFAULT_JSON))
+    parser.add_argument("--doc", default=str(bughunt.DEFAULT_DOC))
+    parser.add_argument("--fresh", action="store_true", help="start a new results file")
+    parser.add_argument("--render-only", action="store_true")
+    return parser
+
+
+def _load(args: argparse.Namespace, generations: list[str]) -> dict[str, Any]:
+    out = Path(args.out)
+    budget = bughunt.Budget(args.runs, args.seconds)
+    plan = bughunt.new_results(args.seeds, args.engines, generations, budget, args.config)
+    if args.fresh or not out.exists():
+        return plan
+    results = json.loads(out.read_text(encoding="utf-8"))
+    if results["plan"]["budget"] != plan["plan"]["budget"] or \
+            results["plan"]["profile"] != plan["plan"]["profile"]:
+        raise SystemExit(f"{out}: measured with {results['plan']['budget']} and "
+                         f"{results['plan']['profile']}; use --fresh for other budgets or profiles")
+    for key in ("seeds", "engines", "generations"):
+        results["plan"][key] = sorted(set(results["plan"][key]) | set(plan["plan"][key]),
+                                      key=lambda x: (bughunt.ENGINES.index(x) if key == "engines"
+                                                     else int(Generation.parse(x)) if key == "generations"
+                                                     else x))
+    return results
+
+
+def _save(results: dict[str, Any], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def _line(record: bughunt.CampaignRecord) -> str:
+    found = ", ".join(f"{f.invariant}@{f.run} ({'/'.join(f.known_bugs) or 'NO MATCH'})"
+                      for f in record.findings) or "nothing"
+    return (f"{record.engine} {record.generation} seed {record.seed}: {record.runs} runs, "
+            f"{record.seconds:.1f} s, stopped: {record.stopped}; {found}"
+            + (f"\n  error: {record.error}" if record.error else ""))
+
+
+def main() -> int:
+    args = _parser().parse_args()
+    if args.render_only:
+        results = json.loads(Path(args.out).read_text(encoding="utf-8"))
+        bughunt.update_doc(results, Path(args.doc))
+        print(bughunt.markdown(results), end="")
+        return 0
+    generations = [Generation.parse(g).label for g in args.generations] if args.generations \
+        else [g.label for g in bughunt.generations_of()]
+    results = _load(args, generations)
+    session: dict[str, Any] = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+               "command": "python benches/bench_bughunt.py " + shlex.join(sys.argv[1:]),
+               "machine": bughunt.machine()}
+    results["sessions"].append(session)
+    start = time.monotonic()
+    budget = bughunt.Budget(args.runs, args.seconds)
+    for engine in args.engines:
+        for generation in generations:
+            for seed in args.seeds:
+                record = bughunt.hunt(engine, generation, seed, budget, args.config)
+                print(_line(record), flush=True)
+                bughunt.put_campaign(results, record)
+                session["wall_seconds"] = round(time.monotonic() - start)
+                _save(results, Path(args.out))
+    bughunt.update_doc(results, Path(args.doc))
+    print(bughunt.markdown(results), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
