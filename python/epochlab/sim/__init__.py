@@ -5,6 +5,10 @@ Modules, bottom-up:
 * :mod:`~epochlab.sim.kernel` - virtual clock, event queue, per-component random streams
 * :mod:`~epochlab.sim.network` - delays, loss, duplication, reordering, partitions
 * :mod:`~epochlab.sim.messages` - protocol messages (Kafka error names as strings)
+* :mod:`~epochlab.sim.history`, :mod:`~epochlab.sim.state` - observation (the
+  :class:`~epochlab.sim.history.Recorder` of history and events, frozen snapshots)
+* :mod:`~epochlab.sim.context` - :class:`~epochlab.sim.context.SimContext`, all the nodes below
+  see of the run (clock and timers, network, message routing, recorder); never the facade
 * :mod:`~epochlab.sim.replica` - one replica's protocol state machine (leader side in
   :mod:`~epochlab.sim.replica_leader`, follower side in :mod:`~epochlab.sim.replica_follower`)
 * :mod:`~epochlab.sim.broker` - a broker node: timers, purgatories, fetcher
@@ -13,8 +17,8 @@ Modules, bottom-up:
   InitProducerId, AddPartitionsToTxn, EndTxn, markers)
 * :mod:`~epochlab.sim.clients` - :class:`Producer` (transactions in
   :mod:`~epochlab.sim.producer_txn`), :class:`Consumer`
-* :mod:`~epochlab.sim.history`, :mod:`~epochlab.sim.state` - observation
-* :mod:`~epochlab.sim.cluster` - the :class:`Cluster` facade
+* :mod:`~epochlab.sim.cluster` - the :class:`Cluster` facade: builds the context and the nodes
+  and composes them; no module above imports it (``tests/test_sim_imports.py``)
 """
 
 from epochlab.generations import Generation

@@ -15,7 +15,7 @@ trip late).
 
 Transactions (1.12): WriteTxnMarkers from the coordinator is appended by the replica and
 answered, like an acks=all produce, once the HW is past the marker (or with
-REQUEST_TIMED_OUT after ``MARKER_TIMEOUT_MS``). With KIP-890 (``cluster.kip890``) the first
+REQUEST_TIMED_OUT after ``MARKER_TIMEOUT_MS``). With KIP-890 (``SimContext.kip890``) the first
 transactional write of a producer to the partition (no transaction of that producer open in the
 log) is verified first: the broker records a verification guard for the producer id, asks the
 coordinator (AddPartitionsToTxn with ``verify_only``) and appends only if the answer is OK and
@@ -85,7 +85,7 @@ def make_replica(backend: str, broker_id: int, replicas: tuple[int, ...], genera
                       where="Cluster", field="backend", expected=" | ".join(BACKENDS), got=backend)
 
 if TYPE_CHECKING:
-    from epochlab.sim.cluster import Cluster
+    from epochlab.sim.context import SimContext
 
 __all__ = ["Broker"]
 
@@ -98,9 +98,9 @@ MARKER_TIMEOUT_MS = 30000
 class Broker:
     """Broker ``broker_id``; ``alive`` and ``incarnation`` change with crash/restart."""
 
-    def __init__(self, cluster: Cluster, broker_id: int, config: ClusterConfig,
+    def __init__(self, ctx: SimContext, broker_id: int, config: ClusterConfig,
                  generation: Generation, backend: str = "rust") -> None:
-        self.cluster = cluster
+        self.ctx = ctx
         self.broker_id = broker_id
         self.config = config
         self.replica = make_replica(backend, broker_id, tuple(config.replicas or ()), generation,
@@ -130,7 +130,7 @@ class Broker:
         self.incarnation += 1
         self.registered = not self.broker_epochs
         self._alter_sent_ms = None
-        self.cluster.network.set_alive(self.broker_id, True)
+        self.ctx.network.set_alive(self.broker_id, True)
         inc, c = self.incarnation, self.config
         self._every(c.heartbeat_interval_ms, self._heartbeat, inc, now=True)
         self._every(max(1, c.replica_lag_time_max_ms // 2), self._isr_expiration, inc)
@@ -145,13 +145,13 @@ class Broker:
             return
         self.alive = False
         self.clean_shutdown = False
-        self.cluster.network.set_alive(self.broker_id, False)
+        self.ctx.network.set_alive(self.broker_id, False)
         self._parked_fetches.clear()
         self._parked_produces.clear()
         self._clear_transactional()
         lost = self.replica.crash(lose_unflushed)
-        self.cluster.log_event("crash", f"broker {self.broker_id} crashed"
-                               + (f", lost {lost} unflushed records" if lose_unflushed else ""))
+        self.ctx.log_event("crash", f"broker {self.broker_id} crashed"
+                           + (f", lost {lost} unflushed records" if lose_unflushed else ""))
         self._drain_events()
 
     def shutdown_cleanly(self) -> None:
@@ -166,22 +166,22 @@ class Broker:
         # registered has none to write into its clean-shutdown file, so its next start counts
         # as unclean (it may have lost its tail in an earlier crash)
         self.clean_shutdown = self.registered
-        self.cluster.network.set_alive(self.broker_id, False)
+        self.ctx.network.set_alive(self.broker_id, False)
         self._parked_fetches.clear()
         self._answer_parked_markers(force_error="NOT_LEADER_OR_FOLLOWER")
         self._clear_transactional()
         self.replica.clean_shutdown()
-        self.cluster.log_event("shutdown", f"broker {self.broker_id} shut down cleanly")
+        self.ctx.log_event("shutdown", f"broker {self.broker_id} shut down cleanly")
 
     def request_controlled_shutdown(self) -> None:
         """Ask the controller to move leadership away; stop on the answer or after 5 s."""
         if not self.alive:
             return
         inc = self.incarnation
-        self.cluster.post(self.broker_id, "controller", "on_controlled_shutdown",
-                          ControlledShutdownRequest(self.broker_id, inc))
-        self.cluster.kernel.schedule(CONTROLLED_SHUTDOWN_TIMEOUT_MS,
-                                     lambda: self._if_alive(inc, self.shutdown_cleanly))
+        self.ctx.post(self.broker_id, "controller", "on_controlled_shutdown",
+                      ControlledShutdownRequest(self.broker_id, inc))
+        self.ctx.kernel.schedule(CONTROLLED_SHUTDOWN_TIMEOUT_MS,
+                                 lambda: self._if_alive(inc, self.shutdown_cleanly))
 
     def on_controlled_shutdown_response(self, msg: LeaderAndIsr, src: object) -> None:
         self.on_leader_and_isr(msg, src)
@@ -191,8 +191,8 @@ class Broker:
         def tick() -> None:
             if self.alive and self.incarnation == inc:
                 action()  # type: ignore[operator]
-                self.cluster.kernel.schedule(period_ms, tick)
-        self.cluster.kernel.schedule(0 if now else period_ms, tick)
+                self.ctx.kernel.schedule(period_ms, tick)
+        self.ctx.kernel.schedule(0 if now else period_ms, tick)
 
     def _if_alive(self, inc: int, action: object) -> None:
         if self.alive and self.incarnation == inc:
@@ -200,15 +200,15 @@ class Broker:
 
     def _drain_events(self) -> None:
         for message in self.replica.take_events():
-            self.cluster.log_event("replica", f"broker {self.broker_id}: {message}")
+            self.ctx.log_event("replica", f"broker {self.broker_id}: {message}")
 
     # -- controller traffic -----------------------------------------------------------------
     def _heartbeat(self) -> None:
         # Only the newest heartbeat matters after a gap: a broker has one in flight at a time
         # (KRaft ``BrokerLifecycleManager``; ZooKeeper sessions ping the same way).
-        self.cluster.post(self.broker_id, "controller", "on_heartbeat",
-                          BrokerHeartbeat(self.broker_id, self.incarnation, self.clean_shutdown),
-                          coalesce="heartbeat")
+        self.ctx.post(self.broker_id, "controller", "on_heartbeat",
+                      BrokerHeartbeat(self.broker_id, self.incarnation, self.clean_shutdown),
+                      coalesce="heartbeat")
 
     def on_leader_and_isr(self, msg: LeaderAndIsr, src: object) -> None:
         """Apply a controller decision (also carried by heartbeat responses).
@@ -228,14 +228,14 @@ class Broker:
                 return
             self.registered = True
         before = (self.replica.role, self.replica.leader_epoch)
-        outcome = self.replica.apply_leader_and_isr(msg, self.cluster.now_ms)
+        outcome = self.replica.apply_leader_and_isr(msg, self.ctx.now_ms)
         self._drain_events()
         if outcome == "ignored":
             return
         if outcome in ("leader", "follower"):
-            self.cluster.log_event("role", f"broker {self.broker_id} is {outcome} in epoch "
-                                   f"{msg.leader_epoch} (was {before[0]} in epoch {before[1]}), "
-                                   f"ISR {list(msg.isr)}, LEO {self.replica.log.log_end_offset}")
+            self.ctx.log_event("role", f"broker {self.broker_id} is {outcome} in epoch "
+                               f"{msg.leader_epoch} (was {before[0]} in epoch {before[1]}), "
+                               f"ISR {list(msg.isr)}, LEO {self.replica.log.log_end_offset}")
         if outcome != "leader":
             self._answer_parked_fetches()
         if outcome == "follower":
@@ -243,15 +243,15 @@ class Broker:
         self._check_parked_produces()
 
     def _isr_expiration(self) -> None:
-        proposal = self.replica.maybe_shrink_isr(self.cluster.now_ms)
+        proposal = self.replica.maybe_shrink_isr(self.ctx.now_ms)
         if proposal is not None:
             self._send_alter_partition(proposal)
-        if self.replica.maybe_increment_high_watermark(self.cluster.now_ms):
+        if self.replica.maybe_increment_high_watermark(self.ctx.now_ms):
             self._check_parked_produces()
 
     def _send_alter_partition(self, req: AlterPartitionRequest) -> None:
-        self.cluster.log_event("isr", f"broker {self.broker_id} proposes ISR {list(req.new_isr)} "
-                               f"(leader epoch {req.leader_epoch}, partition epoch {req.partition_epoch})")
+        self.ctx.log_event("isr", f"broker {self.broker_id} proposes ISR {list(req.new_isr)} "
+                           f"(leader epoch {req.leader_epoch}, partition epoch {req.partition_epoch})")
         if self._alter_sent_ms is None:
             self._post_alter_partition(req)
 
@@ -259,12 +259,12 @@ class Broker:
         """At most one AlterPartition in flight (``AlterPartitionManager``'s in-flight flag):
         the next is sent when this one is answered, or, if no answer comes within the controller
         channel's request timeout (a lost connection), sent again."""
-        self._alter_sent_ms = self.cluster.now_ms
-        self.cluster.post(self.broker_id, "controller", "on_alter_partition", req)
+        self._alter_sent_ms = self.ctx.now_ms
+        self.ctx.post(self.broker_id, "controller", "on_alter_partition", req)
 
     def _resend_alter_partition(self) -> None:
         sent = self._alter_sent_ms
-        if sent is not None and self.cluster.now_ms - sent < ALTER_PARTITION_TIMEOUT_MS:
+        if sent is not None and self.ctx.now_ms - sent < ALTER_PARTITION_TIMEOUT_MS:
             return
         self._alter_sent_ms = None
         req = self.replica.pending_alter_partition()
@@ -274,7 +274,7 @@ class Broker:
     def on_alter_partition_response(self, resp: AlterPartitionResponse, src: object) -> None:
         # a proposal kept pending after an error waits for new metadata, not for a resend
         self._alter_sent_ms, self._alter_answered = None, resp.request
-        self.replica.handle_alter_partition_response(resp, self.cluster.now_ms)
+        self.replica.handle_alter_partition_response(resp, self.ctx.now_ms)
         self._check_parked_produces()
         pending = self.replica.pending_alter_partition()  # a proposal made meanwhile, or kept
         if pending is not None and pending != resp.request:
@@ -296,16 +296,16 @@ class Broker:
             return
         self._fetch_token += 1
         token, inc = self._fetch_token, self.incarnation
-        if not self.cluster.network.is_alive(leader):
+        if not self.ctx.network.is_alive(leader):
             self._backoff(token)
             return
         if isinstance(req, FetchRequest):
-            if self.cluster.generation.kraft:  # KIP-903: fetches carry the broker epoch
+            if self.ctx.generation.kraft:  # KIP-903: fetches carry the broker epoch
                 req = replace(req, broker_epoch=self.incarnation)
-            self.cluster.post(self.broker_id, leader, "on_fetch", req, kind="fetch")
+            self.ctx.post(self.broker_id, leader, "on_fetch", req, kind="fetch")
         else:
-            self.cluster.post(self.broker_id, leader, "on_offsets_for_leader_epoch", req, kind="fetch")
-        self._fetch_timer = self.cluster.kernel.schedule(
+            self.ctx.post(self.broker_id, leader, "on_offsets_for_leader_epoch", req, kind="fetch")
+        self._fetch_timer = self.ctx.kernel.schedule(
             REPLICA_REQUEST_TIMEOUT_MS, lambda: self._if_alive(inc, lambda: self._fetch_timeout(token)))
 
     def _fetch_timeout(self, token: int) -> None:
@@ -318,7 +318,7 @@ class Broker:
         def retry() -> None:
             if self.alive and self.incarnation == inc and token == self._fetch_token:
                 self._send_next_fetch()
-        self._fetch_timer = self.cluster.kernel.schedule(self.config.replica_fetch_backoff_ms, retry)
+        self._fetch_timer = self.ctx.kernel.schedule(self.config.replica_fetch_backoff_ms, retry)
 
     def _after_response(self, action: str) -> None:
         self._drain_events()
@@ -341,19 +341,19 @@ class Broker:
     # -- leader: fetch serving --------------------------------------------------------------
     def on_fetch(self, req: FetchRequest, src: object) -> None:
         """Serve a follower fetch now, or park it if it would return no data."""
-        resp, proposal = self.replica.handle_fetch(req, self.cluster.now_ms)
+        resp, proposal = self.replica.handle_fetch(req, self.ctx.now_ms)
         if proposal is not None:
             self._send_alter_partition(proposal)
         self._check_parked_produces()
         if resp.error is None and not resp.batches and resp.diverging_epoch is None \
                 and self.config.replica_fetch_wait_max_ms > 0:
             inc = self.incarnation
-            timer = self.cluster.kernel.schedule(
+            timer = self.ctx.kernel.schedule(
                 self.config.replica_fetch_wait_max_ms,
                 lambda: self._if_alive(inc, lambda: self._expire_fetch(req)))
             self._parked_fetches.append((req.replica_id, req, timer))
             return
-        self.cluster.post(self.broker_id, req.replica_id, "on_fetch_response", resp)
+        self.ctx.post(self.broker_id, req.replica_id, "on_fetch_response", resp)
 
     def _expire_fetch(self, req: FetchRequest) -> None:
         for i, (_, parked, _timer) in enumerate(self._parked_fetches):
@@ -363,10 +363,10 @@ class Broker:
                 return
 
     def _complete_fetch(self, req: FetchRequest) -> None:
-        resp, proposal = self.replica.handle_fetch(req, self.cluster.now_ms)
+        resp, proposal = self.replica.handle_fetch(req, self.ctx.now_ms)
         if proposal is not None:
             self._send_alter_partition(proposal)
-        self.cluster.post(self.broker_id, req.replica_id, "on_fetch_response", resp)
+        self.ctx.post(self.broker_id, req.replica_id, "on_fetch_response", resp)
         self._check_parked_produces()
 
     def _answer_parked_fetches(self) -> None:
@@ -377,11 +377,11 @@ class Broker:
 
     def on_offsets_for_leader_epoch(self, req: OffsetsForLeaderEpochRequest, src: object) -> None:
         resp = self.replica.handle_offsets_for_leader_epoch(req)
-        self.cluster.post(self.broker_id, req.replica_id, "on_offsets_for_leader_epoch_response", resp)
+        self.ctx.post(self.broker_id, req.replica_id, "on_offsets_for_leader_epoch_response", resp)
 
     def on_consumer_fetch(self, req: ConsumerFetchRequest, src: object) -> None:
         resp = self.replica.handle_consumer_fetch(req)
-        self.cluster.post(self.broker_id, req.client, "on_fetch_response", resp)
+        self.ctx.post(self.broker_id, req.client, "on_fetch_response", resp)
 
     # -- leader: produce --------------------------------------------------------------------
     def on_produce(self, req: ProduceRequest, src: object) -> None:
@@ -394,7 +394,7 @@ class Broker:
         self._append_produce(req)
 
     def _needs_verification(self, req: ProduceRequest) -> bool:
-        if not (self.cluster.kip890 and req.is_transactional and req.producer_id is not None):
+        if not (self.ctx.kip890 and req.is_transactional and req.producer_id is not None):
             return False
         if self.replica.role != "leader":
             return False
@@ -406,20 +406,20 @@ class Broker:
         token = self._tokens
         guard = self._guards.setdefault(req.producer_id, token)
         inc = self.incarnation
-        timer = self.cluster.kernel.schedule(
+        timer = self.ctx.kernel.schedule(
             req.timeout_ms, lambda: self._if_alive(inc, lambda: self._verification_timeout(token)))
         self._verifying[token] = (req, guard, timer)
-        self.cluster.post(self.broker_id, "coordinator", "on_add_partitions_to_txn",
-                          AddPartitionsToTxnRequest(str(self.broker_id), token, req.transactional_id or "",
-                                                    req.producer_id, req.producer_epoch,
-                                                    self.cluster.topic_partition, verify_only=True))
+        self.ctx.post(self.broker_id, "coordinator", "on_add_partitions_to_txn",
+                      AddPartitionsToTxnRequest(str(self.broker_id), token, req.transactional_id or "",
+                                                req.producer_id, req.producer_epoch,
+                                                self.ctx.topic_partition, verify_only=True))
 
     def _verification_timeout(self, token: int) -> None:
         entry = self._verifying.pop(token, None)
         if entry is not None:
             req = entry[0]
-            self.cluster.post(self.broker_id, req.client, "on_produce_response",
-                              ProduceResponse(req.request_id, "NOT_ENOUGH_REPLICAS"))
+            self.ctx.post(self.broker_id, req.client, "on_produce_response",
+                          ProduceResponse(req.request_id, "NOT_ENOUGH_REPLICAS"))
 
     def on_verify_response(self, resp: TxnCoordinatorResponse, src: object) -> None:
         entry = self._verifying.pop(resp.request_id, None)
@@ -432,11 +432,11 @@ class Broker:
             self._append_produce(req)
             return
         error = resp.error or "INVALID_TXN_STATE"
-        self.cluster.log_event("replica", f"broker {self.broker_id}: transaction verification "
-                               f"rejects produce from {req.client} (producer {req.producer_id} "
-                               f"epoch {req.producer_epoch}): {error}")
-        self.cluster.post(self.broker_id, req.client, "on_produce_response",
-                          ProduceResponse(req.request_id, error))
+        self.ctx.log_event("replica", f"broker {self.broker_id}: transaction verification "
+                           f"rejects produce from {req.client} (producer {req.producer_id} "
+                           f"epoch {req.producer_epoch}): {error}")
+        self.ctx.post(self.broker_id, req.client, "on_produce_response",
+                      ProduceResponse(req.request_id, error))
 
     def _clear_transactional(self) -> None:
         for _, _, timer in self._verifying.values():
@@ -449,16 +449,16 @@ class Broker:
 
     def on_write_txn_markers(self, req: WriteTxnMarkersRequest, src: object) -> None:
         """Append a COMMIT/ABORT marker; answer when the HW covers it (acks=all)."""
-        resp = self.replica.handle_write_txn_markers(req, self.cluster.now_ms)
+        resp = self.replica.handle_write_txn_markers(req, self.ctx.now_ms)
         self._drain_events()
         self._guards.pop(req.producer_id, None)
         if resp.error is not None:
-            self.cluster.post(self.broker_id, "coordinator", "on_write_txn_markers_response", resp)
+            self.ctx.post(self.broker_id, "coordinator", "on_write_txn_markers_response", resp)
             return
         assert resp.offset is not None
         self._answer_parked_fetches()
         inc = self.incarnation
-        timer = self.cluster.kernel.schedule(
+        timer = self.ctx.kernel.schedule(
             MARKER_TIMEOUT_MS, lambda: self._if_alive(inc, lambda: self._expire_marker(req)))
         self._parked_markers.append((resp.offset + 1, req, timer, str(src)))
         self._check_parked_produces()
@@ -467,8 +467,8 @@ class Broker:
         for i, (_, parked, _timer, dst) in enumerate(self._parked_markers):
             if parked is req:
                 del self._parked_markers[i]
-                self.cluster.post(self.broker_id, dst, "on_write_txn_markers_response",
-                                  WriteTxnMarkersResponse(req.request_id, "REQUEST_TIMED_OUT"))
+                self.ctx.post(self.broker_id, dst, "on_write_txn_markers_response",
+                              WriteTxnMarkersResponse(req.request_id, "REQUEST_TIMED_OUT"))
                 return
 
     def _answer_parked_markers(self, force_error: str | None) -> None:
@@ -481,12 +481,12 @@ class Broker:
                 continue
             timer.cancel()
             offset = required - 1 if error is None else None
-            self.cluster.post(self.broker_id, dst, "on_write_txn_markers_response",
-                              WriteTxnMarkersResponse(req.request_id, error, offset))
+            self.ctx.post(self.broker_id, dst, "on_write_txn_markers_response",
+                          WriteTxnMarkersResponse(req.request_id, error, offset))
         self._parked_markers = waiting
 
     def _append_produce(self, req: ProduceRequest) -> None:
-        resp = self.replica.handle_produce(req, self.cluster.now_ms)
+        resp = self.replica.handle_produce(req, self.ctx.now_ms)
         self._drain_events()
         if resp.error is None and not resp.duplicate:
             self._answer_parked_fetches()
@@ -494,12 +494,12 @@ class Broker:
             self._check_parked_produces()
             return
         if req.acks == "1" or resp.error is not None:
-            self.cluster.post(self.broker_id, req.client, "on_produce_response", resp)
+            self.ctx.post(self.broker_id, req.client, "on_produce_response", resp)
             self._check_parked_produces()
             return
         assert resp.last_offset is not None
         inc = self.incarnation
-        timer = self.cluster.kernel.schedule(
+        timer = self.ctx.kernel.schedule(
             req.timeout_ms, lambda: self._if_alive(inc, lambda: self._expire_produce(req)))
         self._parked_produces.append((resp.last_offset + 1, req, timer, resp))
         self._check_parked_produces()
@@ -508,8 +508,8 @@ class Broker:
         for i, (_, parked, _timer, _resp) in enumerate(self._parked_produces):
             if parked is req:
                 del self._parked_produces[i]
-                self.cluster.post(self.broker_id, req.client, "on_produce_response",
-                                  ProduceResponse(req.request_id, "REQUEST_TIMED_OUT"))
+                self.ctx.post(self.broker_id, req.client, "on_produce_response",
+                              ProduceResponse(req.request_id, "REQUEST_TIMED_OUT"))
                 return
 
     def _check_parked_produces(self) -> None:
@@ -527,5 +527,5 @@ class Broker:
                 continue
             timer.cancel()
             resp = ok if error is None else ProduceResponse(req.request_id, error)
-            self.cluster.post(self.broker_id, req.client, "on_produce_response", resp)
+            self.ctx.post(self.broker_id, req.client, "on_produce_response", resp)
         self._parked_produces = waiting

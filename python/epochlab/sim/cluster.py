@@ -1,5 +1,7 @@
-"""The :class:`Cluster` facade of ``docs/sim-api.md``: builds the kernel, network,
-controller, brokers and clients, and exposes time, faults, client creation and observation.
+"""The :class:`Cluster` facade of ``docs/sim-api.md``: builds the kernel, network, recorder and
+the :class:`~epochlab.sim.context.SimContext` they form, then the controller, coordinator,
+brokers and clients on that context, and exposes time, faults, client creation and observation.
+The components never see the facade (``docs/sim-api.md``, "Structure").
 
 >>> from epochlab.generations import Generation
 >>> from epochlab.sim.config import ClusterConfig, ProducerConfig
@@ -23,9 +25,10 @@ from epochlab.generations import Generation
 from epochlab.sim.broker import Broker
 from epochlab.sim.clients import Consumer, Producer
 from epochlab.sim.config import ClusterConfig, ConsumerConfig, ProducerConfig
+from epochlab.sim.context import SimContext
 from epochlab.sim.controller import Controller
 from epochlab.sim.coordinator import TransactionCoordinator
-from epochlab.sim.history import Event, HistoryOp, history_to_jsonl
+from epochlab.sim.history import Event, HistoryOp, Recorder, history_to_jsonl
 from epochlab.sim.kernel import Kernel
 from epochlab.sim.network import Network, Node
 from epochlab.sim.state import ClusterState, ReplicaState
@@ -68,19 +71,28 @@ class Cluster:
         self.topic_partition = partition
         self.kernel = Kernel(seed)
         self.network = Network(self.kernel, config.network_delay_ms, config.controller_delay_ms)
-        self.history: list[HistoryOp] = []
-        self.events: list[Event] = []
-        self.clients: dict[str, Producer | Consumer] = {}
-        self.network.set_alive("controller", True)
-        self.controller = Controller(self, config, self.generation)
+        self.recorder = Recorder(self.kernel)
+        self.history: list[HistoryOp] = self.recorder.history
+        self.events: list[Event] = self.recorder.events
         pre = config.transaction_pre_kip890
         #: KIP-890 (partition verification, epoch bump per transaction): the latest
         #: generation's default; ``transaction.pre_kip890`` overrides it.
         self.kip890 = (self.generation == max(Generation)) if pre is None else not pre
+        #: What the components see of the run (they never see this facade).
+        self.context = ctx = SimContext(self.kernel, self.network, self.recorder,
+                                        self.generation, self.kip890, partition)
+        self.clients: dict[str, Producer | Consumer] = {}
+        self.network.set_alive("controller", True)
+        self.controller = Controller(ctx, config, self.generation)
         self.coordinator = TransactionCoordinator(
-            self, self.kip890, config.transaction_abort_timed_out_transaction_cleanup_interval_ms)
-        self.brokers: dict[int, Broker] = {b: Broker(self, b, config, self.generation, backend)
+            ctx, self.kip890, config.transaction_abort_timed_out_transaction_cleanup_interval_ms,
+            self.controller.allocate_producer_id)
+        self.brokers: dict[int, Broker] = {b: Broker(ctx, b, config, self.generation, backend)
                                            for b in config.brokers}
+        ctx.register("controller", self.controller)
+        ctx.register("coordinator", self.coordinator)
+        for b, broker in self.brokers.items():
+            ctx.register(b, broker)
         self.trace_recorder: Any = None
         recording = _RECORDING.get()
         if record_trace or recording is not None:
@@ -101,34 +113,25 @@ class Cluster:
         return self.kernel.now_ms
 
     def node(self, name: Node) -> Any:
-        if name == "controller":
-            return self.controller
-        if name == "coordinator":
-            return self.coordinator
-        if isinstance(name, int):
-            return self.brokers[name]
-        return self.clients[name]
+        """The broker, controller, coordinator or client called ``name``."""
+        return self.context.node(name)
 
     def post(self, src: Node, dst: Node, method: str, msg: object, kind: str = "",
              coalesce: str | None = None) -> None:
-        """Send ``msg`` from ``src``; on arrival call ``dst.<method>(msg, src)``
-        (``kind`` and ``coalesce``: :meth:`Network.send`)."""
-        if not self._known(dst):
-            return
-        self.network.send(src, dst, lambda: getattr(self.node(dst), method)(msg, src), kind,
-                          coalesce)
+        """:meth:`SimContext.post <epochlab.sim.context.SimContext.post>`."""
+        self.context.post(src, dst, method, msg, kind, coalesce)
 
     def _known(self, name: Node) -> bool:
-        return name in ("controller", "coordinator") or name in self.brokers or name in self.clients
+        return self.context.knows(name)
 
     def log_event(self, kind: str, message: str) -> None:
-        self.events.append(Event(self.now_ms, kind, message))
+        """:meth:`Recorder.log_event <epochlab.sim.history.Recorder.log_event>`."""
+        self.recorder.log_event(kind, message)
 
     def record(self, process: str, type_: str, f: str, value: Any = None, offset: int | None = None,
                error: str | None = None, acks: str | None = None) -> HistoryOp:
-        op = HistoryOp(len(self.history), self.now_ms, process, type_, f, value, offset, error, acks)
-        self.history.append(op)
-        return op
+        """:meth:`Recorder.record <epochlab.sim.history.Recorder.record>`."""
+        return self.recorder.record(process, type_, f, value, offset, error, acks)
 
     def history_jsonl(self) -> str:
         """The history as JSON Lines (sorted keys)."""
@@ -137,15 +140,18 @@ class Cluster:
     # -- clients ----------------------------------------------------------------------------
     def producer(self, name: str, config: ProducerConfig | None = None) -> Producer:
         self._check_client_name(name)
-        client = Producer(self, name, config or ProducerConfig())
+        client = Producer(self.context, name, config or ProducerConfig())
         self.clients[name] = client
+        self.context.register(name, client)
         return client
 
     def consumer(self, name: str, config: ConsumerConfig | None = None) -> Consumer:
         self._check_client_name(name)
         self.clients[name] = None  # type: ignore[assignment]  # reserve: start() sends at once
-        client = Consumer(self, name, config or ConsumerConfig())
+        self.context.register(name, None)
+        client = Consumer(self.context, name, config or ConsumerConfig())
         self.clients[name] = client
+        self.context.register(name, client)
         return client
 
     def _check_client_name(self, name: str) -> None:

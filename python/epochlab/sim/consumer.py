@@ -44,7 +44,7 @@ from epochlab.sim.messages import (
 )
 
 if TYPE_CHECKING:
-    from epochlab.sim.cluster import Cluster
+    from epochlab.sim.context import SimContext
 
 __all__ = ["Consumer"]
 
@@ -55,8 +55,8 @@ METADATA_TIMEOUT_MS = 1000
 class Consumer:
     """A consumer client named ``name`` (its network node and its group)."""
 
-    def __init__(self, cluster: Cluster, name: str, config: ConsumerConfig) -> None:
-        self.cluster = cluster
+    def __init__(self, ctx: SimContext, name: str, config: ConsumerConfig) -> None:
+        self.ctx = ctx
         self.name = name
         self.config = config
         self.session = 0
@@ -68,7 +68,7 @@ class Consumer:
     def start(self) -> None:
         self.session += 1
         self.alive = True
-        self.cluster.network.set_alive(self.name, True)
+        self.ctx.network.set_alive(self.name, True)
         self.position: int | None = None      # next offset to fetch
         self.consumed: int | None = None      # next offset after what poll() returned
         self.committed: int | None = None
@@ -90,24 +90,24 @@ class Consumer:
         """The consumer process dies: buffer and position are lost."""
         if not self.alive:
             return
-        self.cluster.record(self.name, "info", "crash")
+        self.ctx.record(self.name, "info", "crash")
         self.alive = False
         self.session += 1
-        self.cluster.network.set_alive(self.name, False)
+        self.ctx.network.set_alive(self.name, False)
 
     def restart(self) -> None:
         """Start again from the committed offset (crashing first if still running)."""
         if self.alive:
             self.crash()
-        self.cluster.record(self.name, "info", "restart")
+        self.ctx.record(self.name, "info", "restart")
         self.start()
 
     def _every(self, period_ms: int, action: object, session: int) -> None:
         def tick() -> None:
             if self.session == session:
                 action()  # type: ignore[operator]
-                self.cluster.kernel.schedule(period_ms, tick)
-        self.cluster.kernel.schedule(period_ms, tick)
+                self.ctx.kernel.schedule(period_ms, tick)
+        self.ctx.kernel.schedule(period_ms, tick)
 
     def _next_id(self) -> int:
         self._ids += 1
@@ -119,14 +119,14 @@ class Consumer:
         an ``invoke`` and an ``ok`` poll op. Empty if the consumer is down."""
         if not self.alive:
             return []
-        self.cluster.record(self.name, "invoke", "poll")
+        self.ctx.record(self.name, "invoke", "poll")
         out, self._buffer = (self._buffer[:self.config.fetch_max_records],
                              self._buffer[self.config.fetch_max_records:])
         if out:
             self.consumed = out[-1][0] + 1
             self.last_consumed_epoch = out[-1][2]
         records = [(o, v) for o, v, _ in out]
-        self.cluster.record(self.name, "ok", "poll", value=[[o, v] for o, v in records])
+        self.ctx.record(self.name, "ok", "poll", value=[[o, v] for o, v in records])
         return records
 
     def seek(self, offset: int) -> None:
@@ -134,7 +134,7 @@ class Consumer:
         validate); also restarts a consumer stopped by a missing offset or a truncation."""
         if not self.alive:
             return
-        self.cluster.record(self.name, "info", "seek", value=offset)
+        self.ctx.record(self.name, "info", "seek", value=offset)
         self.position = self.consumed = offset
         self.last_consumed_epoch = None
         self._validate = self._stopped = False
@@ -150,20 +150,20 @@ class Consumer:
             self._commit(self.consumed)
 
     def _commit(self, offset: int) -> None:
-        self.cluster.record(self.name, "invoke", "commit", value=offset)
-        epoch = self.last_consumed_epoch if self.cluster.generation.fences_current_epoch else None
-        self.cluster.post(self.name, "controller", "on_offset_commit",
-                          (self.name, self._next_id(), offset, epoch))
+        self.ctx.record(self.name, "invoke", "commit", value=offset)
+        epoch = self.last_consumed_epoch if self.ctx.generation.fences_current_epoch else None
+        self.ctx.post(self.name, "controller", "on_offset_commit",
+                      (self.name, self._next_id(), offset, epoch))
 
     def on_offset_commit_response(self, msg: tuple[int, int], src: object) -> None:
         _, offset = msg
         self.committed = offset
-        self.cluster.record(self.name, "ok", "commit", value=offset)
+        self.ctx.record(self.name, "ok", "commit", value=offset)
 
     # -- offsets and metadata ---------------------------------------------------------------
     def _offset_fetch(self) -> None:
         request_id = self._pending = self._next_id()
-        self.cluster.post(self.name, "controller", "on_offset_fetch", (self.name, request_id))
+        self.ctx.post(self.name, "controller", "on_offset_fetch", (self.name, request_id))
         self._arm_timeout(request_id, METADATA_TIMEOUT_MS)
 
     def on_offset_fetch_response(self, msg: tuple[int, tuple[int, int | None] | None],
@@ -190,7 +190,7 @@ class Consumer:
                     self._offset_fetch()
                 elif self._leader is not None:
                     self._leader = None
-        self.cluster.kernel.schedule(timeout_ms, expire)
+        self.ctx.kernel.schedule(timeout_ms, expire)
 
     def on_metadata_response(self, msg: tuple[int, int | None, int], src: object) -> None:
         request_id, leader, epoch = msg
@@ -200,7 +200,7 @@ class Consumer:
         if leader is None:
             return
         if self._leader_epoch is not None and epoch > self._leader_epoch \
-                and self.cluster.generation.fences_current_epoch and self.last_consumed_epoch is not None:
+                and self.ctx.generation.fences_current_epoch and self.last_consumed_epoch is not None:
             self._validate = True
         self._leader, self._leader_epoch = leader, epoch
 
@@ -213,15 +213,15 @@ class Consumer:
             return
         request_id = self._pending = self._next_id()
         if self._leader is None:
-            self.cluster.post(self.name, "controller", "on_metadata", (self.name, request_id))
+            self.ctx.post(self.name, "controller", "on_metadata", (self.name, request_id))
             self._arm_timeout(request_id, METADATA_TIMEOUT_MS)
             return
         if self.position is None and self.config.auto_offset_reset == "none":
             self._pending = None
             self._stopped = True
-            self.cluster.record(self.name, "info", "poll", error="NO_OFFSET_FOR_PARTITION")
+            self.ctx.record(self.name, "info", "poll", error="NO_OFFSET_FOR_PARTITION")
             return
-        current = self._leader_epoch if self.cluster.generation.fences_current_epoch else None
+        current = self._leader_epoch if self.ctx.generation.fences_current_epoch else None
         validate = self.last_consumed_epoch if self._validate else None
         # ``reset`` is read only for a ListOffsets request (no position), which a consumer
         # without a reset policy never sends.
@@ -229,10 +229,10 @@ class Consumer:
         req = ConsumerFetchRequest(self.name, request_id, self.position, current,
                                    self.config.fetch_max_records, reset,
                                    validate, self.config.isolation_level)
-        if not self.cluster.network.is_alive(self._leader):
+        if not self.ctx.network.is_alive(self._leader):
             self._pending, self._leader = None, None
             return
-        self.cluster.post(self.name, self._leader, "on_consumer_fetch", req)
+        self.ctx.post(self.name, self._leader, "on_consumer_fetch", req)
         self._arm_timeout(request_id, REQUEST_TIMEOUT_MS)
 
     def on_fetch_response(self, resp: ConsumerFetchResponse, src: object) -> None:
@@ -254,11 +254,11 @@ class Consumer:
             self._take(resp.records, resp.aborted_transactions)
 
     def _reset(self, why: str) -> None:
-        self.cluster.log_event("client", f"consumer {self.name}: {why} at {self.position}, "
-                               f"reset {self.config.auto_offset_reset}")
+        self.ctx.log_event("client", f"consumer {self.name}: {why} at {self.position}, "
+                           f"reset {self.config.auto_offset_reset}")
         if self.config.auto_offset_reset == "none":
             self._stopped = True
-            self.cluster.record(self.name, "info", "poll", error=why)
+            self.ctx.record(self.name, "info", "poll", error=why)
             return
         self.position = None
         self._buffer.clear()
@@ -269,20 +269,20 @@ class Consumer:
         if position is None:
             return
         if epoch_end is None:
-            self.cluster.log_event("client", f"consumer {self.name}: epoch {self.last_consumed_epoch} "
-                                   f"of position {position} unknown to the leader")
+            self.ctx.log_event("client", f"consumer {self.name}: epoch {self.last_consumed_epoch} "
+                               f"of position {position} unknown to the leader")
             if self.config.auto_offset_reset == "none":
                 self._stopped = True
-                self.cluster.record(self.name, "info", "poll", error="LOG_TRUNCATION")
+                self.ctx.record(self.name, "info", "poll", error="LOG_TRUNCATION")
                 return
             self._reset("UNDEFINED_EPOCH_OFFSET")
             return
         if epoch_end[1] >= position:
             return
         end = epoch_end[1]
-        self.cluster.record(self.name, "info", "poll", offset=end, error="LOG_TRUNCATION")
-        self.cluster.log_event("client", f"consumer {self.name}: truncation detected, position "
-                               f"{position} > end offset {end} of epoch {self.last_consumed_epoch}")
+        self.ctx.record(self.name, "info", "poll", offset=end, error="LOG_TRUNCATION")
+        self.ctx.log_event("client", f"consumer {self.name}: truncation detected, position "
+                           f"{position} > end offset {end} of epoch {self.last_consumed_epoch}")
         if self.config.auto_offset_reset == "none":
             self._stopped = True
             return

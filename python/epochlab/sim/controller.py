@@ -49,7 +49,7 @@ from epochlab.sim.messages import (
 )
 
 if TYPE_CHECKING:
-    from epochlab.sim.cluster import Cluster
+    from epochlab.sim.context import SimContext
 
 __all__ = ["Controller"]
 
@@ -57,8 +57,8 @@ __all__ = ["Controller"]
 class Controller:
     """The partition's metadata authority; node name ``"controller"``."""
 
-    def __init__(self, cluster: Cluster, config: ClusterConfig, generation: Generation) -> None:
-        self.cluster = cluster
+    def __init__(self, ctx: SimContext, config: ClusterConfig, generation: Generation) -> None:
+        self.ctx = ctx
         self.config = config
         self.generation = generation
         self.replicas: tuple[int, ...] = config.replicas or ()
@@ -117,8 +117,8 @@ class Controller:
         controller catches up on the metadata log in one delta and sees only the newest state
         (``MetadataLoader.handleCommit``): held states coalesce. A ZooKeeper-era controller
         resends each queued LeaderAndIsr until delivered (``ControllerChannelManager``)."""
-        self.cluster.post("controller", broker, "on_leader_and_isr", msg,
-                          coalesce="metadata" if self.generation.kraft else None)
+        self.ctx.post("controller", broker, "on_leader_and_isr", msg,
+                      coalesce="metadata" if self.generation.kraft else None)
 
     def _broadcast(self) -> None:
         msg = self.state()
@@ -132,7 +132,7 @@ class Controller:
                 unclean: bool = False, bump_epoch: bool = False) -> None:
         """Install a new partition state: the leader epoch bumps on a leader change (or when
         ``bump_epoch``), the partition epoch always; offline time is accounted."""
-        now = self.cluster.now_ms
+        now = self.ctx.now_ms
         if leader != self.leader or bump_epoch:
             self.leader_epoch += 1
         old_isr, old_leader = self.isr, self.leader
@@ -144,14 +144,14 @@ class Controller:
         self._update_last_known_leader(old_leader)
         if leader is None and self.offline_since_ms is None:
             self.offline_since_ms = now
-            self.cluster.log_event("offline", f"partition OFFLINE: no eligible leader ({why})")
+            self.ctx.log_event("offline", f"partition OFFLINE: no eligible leader ({why})")
         elif leader is not None and self.offline_since_ms is not None:
             self.unavailable_ms += now - self.offline_since_ms
             self.offline_since_ms = None
         if leader is not None and (not self.elections or self.elections[-1][2] != leader
                                    or self.elections[-1][1] != self.leader_epoch):
             self.elections.append((now, self.leader_epoch, leader, unclean))
-        self.cluster.log_event(
+        self.ctx.log_event(
             "election" if why.startswith("elect") or unclean else "controller",
             f"controller: {why}: leader {leader} epoch {self.leader_epoch} ISR {list(isr)} "
             f"partition epoch {self.partition_epoch}" + (" (UNCLEAN)" if unclean else ""))
@@ -185,12 +185,12 @@ class Controller:
         old = self._session_timers.get(broker)
         if old is not None:
             old.cancel()
-        self._session_timers[broker] = self.cluster.kernel.schedule(
+        self._session_timers[broker] = self.ctx.kernel.schedule(
             self.config.session_timeout_ms + 1, lambda: self._session_expired(broker))
 
     def _session_expired(self, broker: int) -> None:
         if self.live.get(broker):
-            self.cluster.log_event("controller", f"controller: broker {broker} session expired")
+            self.ctx.log_event("controller", f"controller: broker {broker} session expired")
             self.live[broker] = False
             self._metadata_changed()
             self._handle_broker_failure(broker)
@@ -212,8 +212,8 @@ class Controller:
                 self._refused.add(b)
                 why = "DuplicateBrokerRegistration" if self.generation.kraft else \
                     "its ZooKeeper registration of the old session still exists"
-                self.cluster.log_event("controller", f"controller: broker {b} restarted; its "
-                                       f"registration waits for the old session to expire ({why})")
+                self.ctx.log_event("controller", f"controller: broker {b} restarted; its "
+                                   f"registration waits for the old session to expire ({why})")
             return
         self._refused.discard(b)
         if not self.live[b] or known != hb.incarnation:
@@ -223,7 +223,7 @@ class Controller:
 
     def _register(self, b: int, hb: BrokerHeartbeat, restarted_while_alive: bool) -> None:
         if restarted_while_alive:  # G0-G2 only: later generations refuse it (on_heartbeat)
-            self.cluster.log_event("controller", f"controller: broker {b} restarted unnoticed (ZK ABA)")
+            self.ctx.log_event("controller", f"controller: broker {b} restarted unnoticed (ZK ABA)")
         self.incarnation[b] = hb.incarnation
         self.shutting_down.discard(b)
         if not hb.clean_shutdown and self.elr_enabled and b in self.elr:
@@ -231,7 +231,7 @@ class Controller:
             self.elr = tuple(r for r in self.elr if r != b)
         if not self.live[b]:
             self.live[b] = True
-            self.cluster.log_event("controller", f"controller: broker {b} registered")
+            self.ctx.log_event("controller", f"controller: broker {b} registered")
         self._metadata_changed()
         if self.leader is None:
             self._elect("elect after broker registration")
@@ -325,7 +325,7 @@ class Controller:
                 self._commit(candidates[0], isr, f"elect after controlled shutdown of {b}")
         elif b in self.isr and len(self.isr) > 1:
             self._shrink(b, f"broker {b} removed from ISR (controlled shutdown)")
-        self.cluster.post("controller", b, "on_controlled_shutdown_response", self.state())
+        self.ctx.post("controller", b, "on_controlled_shutdown_response", self.state())
 
     # -- AlterPartition ---------------------------------------------------------------------
     def _ineligible(self, req: AlterPartitionRequest) -> list[int]:
@@ -348,22 +348,25 @@ class Controller:
             self._commit(self.leader, self._order(req.new_isr),
                          f"AlterPartition from {req.broker_id}")
         if error is not None:
-            self.cluster.log_event("isr", f"controller rejects AlterPartition {list(req.new_isr)} "
-                                   f"from {req.broker_id}: {error}")
+            self.ctx.log_event("isr", f"controller rejects AlterPartition {list(req.new_isr)} "
+                               f"from {req.broker_id}: {error}")
         resp = AlterPartitionResponse(req, error, self.leader_epoch, self.partition_epoch, self.isr)
-        self.cluster.post("controller", req.broker_id, "on_alter_partition_response", resp)
+        self.ctx.post("controller", req.broker_id, "on_alter_partition_response", resp)
 
     # -- coordinators (simplification: hosted by the controller) ---------------------------
+    def allocate_producer_id(self) -> int:
+        """The next producer id (ids are never reused; the coordinator draws from here too)."""
+        self.next_producer_id += 1
+        return self.next_producer_id
+
     def init_producer_id(self, transactional_id: str | None) -> tuple[int, int]:
         """InitProducerId: a new id per session; with a transactional id the same id and a
         bumped epoch (the fencing event, 1.12)."""
         if transactional_id is None:
-            self.next_producer_id += 1
-            return (self.next_producer_id, 0)
+            return (self.allocate_producer_id(), 0)
         known = self.transactional_ids.get(transactional_id)
         if known is None:
-            self.next_producer_id += 1
-            known = (self.next_producer_id, 0)
+            known = (self.allocate_producer_id(), 0)
         else:
             known = (known[0], known[1] + 1)
         self.transactional_ids[transactional_id] = known
@@ -371,20 +374,20 @@ class Controller:
 
     def on_init_producer_id(self, msg: tuple[str, int, str | None], src: object) -> None:
         client, request_id, tid = msg
-        self.cluster.post("controller", client, "on_init_producer_id_response",
-                          (request_id, self.init_producer_id(tid)))
+        self.ctx.post("controller", client, "on_init_producer_id_response",
+                      (request_id, self.init_producer_id(tid)))
 
     def on_metadata(self, msg: tuple[str, int], src: object) -> None:
         client, request_id = msg
-        self.cluster.post("controller", client, "on_metadata_response",
-                          (request_id, self.leader, self.leader_epoch))
+        self.ctx.post("controller", client, "on_metadata_response",
+                      (request_id, self.leader, self.leader_epoch))
 
     def on_offset_commit(self, msg: tuple[str, int, int, int | None], src: object) -> None:
         client, request_id, offset, leader_epoch = msg
         self.committed_offsets[client] = (offset, leader_epoch)
-        self.cluster.post("controller", client, "on_offset_commit_response", (request_id, offset))
+        self.ctx.post("controller", client, "on_offset_commit_response", (request_id, offset))
 
     def on_offset_fetch(self, msg: tuple[str, int], src: object) -> None:
         client, request_id = msg
-        self.cluster.post("controller", client, "on_offset_fetch_response",
-                          (request_id, self.committed_offsets.get(client)))
+        self.ctx.post("controller", client, "on_offset_fetch_response",
+                      (request_id, self.committed_offsets.get(client)))

@@ -33,11 +33,13 @@ Requests (Kafka's ``TransactionCoordinator``, simplified to one data partition):
 
 Simplifications: one coordinator node (no replication of ``__transaction_state``; a crash is
 followed by a restart of the same node with a new coordinator epoch); producer ids come from
-the controller's counter directly; transactions span the one simulated partition.
+the controller's counter (``Controller.allocate_producer_id``, handed in by the facade);
+transactions span the one simulated partition.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -52,7 +54,7 @@ from epochlab.sim.messages import (
 )
 
 if TYPE_CHECKING:
-    from epochlab.sim.cluster import Cluster
+    from epochlab.sim.context import SimContext
 
 __all__ = ["TransactionCoordinator", "TxnMetadata"]
 
@@ -82,8 +84,12 @@ class TransactionCoordinator:
     """The coordinator node. ``log`` is the durable table; ``bumps`` records every producer
     epoch bump ``(time_ms, producer_id, new_epoch)`` for the checker."""
 
-    def __init__(self, cluster: Cluster, kip890: bool, cleanup_interval_ms: int) -> None:
-        self.cluster = cluster
+    def __init__(self, ctx: SimContext, kip890: bool, cleanup_interval_ms: int,
+                 allocate_producer_id: Callable[[], int]) -> None:
+        """``allocate_producer_id``: a new producer id from the cluster-wide counter (the
+        controller's, which non-transactional producers draw from too)."""
+        self.ctx = ctx
+        self._allocate_producer_id = allocate_producer_id
         self.kip890 = kip890
         self.cleanup_interval_ms = cleanup_interval_ms
         self.log: dict[str, TxnMetadata] = {}
@@ -110,14 +116,14 @@ class TransactionCoordinator:
             self.coordinator_epoch += 1
         self.incarnation += 1
         self.alive = True
-        self.cluster.network.set_alive("coordinator", True)
+        self.ctx.network.set_alive("coordinator", True)
         inc = self.incarnation
 
         def tick() -> None:
             if self.alive and self.incarnation == inc:
                 self._abort_timed_out()
-                self.cluster.kernel.schedule(self.cleanup_interval_ms, tick)
-        self.cluster.kernel.schedule(self.cleanup_interval_ms, tick)
+                self.ctx.kernel.schedule(self.cleanup_interval_ms, tick)
+        self.ctx.kernel.schedule(self.cleanup_interval_ms, tick)
         for tid in sorted(self.log):
             if self.log[tid].state in _PREPARE:
                 self._send_markers(tid)
@@ -127,24 +133,24 @@ class TransactionCoordinator:
         if not self.alive:
             return
         self.alive = False
-        self.cluster.network.set_alive("coordinator", False)
+        self.ctx.network.set_alive("coordinator", False)
         for _, timer in self._markers.values():
             timer.cancel()
         self._reset_volatile()
-        self.cluster.log_event("crash", f"transaction coordinator crashed (coordinator epoch "
-                               f"{self.coordinator_epoch})")
+        self.ctx.log_event("crash", f"transaction coordinator crashed (coordinator epoch "
+                           f"{self.coordinator_epoch})")
 
     def restart(self) -> None:
         if not self.alive:
             self.start()
-            self.cluster.log_event("restart", f"transaction coordinator restarted with "
-                                   f"coordinator epoch {self.coordinator_epoch}")
+            self.ctx.log_event("restart", f"transaction coordinator restarted with "
+                               f"coordinator epoch {self.coordinator_epoch}")
 
     def _write(self, meta: TxnMetadata) -> None:
         """Append to ``__transaction_state`` (durable before anything acts on it)."""
         old = self.log.get(meta.transactional_id)
         if old is not None and meta.producer_epoch != old.producer_epoch:
-            self.bumps.append((self.cluster.now_ms, meta.producer_id, meta.producer_epoch))
+            self.bumps.append((self.ctx.now_ms, meta.producer_id, meta.producer_epoch))
         self.log[meta.transactional_id] = meta
 
     def _next_id(self) -> int:
@@ -152,17 +158,15 @@ class TransactionCoordinator:
         return self._ids
 
     def _reply(self, client: str, resp: TxnCoordinatorResponse, method: str) -> None:
-        self.cluster.post("coordinator", client, method, resp)
+        self.ctx.post("coordinator", client, method, resp)
 
     # -- InitProducerId ---------------------------------------------------------------------
     def on_init_producer_id(self, req: InitProducerIdRequest, src: object) -> None:
         meta = self.log.get(req.transactional_id)
         method = "on_init_producer_id_response"
         if meta is None:
-            ctrl = self.cluster.controller
-            ctrl.next_producer_id += 1
-            meta = TxnMetadata(req.transactional_id, ctrl.next_producer_id, 0, None, "Empty", (),
-                               req.transaction_timeout_ms, self.cluster.now_ms)
+            meta = TxnMetadata(req.transactional_id, self._allocate_producer_id(), 0, None,
+                               "Empty", (), req.transaction_timeout_ms, self.ctx.now_ms)
             self._write(meta)
         elif meta.state == "Ongoing":
             self._fence_and_abort(meta, "InitProducerId from a new session")
@@ -185,9 +189,9 @@ class TransactionCoordinator:
         fenced = replace(meta, producer_epoch=meta.producer_epoch + 1,
                          last_producer_epoch=meta.producer_epoch, state="PrepareAbort")
         self._write(fenced)
-        self.cluster.log_event("client", f"coordinator: {why}: fences producer {meta.producer_id} "
-                               f"epoch {meta.producer_epoch} -> {fenced.producer_epoch} and aborts "
-                               f"its transaction ({meta.transactional_id})")
+        self.ctx.log_event("client", f"coordinator: {why}: fences producer {meta.producer_id} "
+                           f"epoch {meta.producer_epoch} -> {fenced.producer_epoch} and aborts "
+                           f"its transaction ({meta.transactional_id})")
         self._send_markers(meta.transactional_id)
 
     # -- AddPartitionsToTxn -----------------------------------------------------------------
@@ -196,8 +200,8 @@ class TransactionCoordinator:
         error: str | None = None
         if req.verify_only:
             error = self._verify(meta, req)
-            self.cluster.post("coordinator", src, "on_verify_response",  # type: ignore[arg-type]
-                              TxnCoordinatorResponse(req.request_id, error))
+            self.ctx.post("coordinator", src, "on_verify_response",  # type: ignore[arg-type]
+                          TxnCoordinatorResponse(req.request_id, error))
             return
         if meta is None or meta.producer_id != req.producer_id:
             error = "INVALID_PRODUCER_ID_MAPPING"
@@ -208,7 +212,7 @@ class TransactionCoordinator:
         elif meta.state in _PREPARE:
             error = "CONCURRENT_TRANSACTIONS"
         else:
-            start = meta.start_ms if meta.state == "Ongoing" else self.cluster.now_ms
+            start = meta.start_ms if meta.state == "Ongoing" else self.ctx.now_ms
             parts = meta.partitions if req.partition in meta.partitions else (*meta.partitions, req.partition)
             self._write(replace(meta, state="Ongoing", partitions=parts, start_ms=start))
         self._reply(req.client, TxnCoordinatorResponse(req.request_id, error),
@@ -280,11 +284,11 @@ class TransactionCoordinator:
                                      self.coordinator_epoch, _PREPARE[meta.state], tid,
                                      2 if self.kip890 else 0)
         inc = self.incarnation
-        timer = self.cluster.kernel.schedule(
+        timer = self.ctx.kernel.schedule(
             MARKER_TIMEOUT_MS, lambda: self._marker_timeout(inc, request_id))
         self._markers[request_id] = (tid, timer)
         self._sending.add(tid)
-        self.cluster.post("coordinator", self._leader, "on_write_txn_markers", req)
+        self.ctx.post("coordinator", self._leader, "on_write_txn_markers", req)
 
     def _resend_all(self) -> None:
         for tid in sorted(self.log):
@@ -295,14 +299,14 @@ class TransactionCoordinator:
         if self._metadata_pending is not None:
             return
         request_id = self._metadata_pending = self._next_id()
-        self.cluster.post("coordinator", "controller", "on_metadata", ("coordinator", request_id))
+        self.ctx.post("coordinator", "controller", "on_metadata", ("coordinator", request_id))
         inc = self.incarnation
 
         def expire() -> None:
             if self.alive and self.incarnation == inc and self._metadata_pending == request_id:
                 self._metadata_pending = None
                 self._resend_all()
-        self.cluster.kernel.schedule(MARKER_TIMEOUT_MS, expire)
+        self.ctx.kernel.schedule(MARKER_TIMEOUT_MS, expire)
 
     def on_metadata_response(self, msg: tuple[int, int | None, int], src: object) -> None:
         request_id, leader, _epoch = msg
@@ -321,7 +325,7 @@ class TransactionCoordinator:
         def retry() -> None:
             if self.alive and self.incarnation == inc:
                 self._resend_all()
-        self.cluster.kernel.schedule(RETRY_BACKOFF_MS, retry)
+        self.ctx.kernel.schedule(RETRY_BACKOFF_MS, retry)
 
     def _marker_timeout(self, inc: int, request_id: int) -> None:
         if self.alive and self.incarnation == inc and request_id in self._markers:
@@ -340,8 +344,8 @@ class TransactionCoordinator:
             self._leader = None
             self._retry_later()
         else:
-            self.cluster.log_event("client", f"coordinator: marker for {tid} refused with "
-                                   f"{resp.error}; giving up on it")
+            self.ctx.log_event("client", f"coordinator: marker for {tid} refused with "
+                               f"{resp.error}; giving up on it")
             self._complete(tid)
 
     def _complete(self, tid: str) -> None:
@@ -353,7 +357,7 @@ class TransactionCoordinator:
 
     # -- timeouts ---------------------------------------------------------------------------
     def _abort_timed_out(self) -> None:
-        now = self.cluster.now_ms
+        now = self.ctx.now_ms
         for tid in sorted(self.log):
             meta = self.log[tid]
             if meta.state == "Ongoing" and now - meta.start_ms > meta.timeout_ms:

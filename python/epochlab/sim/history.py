@@ -15,9 +15,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["Event", "HistoryOp", "history_to_jsonl"]
+if TYPE_CHECKING:
+    from epochlab.sim.kernel import Kernel
+
+__all__ = ["Event", "HistoryOp", "Recorder", "history_to_jsonl"]
 
 
 @dataclass(frozen=True)
@@ -68,3 +71,36 @@ class Event:
 def history_to_jsonl(ops: Iterable[HistoryOp]) -> str:
     """The whole history as JSON Lines (each line ends with ``\\n``)."""
     return "".join(op.to_json() + "\n" for op in ops)
+
+
+class Recorder:
+    """What a run records, stamped with the kernel's virtual time: the client history
+    (:meth:`record`, indexed from 0 in call order) and the engine's event log (:meth:`log_event`).
+    The lists are appended to, never replaced, so a reader may hold on to them.
+
+    >>> from epochlab.sim.kernel import Kernel
+    >>> r = Recorder(Kernel(seed=0))
+    >>> r.record("p", "invoke", "send", value=1).index, r.log_event("network", "heal")
+    (0, None)
+    >>> r.events
+    [Event(time_ms=0, kind='network', message='heal')]
+    """
+
+    __slots__ = ("_kernel", "events", "history")
+
+    def __init__(self, kernel: Kernel) -> None:
+        self._kernel = kernel
+        self.history: list[HistoryOp] = []
+        self.events: list[Event] = []
+
+    def log_event(self, kind: str, message: str) -> None:
+        """Append an :class:`Event` (``kind``: see :class:`Event`) at the current time."""
+        self.events.append(Event(self._kernel.now_ms, kind, message))
+
+    def record(self, process: str, type_: str, f: str, value: Any = None, offset: int | None = None,
+               error: str | None = None, acks: str | None = None) -> HistoryOp:
+        """Append a :class:`HistoryOp` at the current time and return it."""
+        op = HistoryOp(len(self.history), self._kernel.now_ms, process, type_, f, value, offset,
+                       error, acks)
+        self.history.append(op)
+        return op

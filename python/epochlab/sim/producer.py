@@ -52,7 +52,7 @@ from epochlab.sim.messages import ProduceRequest, ProduceResponse
 from epochlab.sim.producer_txn import FENCING_ERRORS, TransactionalMixin, Txn
 
 if TYPE_CHECKING:
-    from epochlab.sim.cluster import Cluster
+    from epochlab.sim.context import SimContext
 
 __all__ = ["Producer"]
 
@@ -82,8 +82,8 @@ class _Batch:
 class Producer(TransactionalMixin):
     """A producer client named ``name`` (its network node)."""
 
-    def __init__(self, cluster: Cluster, name: str, config: ProducerConfig) -> None:
-        self.cluster = cluster
+    def __init__(self, ctx: SimContext, name: str, config: ProducerConfig) -> None:
+        self.ctx = ctx
         self.name = name
         self.config = config
         self.session = 0
@@ -98,7 +98,7 @@ class Producer(TransactionalMixin):
     # -- public API -------------------------------------------------------------------------
     def send(self, value: int) -> int:
         """Queue ``value``; returns its send id (the history's ``invoke`` index)."""
-        op = self.cluster.record(self.name, "invoke", "send", value=value, acks=self.config.acks)
+        op = self.ctx.record(self.name, "invoke", "send", value=value, acks=self.config.acks)
         send_id = op.index
         self._values[send_id] = value
         self._open.add(send_id)
@@ -111,11 +111,11 @@ class Producer(TransactionalMixin):
                 self._finish(send_id, "fail", error="BUFFER_EXHAUSTED")
                 return send_id
             session = self.session
-            timer = self.cluster.kernel.schedule(
+            timer = self.ctx.kernel.schedule(
                 self.config.max_block_ms, lambda: self._block_expired(session, send_id))
             self._blocked.append((send_id, value, timer, txn))
             return send_id
-        self._accumulator.append((send_id, value, self.cluster.now_ms, txn))
+        self._accumulator.append((send_id, value, self.ctx.now_ms, txn))
         self._drain()
         return send_id
 
@@ -128,30 +128,30 @@ class Producer(TransactionalMixin):
         return len(self._open)
 
     def flush(self, timeout_ms: int = 60000) -> bool:
-        """Run the cluster until every send has completed or ``timeout_ms`` passed."""
-        return self.cluster.run_until(lambda _c: not self._open, timeout_ms)
+        """Run the simulation until every send has completed or ``timeout_ms`` passed."""
+        return self.ctx.run_until(lambda: not self._open, timeout_ms)
 
     def wait_for_transactions(self, timeout_ms: int = 60000) -> bool:
         """Run until every transaction begun has finished (committed, aborted or failed)."""
-        return self.cluster.run_until(lambda _c: not self.transactions_pending, timeout_ms)
+        return self.ctx.run_until(lambda: not self.transactions_pending, timeout_ms)
 
     def restart(self) -> None:
         """Crash and restart the producer process: unsent records fail, in-flight ones end as
         ``info``; a new session asks for a producer id (epoch bump with a transactional id)."""
-        self.cluster.record(self.name, "info", "restart")
+        self.ctx.record(self.name, "info", "restart")
         for send_id in sorted(self._open):
             in_flight = any(send_id in b.send_ids for b, _ in self._in_flight.values())
             batch = self._batch_of.get(send_id)
             unknown = in_flight or (batch is not None and batch.indeterminate)
             self._finish(send_id, "info" if unknown else "fail", error="PRODUCER_RESTARTED")
         self._abandon_transactions()
-        self.cluster.network.set_alive(self.name, False)
+        self.ctx.network.set_alive(self.name, False)
         self._start_session()
 
     # -- session ----------------------------------------------------------------------------
     def _start_session(self) -> None:
         self.session += 1
-        self.cluster.network.set_alive(self.name, True)
+        self.ctx.network.set_alive(self.name, True)
         self._values: dict[int, int] = {}
         self._open: set[int] = set()
         self._accumulator: list[tuple[int, int, int, Txn | None]] = []
@@ -188,8 +188,8 @@ class Producer(TransactionalMixin):
         value = self._values.pop(send_id)
         self._open.discard(send_id)
         self._batch_of.pop(send_id, None)
-        self.cluster.record(self.name, kind, "send", value=value, offset=offset, error=error,
-                            acks=self.config.acks)
+        self.ctx.record(self.name, kind, "send", value=value, offset=offset, error=error,
+                        acks=self.config.acks)
 
     def _block_expired(self, session: int, send_id: int) -> None:
         if session != self.session:
@@ -206,7 +206,7 @@ class Producer(TransactionalMixin):
         while self._blocked and self._buffered() < self.config.buffer_memory_records:
             send_id, value, timer, txn = self._blocked.pop(0)
             timer.cancel()
-            self._accumulator.append((send_id, value, self.cluster.now_ms, txn))
+            self._accumulator.append((send_id, value, self.ctx.now_ms, txn))
         self._close_batches()
         if self._fenced is not None:
             return
@@ -222,7 +222,7 @@ class Producer(TransactionalMixin):
         if self._leader is None:
             self._refresh_metadata()
             return
-        while self._leader is not None and self.cluster.now_ms >= self._backoff_until \
+        while self._leader is not None and self.ctx.now_ms >= self._backoff_until \
                 and len(self._in_flight) < self.config.max_in_flight_requests_per_connection:
             batch = next((b for b in self._ready if not self._txn_blocks(b.txn)), None)
             if batch is None or self._retry_must_wait(batch):
@@ -252,13 +252,13 @@ class Producer(TransactionalMixin):
         return any(s in self._open for s in txn.send_ids)
 
     def _close_batches(self) -> None:
-        c, now = self.config, self.cluster.now_ms
+        c, now = self.config, self.ctx.now_ms
         while self._accumulator:
             full = len(self._accumulator) >= c.batch_size_records
             if not full and now < self._accumulator[0][2] + c.linger_ms:
                 if self._linger_timer is None or self._linger_timer.cancelled:
                     session = self.session
-                    self._linger_timer = self.cluster.kernel.schedule_at(
+                    self._linger_timer = self.ctx.kernel.schedule_at(
                         self._accumulator[0][2] + c.linger_ms, lambda: self._wake(session))
                 return
             txn = self._accumulator[0][3]
@@ -276,7 +276,7 @@ class Producer(TransactionalMixin):
 
     def _arm_expiry(self, batch: _Batch) -> None:
         session = self.session
-        batch.expiry = self.cluster.kernel.schedule(
+        batch.expiry = self.ctx.kernel.schedule(
             self.config.delivery_timeout_ms, lambda: self._delivery_expired(session, batch))
 
     def _wake(self, session: int) -> None:
@@ -298,16 +298,16 @@ class Producer(TransactionalMixin):
                              transactional_id=c.transactional_id)
         leader = self._leader
         assert leader is not None
-        if not self.cluster.network.is_alive(leader):
+        if not self.ctx.network.is_alive(leader):
             self._on_error(batch, "NETWORK_EXCEPTION")
             return
-        self.cluster.post(self.name, leader, "on_produce", req)
+        self.ctx.post(self.name, leader, "on_produce", req)
         if c.acks == "0":
             self._complete(batch, None)
             return
         session = self.session
-        timer = self.cluster.kernel.schedule(c.request_timeout_ms,
-                                             lambda: self._request_timeout(session, request_id))
+        timer = self.ctx.kernel.schedule(c.request_timeout_ms,
+                                         lambda: self._request_timeout(session, request_id))
         self._in_flight[request_id] = (batch, timer)
         self._order.setdefault(leader, []).append(request_id)
 
@@ -317,7 +317,7 @@ class Producer(TransactionalMixin):
         if (self._acked_sequence == self._next_sequence and not gap) or self.producer_id is None:
             return
         assert self.producer_epoch is not None
-        if self.cluster.generation >= Generation.DIVERGING_EPOCH and self.producer_epoch < 32767:
+        if self.ctx.generation >= Generation.DIVERGING_EPOCH and self.producer_epoch < 32767:
             self.producer_epoch += 1
             how = f"bumps its epoch to {self.producer_epoch}"
         else:
@@ -330,9 +330,9 @@ class Producer(TransactionalMixin):
         sent = [v for b in ready if b.attempts > 0 for v in b.values]
         self.rewritten_values.update(sent)
         resent = f"; renumbers values {sent}, sent before under the old epoch" if sent else ""
-        self.cluster.log_event("client", f"producer {self.name}: sequence gap after a failed batch "
-                               f"(acknowledged up to {self._acked_sequence}, next "
-                               f"{self._next_sequence}): {how} and restarts sequences at 0{resent}")
+        self.ctx.log_event("client", f"producer {self.name}: sequence gap after a failed batch "
+                           f"(acknowledged up to {self._acked_sequence}, next "
+                           f"{self._next_sequence}): {how} and restarts sequences at 0{resent}")
         self._next_sequence = self._acked_sequence = 0
         for batch in ready:
             batch.base_sequence = None
@@ -417,7 +417,7 @@ class Producer(TransactionalMixin):
             return
         retriable = error in _RETRIABLE or (
             error == "OUT_OF_ORDER_SEQUENCE_NUMBER" and self._out_of_order_retriable(batch))
-        now, c = self.cluster.now_ms, self.config
+        now, c = self.ctx.now_ms, self.config
         within = now + c.retry_backoff_ms < batch.created_ms + c.delivery_timeout_ms
         if not retriable or batch.attempts > c.retries or not within:
             self._fail(batch, error)
@@ -428,7 +428,7 @@ class Producer(TransactionalMixin):
         self._ready.sort(key=lambda b: b.batch_id)
         self._backoff_until = now + c.retry_backoff_ms
         session = self.session
-        self.cluster.kernel.schedule(c.retry_backoff_ms, lambda: self._wake(session))
+        self.ctx.kernel.schedule(c.retry_backoff_ms, lambda: self._wake(session))
 
     def _out_of_order_retriable(self, batch: _Batch) -> bool:
         """``TransactionManager.canRetry`` for OUT_OF_ORDER_SEQUENCE_NUMBER. From G4
@@ -437,7 +437,7 @@ class Producer(TransactionalMixin):
         duplicate record evicted) is retried as it is; the next one is a real gap: the epoch
         is bumped and it is retried from sequence 0. Before, and for transactions, only a
         batch behind an unresolved earlier one is retried."""
-        if self.transactional or self.cluster.generation < Generation.DIVERGING_EPOCH:
+        if self.transactional or self.ctx.generation < Generation.DIVERGING_EPOCH:
             return self._earlier_unresolved(batch)
         if not self._unresolved and batch.base_sequence != self._acked_sequence:
             return True
@@ -467,9 +467,9 @@ class Producer(TransactionalMixin):
         if self._metadata_pending is not None:
             return
         request_id = self._metadata_pending = self._next_id()
-        self.cluster.post(self.name, "controller", "on_metadata", (self.name, request_id))
+        self.ctx.post(self.name, "controller", "on_metadata", (self.name, request_id))
         session = self.session
-        self.cluster.kernel.schedule(METADATA_TIMEOUT_MS, lambda: self._metadata_timeout(session, request_id))
+        self.ctx.kernel.schedule(METADATA_TIMEOUT_MS, lambda: self._metadata_timeout(session, request_id))
 
     def _metadata_timeout(self, session: int, request_id: int) -> None:
         if session == self.session and self._metadata_pending == request_id:
@@ -483,7 +483,7 @@ class Producer(TransactionalMixin):
         self._metadata_pending = None
         if leader is None:  # OFFLINE: ask again after the backoff
             session = self.session
-            self.cluster.kernel.schedule(self.config.retry_backoff_ms, lambda: self._wake(session))
+            self.ctx.kernel.schedule(self.config.retry_backoff_ms, lambda: self._wake(session))
             return
         self._leader = leader
         self._drain()
@@ -495,15 +495,15 @@ class Producer(TransactionalMixin):
         if self._init_pending is not None:
             return
         request_id = self._init_pending = self._next_id()
-        self.cluster.post(self.name, "controller", "on_init_producer_id",
-                          (self.name, request_id, self.config.transactional_id))
+        self.ctx.post(self.name, "controller", "on_init_producer_id",
+                      (self.name, request_id, self.config.transactional_id))
         session = self.session
 
         def timeout() -> None:
             if session == self.session and self._init_pending == request_id:
                 self._init_pending = None
                 self._drain()
-        self.cluster.kernel.schedule(METADATA_TIMEOUT_MS, timeout)
+        self.ctx.kernel.schedule(METADATA_TIMEOUT_MS, timeout)
 
     def _on_plain_init_response(self, msg: tuple[int, tuple[int, int]]) -> None:
         request_id, (producer_id, producer_epoch) = msg
@@ -511,6 +511,6 @@ class Producer(TransactionalMixin):
             return
         self._init_pending = None
         self.producer_id, self.producer_epoch = producer_id, producer_epoch
-        self.cluster.log_event("client", f"producer {self.name}: producer id {producer_id} "
-                               f"epoch {producer_epoch}")
+        self.ctx.log_event("client", f"producer {self.name}: producer id {producer_id} "
+                           f"epoch {producer_epoch}")
         self._drain()

@@ -44,8 +44,8 @@ from epochlab.sim.messages import (
 )
 
 if TYPE_CHECKING:
-    from epochlab.sim.cluster import Cluster
     from epochlab.sim.config import ProducerConfig
+    from epochlab.sim.context import SimContext
 
 __all__ = ["FENCING_ERRORS", "TransactionalMixin", "Txn"]
 
@@ -71,7 +71,7 @@ class Txn:
 class TransactionalMixin:
     """Transactional state and coordinator traffic of :class:`~epochlab.sim.producer.Producer`."""
 
-    cluster: Cluster
+    ctx: SimContext
     name: str
     config: ProducerConfig
     session: int
@@ -99,15 +99,15 @@ class TransactionalMixin:
     def begin_transaction(self) -> None:
         """Open a transaction (locally, as Kafka's ``beginTransaction``)."""
         self._require_transactional("begin_transaction")
-        self.cluster.record(self.name, "invoke", "begin_txn")
+        self.ctx.record(self.name, "invoke", "begin_txn")
         if self._fenced is not None or self._open_txn is not None:
             error = self._fenced or "INVALID_TXN_STATE"
-            self.cluster.record(self.name, "fail", "begin_txn", error=error)
+            self.ctx.record(self.name, "fail", "begin_txn", error=error)
             return
         self._txn_numbers += 1
         self._open_txn = Txn(self._txn_numbers)
         self._txns.append(self._open_txn)
-        self.cluster.record(self.name, "ok", "begin_txn", value=self._txn_numbers)
+        self.ctx.record(self.name, "ok", "begin_txn", value=self._txn_numbers)
         self._drain()
 
     def commit_transaction(self) -> None:
@@ -135,10 +135,10 @@ class TransactionalMixin:
         self._require_transactional(f"{kind}_transaction")
         txn = self._open_txn
         f = f"{kind}_txn"
-        self.cluster.record(self.name, "invoke", f, value=list(txn.values) if txn else [])
+        self.ctx.record(self.name, "invoke", f, value=list(txn.values) if txn else [])
         if txn is None or self._fenced is not None:
-            self.cluster.record(self.name, "fail", f, value=list(txn.values) if txn else [],
-                                error=self._fenced or "INVALID_TXN_STATE")
+            self.ctx.record(self.name, "fail", f, value=list(txn.values) if txn else [],
+                            error=self._fenced or "INVALID_TXN_STATE")
             if txn is not None:
                 txn.done = True
                 self._open_txn = None
@@ -187,10 +187,10 @@ class TransactionalMixin:
                 self._send_add_partitions()
             return
         if txn.end == "commit" and txn.failed:
-            self.cluster.record(self.name, "fail", "commit_txn", value=list(txn.values),
-                                error="TRANSACTION_ABORTABLE")
+            self.ctx.record(self.name, "fail", "commit_txn", value=list(txn.values),
+                            error="TRANSACTION_ABORTABLE")
             txn.end = "abort"
-            self.cluster.record(self.name, "invoke", "abort_txn", value=list(txn.values))
+            self.ctx.record(self.name, "invoke", "abort_txn", value=list(txn.values))
         if not txn.added:
             self._finish_txn(txn, None)
             return
@@ -200,14 +200,14 @@ class TransactionalMixin:
     def _coordinator_request(self, kind: str, method: str, msg_of: Any) -> None:
         request_id = self._next_id()  # type: ignore[attr-defined]
         self._txn_pending = (kind, request_id)
-        self.cluster.post(self.name, "coordinator", method, msg_of(request_id))
+        self.ctx.post(self.name, "coordinator", method, msg_of(request_id))
         session = self.session
 
         def expire() -> None:
             if session == self.session and self._txn_pending == (kind, request_id):
                 self._txn_pending = None
                 self._drain()
-        self.cluster.kernel.schedule(COORDINATOR_TIMEOUT_MS, expire)
+        self.ctx.kernel.schedule(COORDINATOR_TIMEOUT_MS, expire)
 
     def _init_transactional_id(self) -> None:
         if self._txn_pending is not None:
@@ -221,7 +221,7 @@ class TransactionalMixin:
         assert self.producer_id is not None and self.producer_epoch is not None
         tid, pid, epoch = self.config.transactional_id or "", self.producer_id, self.producer_epoch
         self._coordinator_request("add", "on_add_partitions_to_txn", lambda rid: AddPartitionsToTxnRequest(
-            self.name, rid, tid, pid, epoch, self.cluster.topic_partition))
+            self.name, rid, tid, pid, epoch, self.ctx.topic_partition))
 
     def _send_end_txn(self, txn: Txn) -> None:
         assert self.producer_id is not None and self.producer_epoch is not None
@@ -239,8 +239,8 @@ class TransactionalMixin:
 
     def _retry_after_backoff(self) -> None:
         session = self.session
-        self.cluster.kernel.schedule(self.config.retry_backoff_ms,
-                                     lambda: self._wake(session))  # type: ignore[attr-defined]
+        self.ctx.kernel.schedule(self.config.retry_backoff_ms,
+                                 lambda: self._wake(session))  # type: ignore[attr-defined]
 
     def on_init_producer_id_response(self, resp: Any, src: object) -> None:
         if not isinstance(resp, TxnCoordinatorResponse):
@@ -290,16 +290,16 @@ class TransactionalMixin:
     def _new_epoch(self, producer_id: int | None, producer_epoch: int | None) -> None:
         self.producer_id, self.producer_epoch = producer_id, producer_epoch
         self._next_sequence = 0
-        self.cluster.log_event("client", f"producer {self.name}: producer id {producer_id} "
-                               f"epoch {producer_epoch}")
+        self.ctx.log_event("client", f"producer {self.name}: producer id {producer_id} "
+                           f"epoch {producer_epoch}")
 
     def _finish_txn(self, txn: Txn, error: str | None) -> None:
         if txn.done:
             return
         txn.done = True
         f = f"{txn.end}_txn"
-        self.cluster.record(self.name, "fail" if error else "ok", f, value=list(txn.values), error=error)
-        if txn.end == "abort" and txn.unknown and not self.cluster.kip890:
+        self.ctx.record(self.name, "fail" if error else "ok", f, value=list(txn.values), error=error)
+        if txn.end == "abort" and txn.unknown and not self.ctx.kip890:
             # KIP-360: restart sequences under a new epoch (a fresh InitProducerId bumps it)
             self.producer_id = self.producer_epoch = None
         self._drain()
@@ -330,7 +330,7 @@ class TransactionalMixin:
         if self._fenced is not None:
             return
         self._fenced = error
-        self.cluster.log_event("client", f"producer {self.name} fenced: {error}")
+        self.ctx.log_event("client", f"producer {self.name} fenced: {error}")
         in_flight = {s for b, _ in self._in_flight.values() for s in b.send_ids}  # type: ignore[attr-defined]
         for send_id in sorted(self._open):
             self._finish(send_id, "info" if send_id in in_flight else "fail",  # type: ignore[attr-defined]
@@ -340,8 +340,8 @@ class TransactionalMixin:
                 continue
             txn.done = True
             if txn.end is not None:
-                self.cluster.record(self.name, "fail", f"{txn.end}_txn", value=list(txn.values),
-                                    error=error)
+                self.ctx.record(self.name, "fail", f"{txn.end}_txn", value=list(txn.values),
+                                error=error)
         self._open_txn = None
         self._ready.clear()  # type: ignore[attr-defined]
         self._accumulator.clear()  # type: ignore[attr-defined]
@@ -350,5 +350,5 @@ class TransactionalMixin:
         """A restart: transaction operations in progress end with an unknown outcome."""
         for txn in self._txns:
             if not txn.done and txn.end is not None:
-                self.cluster.record(self.name, "info", f"{txn.end}_txn", value=list(txn.values),
-                                    error="PRODUCER_RESTARTED")
+                self.ctx.record(self.name, "info", f"{txn.end}_txn", value=list(txn.values),
+                                error="PRODUCER_RESTARTED")
