@@ -79,17 +79,14 @@ impl TxnIndex {
         }
     }
 
-    /// A marker at `marker_offset` ends the producer's transaction (a marker without one ends
-    /// an empty transaction at the marker itself). An ABORT is recorded with the LSO it leaves:
-    /// the first other ongoing transaction's start, or the offset after the marker.
+    /// A marker at `marker_offset` ends the producer's transaction. A marker without one ends
+    /// nothing: Kafka emits a `CompletedTxn` only for a non-empty transaction, so an empty one
+    /// neither holds back the LSO nor enters the transaction index
+    /// (`ProducerAppendInfo.appendEndTxnMarker`, 4.3.1). An ABORT is recorded with the LSO it
+    /// leaves: the first other ongoing transaction's start, or the offset after the marker.
     pub fn on_marker(&mut self, producer_id: ProducerId, marker_offset: Offset, control: ControlType) {
-        let first = match self.ongoing_by_producer.remove(&producer_id) {
-            Some(first) => {
-                self.ongoing.remove(&first);
-                first
-            }
-            None => marker_offset,
-        };
+        let Some(first) = self.ongoing_by_producer.remove(&producer_id) else { return };
+        self.ongoing.remove(&first);
         self.completed.insert(marker_offset, (first, producer_id));
         if control == ControlType::Abort {
             let last_stable_offset = self.ongoing.keys().next().copied().unwrap_or(Offset(marker_offset.0 + 1));

@@ -28,7 +28,10 @@ class TxnIndex:
         self.ongoing.setdefault(producer_id, base_offset)
 
     def on_marker(self, producer_id: int, marker_offset: int, commit: bool) -> None:
-        first = self.ongoing.pop(producer_id, marker_offset)
+        # no open transaction: the marker ends nothing (ProducerAppendInfo.appendEndTxnMarker)
+        if producer_id not in self.ongoing:
+            return
+        first = self.ongoing.pop(producer_id)
         self.completed[marker_offset] = (first, producer_id)
         if not commit:
             lso = min(self.ongoing.values(), default=marker_offset + 1)
