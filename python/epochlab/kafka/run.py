@@ -1,0 +1,253 @@
+"""Run a scenario's steps on a real cluster: the step mapper (issue 12, part 2).
+
+:func:`run_on_cluster` creates a topic for the run (one partition, replicas in the scenario's
+broker order so its first broker is the preferred and initial leader, topic configs from the
+scenario's cluster settings), executes the steps at their wall-clock times (``at_ms`` from the
+start of the run, ``after_ms`` after the previous step ended), samples the cluster while time
+passes (:class:`~epochlab.kafka.run_state.RealView`), and judges the scenario's expectations
+on the real run. Values travel as 8-byte big-endian integers, what ``epochlab inspect`` reads
+back.
+
+Mapping (``docs/kafka-run.md`` has the table and what differs from the model):
+
+=================== ==========================================================================
+action              real operation
+=================== ==========================================================================
+produce / flush     ``RecordingProducer.send`` per value / ``flush``
+consume / commit    ``RecordingConsumer.poll`` (fetches until quiet) / synchronous commit;
+                    auto-commit as the Java client does it: in ``poll``, once per interval
+crash / restart     SIGKILL and abort its sockets (a machine crash) / start again
+partition / heal    nft cuts between the groups (the scenario's unlisted nodes form one more
+                    group, as in the model) / remove the partition's cuts (dropped links stay)
+isolate             the broker cut from every other node and the harness
+set_link drop 1/0   cut / uncut the pair (both ways)
+controlled_shutdown SIGTERM and wait
+elect_preferred     Admin ``elect_leaders(PREFERRED)``
+wait / wait_until   sleep / poll the condition through the Admin API and the data directories
+transactions        ``begin`` / ``commit`` / ``abort`` (commit blocks until it has an outcome)
+crash_consumer      drop the consumer without a commit; ``restart_consumer``: a new one in the
+                    same group, from the committed offset
+=================== ==========================================================================
+
+Not mapped (the scenario is *not runnable on real Kafka*, :func:`unmappable` says why):
+``crash`` with ``lose_unflushed`` (a SIGKILL keeps the page cache), ``set_link`` with a delay,
+a fractional drop or duplicates (the kernel here has no netem), ``slow_follower``, ``elect``
+of a chosen broker, the coordinator actions.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from epochlab.errors import ConfigError
+from epochlab.kafka.clients import History, KafkaAdmin
+from epochlab.kafka.cluster import LocalCluster
+from epochlab.kafka.run_driver import Driver
+from epochlab.kafka.run_state import DiskReplica
+from epochlab.scenarios.expectations import Check, Facts, evaluate
+from epochlab.scenarios.model import Scenario
+from epochlab.scenarios.observe import Observer
+from epochlab.scenarios.runner import StepRecord
+from epochlab.sim.config import ClusterConfig
+
+__all__ = ["BROKER_SETTINGS", "GENERATION", "JAVA_ERROR_NAMES", "NOT_EVALUABLE", "RealRun", "broker_overrides", "cluster_settings",
+           "restore", "run_on_cluster", "unmappable"]
+
+#: The protocol generation a current Kafka release (4.x) implements.
+GENERATION = "strict-min-isr"
+#: librdkafka's local error names -> the Java client's error for the same event, which the
+#: scenarios name. Applied to what the expectations read; ``history.jsonl`` keeps librdkafka's.
+JAVA_ERROR_NAMES = {
+    "_TRANSPORT": "NETWORK_EXCEPTION",        # the connection broke with the request in flight
+    "_TIMED_OUT": "REQUEST_TIMED_OUT",        # no response within request.timeout.ms
+}
+#: Expectation kinds the real run cannot judge, and why.
+NOT_EVALUABLE = {"event_seen": "a real run has no engine event log (broker logs are off: slf4j-nop)"}
+
+
+def unmappable(scenario: Scenario, cluster: LocalCluster | None = None) -> list[str]:
+    """Why ``scenario`` cannot run faithfully on a real cluster (empty: it can)."""
+    why = []
+    for step in scenario.steps:
+        p, where = step.params, f"step {step.index + 1} ({step.describe()})"
+        if step.action == "crash" and p.get("lose_unflushed"):
+            why.append(f"{where}: a power loss needs a filesystem that drops unsynced writes; SIGKILL "
+                       "keeps the page cache")
+        elif step.action == "set_link":
+            if p.get("delay_ms") is not None:
+                why.append(f"{where}: link delays need netem, which this kernel lacks")
+            if p.get("duplicate"):
+                why.append(f"{where}: duplicated packets need netem")
+            if p.get("drop") not in (0.0, 1.0, 0, 1):
+                why.append(f"{where}: a fractional drop needs netem")
+        elif step.action in ("slow_follower", "elect", "crash_coordinator", "restart_coordinator"):
+            why.append(f"{where}: {_NO_MAPPING[step.action]}")
+    cfg = ClusterConfig.from_dict(scenario.cluster, f"{scenario.where}: cluster")
+    if cluster is not None:
+        missing = [b for b in cfg.brokers if b not in cluster.broker_ids]
+        if missing:
+            why.append(f"the scenario needs brokers {list(cfg.brokers)}; the cluster has {cluster.broker_ids}")
+        uses_links = any(s.action in ("partition", "heal", "isolate", "set_link") for s in scenario.steps)
+        if uses_links and cluster.network != "netns":
+            why.append("link faults need the cluster's netns network (root and nft)")
+    return why
+
+
+_NO_MAPPING = {
+    "slow_follower": "a delayed follower needs netem (SIGSTOP would be a different fault)",
+    "elect": "Kafka elects only the preferred or any (unclean) replica, not a chosen broker",
+    "crash_coordinator": "the group/transaction coordinator is a broker chosen by Kafka, not a node",
+    "restart_coordinator": "the group/transaction coordinator is a broker chosen by Kafka, not a node",
+}
+
+
+@dataclass
+class RealRun:
+    """Everything one real run produced."""
+
+    scenario: Scenario
+    topic: str
+    records: list[StepRecord]
+    history: History
+    observer: Observer
+    timeline: list[tuple[int, int | None, int | None, tuple[int, ...], bool]]
+    final_disk: dict[int, DiskReplica]
+    checks: list[Check]
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    inspect: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def expectations_hold(self) -> bool:
+        return all(c.passed or c.status == "not evaluable" for c in self.checks)
+
+
+#: scenario cluster setting -> the broker (or controller) property it stands for
+BROKER_SETTINGS = {
+    "session_timeout_ms": "broker.session.timeout.ms",
+    "heartbeat_interval_ms": "broker.heartbeat.interval.ms",
+    "replica_lag_time_max_ms": "replica.lag.time.max.ms",
+    "replica_fetch_wait_max_ms": "replica.fetch.wait.max.ms",
+    "replica_fetch_backoff_ms": "replica.fetch.backoff.ms",
+    "high_watermark_checkpoint_interval_ms": "replica.high.watermark.checkpoint.interval.ms",
+}
+
+
+def broker_overrides(scenario: Scenario) -> dict[str, str]:
+    """``server.properties`` entries that give a cluster the scenario's broker settings (the
+    model's defaults where it sets none), for a cluster started for this scenario."""
+    cfg = ClusterConfig.from_dict(scenario.cluster, f"{scenario.where}: cluster")
+    return {prop: str(getattr(cfg, name)) for name, prop in BROKER_SETTINGS.items()}
+
+
+def cluster_settings(cluster: LocalCluster) -> dict[str, int]:
+    """The scenario setting names with the values a running cluster's brokers use (read from
+    the first broker's ``server.properties``)."""
+    props: dict[str, str] = {}
+    path = cluster.nodes[cluster.broker_ids[0]].config_path
+    for line in path.read_text().splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            props[key.strip()] = value.strip()
+    return {name: int(props[prop]) for name, prop in BROKER_SETTINGS.items() if prop in props}
+
+
+def _topic_configs(cfg: ClusterConfig) -> dict[str, str]:
+    out = {"min.insync.replicas": str(cfg.min_insync_replicas),
+           "unclean.leader.election.enable": str(bool(cfg.unclean_leader_election_enable)).lower()}
+    if cfg.flush_interval_ms is not None:
+        out["flush.ms"] = str(cfg.flush_interval_ms)
+    return out
+
+
+def run_on_cluster(scenario: Scenario, cluster: LocalCluster, generation: str = GENERATION) -> RealRun:
+    """Run ``scenario`` on ``cluster`` (running, with the scenario's brokers) in a topic of its
+    own; raises :class:`ConfigError` when :func:`unmappable` has reasons."""
+    reasons = unmappable(scenario, cluster)
+    if reasons:
+        raise ConfigError("not runnable on real Kafka: " + "; ".join(reasons), where=scenario.name,
+                          field="steps", expected="actions with a real counterpart", got=reasons)
+    cfg = ClusterConfig.from_dict(scenario.cluster, f"{scenario.where}: cluster")
+    topic = f"el-{scenario.name[:80]}-{uuid.uuid4().hex[:6]}"
+    KafkaAdmin(cluster.bootstrap_servers).create_topic(
+        topic, min_insync_replicas=cfg.min_insync_replicas,
+        unclean_leader_election_enable=bool(cfg.unclean_leader_election_enable),
+        configs=_topic_configs(cfg), replica_assignment=[list(cfg.replicas or cfg.brokers)])
+    driver = Driver(scenario, cluster, topic, tuple(cfg.replicas or cfg.brokers))
+    t0 = time.monotonic()
+    try:
+        driver.run()
+        # the end state, read before restore() restarts crashed brokers (which then catch up)
+        final_disk, inspect = driver.view.disk(), _inspect(cluster, topic, driver.view.replicas)
+    finally:
+        driver.close()
+        restore(cluster)
+    snap = driver.records[-1].snapshot
+    assert snap is not None
+    history = [{**op, "error": JAVA_ERROR_NAMES.get(op["error"], op["error"])} for op in driver.history.dicts()]
+    facts = Facts(final=snap, after_step={i: r.snapshot for i, r in enumerate(driver.records[1:])},
+                  history=history, observer=driver.observer, events=[])
+    checks = []
+    for e in scenario.expectations:
+        if not e.applies_to(generation):
+            continue
+        if e.kind in NOT_EVALUABLE:
+            checks.append(Check(e.index, e.kind, e.describe(), "not evaluable", NOT_EVALUABLE[e.kind]))
+        else:
+            checks.append(evaluate(e, facts))
+    checks += _step_checks(driver.records)
+    return RealRun(scenario, topic, driver.records, driver.history, driver.observer, driver.timeline,
+                   final_disk, checks, driver.notes, time.monotonic() - t0, inspect)
+
+
+def _inspect(cluster: LocalCluster, topic: str, replicas: tuple[int, ...]) -> dict[int, dict[str, Any]]:
+    """Each replica's partition directory as ``epochlab inspect --json`` shows it."""
+    from epochlab.ondisk.reader import read_partition_dir
+    from epochlab.ondisk.render import partition_json
+
+    out: dict[int, dict[str, Any]] = {}
+    for b in replicas:
+        pdir = cluster.nodes[b].data_dir / f"{topic}-0"
+        out[b] = partition_json(read_partition_dir(pdir)) if pdir.is_dir() else {"absent": str(pdir)}
+    return out
+
+
+def restore(cluster: LocalCluster, timeout_s: float = 60.0) -> None:
+    """Bring every node back (resume paused, restart stopped ones) and wait until the Admin
+    API lists every broker, so the next run starts from a whole cluster."""
+    import signal
+
+    for node_id, node in sorted(cluster.nodes.items()):
+        if cluster.is_running(node_id):
+            if node.paused:
+                cluster.signal_nodes([node_id], signal.SIGCONT)
+                node.paused = False
+        else:
+            cluster.restart_node(node_id)
+    admin = KafkaAdmin(cluster.bootstrap_servers)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if admin.broker_ids(timeout_s=2) == cluster.broker_ids:
+                return
+        except Exception:  # noqa: BLE001 - not answering yet
+            pass
+        if time.monotonic() >= deadline:
+            raise ConfigError(f"cluster not whole {timeout_s:.0f} s after a run", where="restore",
+                              field="brokers", expected=cluster.broker_ids, got=None)
+        time.sleep(0.2)
+
+
+def _step_checks(records: list[StepRecord]) -> list[Check]:
+    out = []
+    for rec in records[1:]:
+        step = rec.step
+        assert step is not None
+        if rec.error is not None:
+            out.append(Check(None, "step", f"step {step.index + 1}: {step.describe()}", "failed", rec.error))
+        elif step.action == "wait_until" and rec.outcome.startswith("TIMEOUT"):
+            out.append(Check(None, "step", f"step {step.index + 1}: {step.describe()}", "failed", rec.outcome))
+    return out

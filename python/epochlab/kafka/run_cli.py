@@ -1,0 +1,194 @@
+"""``epochlab kafka run SCENARIO [--compare] [--json] [--out DIR] [--cluster-dir DIR] [--keep-cluster]``.
+
+Runs a scenario on a real cluster (:mod:`epochlab.kafka.run`), judges its expectations on the
+real run, with ``--compare`` runs it on the model too (:mod:`epochlab.kafka.run_compare`), and
+writes a run directory (default ``runs/kafka-<scenario>``):
+
+``README.md`` (report), ``steps.md`` (the step table of the real run), ``timeline.png`` (with
+matplotlib), ``steps.json``, ``history.jsonl`` (the real clients' history), ``real.json``,
+``model.json`` and ``compare.json`` (with ``--compare``), ``inspect-broker-<id>.json`` (each
+replica's partition directory as ``epochlab inspect --json`` shows it, read at the end of the
+last step, before crashed brokers are restarted for the next run; running brokers are read
+as they run: Kafka writes through the page cache, so every appended batch is visible),
+``scenario.toml``.
+
+Without ``--cluster-dir`` a three-broker cluster with the scenario's broker settings
+(:func:`~epochlab.kafka.run.broker_overrides`) is started for the run and stopped after it
+(also on Ctrl-C; ``--keep-cluster`` leaves it running and prints how to stop it). With it, the
+model runs with that cluster's settings in place of the scenario's (listed in ``model.json``). Exit 0: the
+expectations hold on the real run (and with ``--compare`` the outcomes agree), 1 otherwise,
+2 bad input or a scenario not runnable on real Kafka.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add", "execute", "run_command"]
+
+
+def add(ksub: Any) -> None:
+    p = ksub.add_parser("run", help="run a scenario on a real cluster, optionally compared with the model",
+                        description="Map a scenario's steps onto a real KRaft cluster, judge its "
+                                    "expectations on the real run, and with --compare report it side "
+                                    "by side with the model (docs/kafka-run.md).")
+    p.add_argument("scenario", help="a built-in scenario name or a scenario file")
+    p.add_argument("--compare", action="store_true", help="also run the model and compare")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--out", help="run directory (default runs/kafka-<scenario>)")
+    p.add_argument("--cluster-dir", help="use the running cluster recorded in this directory")
+    p.add_argument("--keep-cluster", action="store_true", help="leave a cluster started here running")
+    p.set_defaults(kafka_run=run_command)
+
+
+def execute(scenario: Any, cluster: Any, compare: bool, out: Path | None) -> tuple[int, dict[str, Any]]:
+    """Run ``scenario`` on ``cluster``; (exit code, the JSON payload)."""
+    from epochlab.errors import ConfigError
+    from epochlab.kafka.run import GENERATION, cluster_settings, run_on_cluster, unmappable
+    from epochlab.kafka.run_compare import compare as compare_runs
+    from epochlab.kafka.run_compare import model_run, model_scenario, summarize_model, summarize_real
+
+    why = unmappable(scenario, cluster)
+    if why:
+        return 2, {"scenario": scenario.name, "runnable": False, "why": why}
+    try:
+        real = run_on_cluster(scenario, cluster)
+    except ConfigError as exc:
+        return 2, {"scenario": scenario.name, "runnable": False, "why": [str(exc)]}
+    real_summary = summarize_real(real)
+    settings = cluster_settings(cluster)
+    _, replaced = model_scenario(scenario, settings)
+    payload: dict[str, Any] = {
+        "scenario": scenario.name, "runnable": True,
+        "real": {"expectations_hold": real.expectations_hold, "checks": [c.to_dict() for c in real.checks],
+                 "topic": real.topic, "seconds": round(real.seconds, 2), "notes": real.notes,
+                 "kafka_version": cluster.version, "settings": settings,
+                 "settings_differ_from_scenario": replaced, **real_summary},
+    }
+    ok = real.expectations_hold
+    model = None
+    if compare:
+        t0 = time.monotonic()
+        model = model_run(scenario, GENERATION, settings)
+        payload["model"] = {"expectations_hold": model.passed, "generation": GENERATION,
+                            "settings": settings, "settings_replaced": replaced,
+                            "checks": [c.to_dict() for c in model.checks],
+                            "seconds": round(time.monotonic() - t0, 2), **summarize_model(model)}
+        agree, diffs = compare_runs(real_summary, payload["model"])
+        payload["agree"], payload["differences"] = agree, diffs
+        ok = ok and agree
+    if out is not None:
+        write_run_dir(out, scenario, real, payload)
+        payload["run_dir"] = str(out)
+    return (0 if ok else 1), payload
+
+
+def write_run_dir(path: Path, scenario: Any, real: Any, payload: dict[str, Any]) -> None:
+    from epochlab.report import picture
+    from epochlab.report.rundir import write_atomically
+    from epochlab.report.table import step_rows, table_markdown
+
+    rows = step_rows(real.records)
+
+    def dump(data: Any) -> str:
+        return json.dumps(data, sort_keys=True, indent=2, default=str) + "\n"
+
+    def fill(d: Path) -> None:
+        (d / "steps.md").write_text(table_markdown(rows))
+        steps = [{**r.step.to_dict(), "executed_at_ms": r.executed_at_ms, "outcome": r.outcome, "error": r.error}
+                 for r in real.records[1:]]
+        (d / "steps.json").write_text(dump(steps))
+        (d / "history.jsonl").write_text(real.history.to_jsonl())
+        (d / "real.json").write_text(dump(payload["real"]))
+        if "model" in payload:
+            (d / "model.json").write_text(dump(payload["model"]))
+            (d / "compare.json").write_text(dump({k: payload[k] for k in ("scenario", "agree", "differences")}))
+        if scenario.text is not None:
+            (d / "scenario.toml").write_text(scenario.text, encoding="utf-8")
+        for b, data in sorted(real.inspect.items()):
+            (d / f"inspect-broker-{b}.json").write_text(dump(data))
+        note = picture.save_timeline(real.records, d / "timeline.png", title=f"{scenario.name} (real Kafka)")
+        (d / "README.md").write_text(_report(scenario, payload, table_markdown(rows), note))
+
+    write_atomically(path, fill)
+
+
+def _report(scenario: Any, payload: dict[str, Any], table: str, picture_note: str) -> str:
+    real = payload["real"]
+    lines = [f"# {scenario.name} on real Kafka {real['kafka_version']}", "",
+             f"Topic `{real['topic']}`, {real['seconds']} s. Expectations "
+             + ("hold" if real["expectations_hold"] else "do NOT hold") + " on the real run.", "",
+             table, picture_note, "", "## Expectations (real run)", ""]
+    lines += [f"- {c['status']}: {c['description']} - {c['detail']}" for c in real["checks"]]
+    if real["notes"]:
+        lines += ["", "## Approximations", ""] + [f"- {n}" for n in real["notes"]]
+    if "model" in payload:
+        lines += ["", f"## Compared with the model ({payload['model']['generation']})", "",
+                  "agree: " + ("yes" if payload["agree"] else "no"), ""]
+        lines += [f"- [{d['kind']}] {d['text']}" for d in payload["differences"]] or ["- no differences"]
+    return "\n".join(lines) + "\n"
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from epochlab.errors import EpochlabError
+    from epochlab.kafka.cluster import LocalCluster
+    from epochlab.scenarios import resolve
+
+    try:
+        scenario = resolve(args.scenario)
+    except EpochlabError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.out) if args.out else Path("runs") / f"kafka-{scenario.name}"
+    started = None
+    try:
+        if args.cluster_dir:
+            cluster = LocalCluster.attach(args.cluster_dir)
+        else:
+            from epochlab.kafka.run import broker_overrides, unmappable
+
+            why = unmappable(scenario)
+            if why:
+                return _emit(args, 2, {"scenario": scenario.name, "runnable": False, "why": why})
+            t0 = time.monotonic()
+            cluster = started = LocalCluster(Path(out).with_name(out.name + ".cluster"), brokers=3,
+                                             overrides=broker_overrides(scenario), detach=args.keep_cluster)
+            cluster.start()
+            print(f"cluster started in {time.monotonic() - t0:.1f} s", file=sys.stderr)
+        code, payload = execute(scenario, cluster, args.compare, out)
+    except EpochlabError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if started is not None and not args.keep_cluster:
+            started.stop()
+        elif started is not None:
+            print(f"cluster left running: epochlab kafka cluster down --dir {started.dir}", file=sys.stderr)
+    return _emit(args, code, payload)
+
+
+def _emit(args: argparse.Namespace, code: int, payload: dict[str, Any]) -> int:
+    if args.json:
+        print(json.dumps(payload, sort_keys=True, indent=2, default=str))
+        return code
+    if not payload.get("runnable", True):
+        print(f"{payload['scenario']}: not runnable on real Kafka: " + "; ".join(payload["why"]))
+        return code
+    real = payload["real"]
+    print(f"{payload['scenario']}: real run {real['seconds']} s, expectations "
+          + ("hold" if real["expectations_hold"] else "do NOT hold"))
+    for c in real["checks"]:
+        if c["status"] != "passed":
+            print(f"  {c['status']}: {c['description']} - {c['detail']}")
+    if "agree" in payload:
+        print("  model: " + ("agrees" if payload["agree"] else "differs"))
+        for d in payload["differences"]:
+            print(f"    [{d['kind']}] {d['text']}")
+    if "run_dir" in payload:
+        print(f"  run directory: {payload['run_dir']}")
+    return code

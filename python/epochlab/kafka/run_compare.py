@@ -1,0 +1,228 @@
+"""Real run against model run: the same outcome summary for both, and their differences.
+
+:func:`model_run` runs the scenario on the simulator in the generation a current Kafka
+implements, with the cluster's timeouts in place of the scenario's
+(:func:`epochlab.kafka.run.cluster_settings`: a cluster started for the scenario has the
+scenario's own, :func:`~epochlab.kafka.run.broker_overrides`; a cluster that serves many
+scenarios has fixed ones). :func:`summarize_real` / :func:`summarize_model` reduce each run to the same
+shape: records acknowledged, lost (acknowledged and absent from the final surviving log),
+duplicated (twice in it) and read; the leaders and epochs it went through; each replica's
+final log and leader-epoch cache; detection, election and recovery times. :func:`compare`
+lists every difference in words; ``agree`` is true when the outcomes and the expectation
+verdicts are equal (times are reported, and a large gap is listed, but do not count: the
+model's network is 1-10 ms per message, the real one a few hundred µs, and the Admin API is
+sampled every 250 ms).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections import Counter
+from typing import Any, Sequence
+
+from epochlab.scenarios.model import Scenario
+from epochlab.scenarios.observe import Snapshot
+
+__all__ = ["compare", "model_run", "model_scenario", "summarize_model", "summarize_real"]
+
+#: Times within this many ms, or within half of the larger, are not listed as differences.
+TIME_SLACK_MS = 1000
+
+_FAULTS = ("crash", "isolate", "controlled_shutdown")
+
+
+def model_scenario(scenario: Scenario, settings: dict[str, int]) -> tuple[Scenario, dict[str, Any]]:
+    """The scenario with the cluster's ``settings``; also the settings that changed (name ->
+    [scenario's value, cluster's value])."""
+    from epochlab.sim.config import ClusterConfig
+
+    cfg = ClusterConfig.from_dict(scenario.cluster, f"{scenario.where}: cluster")
+    cluster = {k: v for k, v in scenario.cluster.items()
+               if str(k).replace(".", "_").replace("-", "_") not in settings}
+    replaced = {name: [getattr(cfg, name), value] for name, value in sorted(settings.items())
+                if getattr(cfg, name) != value}
+    cluster.update(settings)
+    return dataclasses.replace(scenario, cluster=cluster), replaced
+
+
+def model_run(scenario: Scenario, generation: str, settings: dict[str, int]) -> Any:
+    from epochlab.scenarios.runner import run_scenario
+
+    sc, _ = model_scenario(scenario, settings)
+    return run_scenario(sc, generation, write=False)
+
+
+def _surviving(snap: Snapshot) -> list[int]:
+    r = snap.leader_replica()
+    if r is not None:
+        return r.values()
+    return sorted({v for rep in snap.replicas for v in rep.values()})
+
+
+def _summary(history: list[dict[str, Any]], final: Snapshot, epochs: dict[int, list[list[int]]],
+             points: list[tuple[int, int | None, int | None, tuple[int, ...], bool]],
+             steps: list[tuple[int, str, dict[str, Any]]], checks: Sequence[Any],
+             unavailable: list[list[int]]) -> dict[str, Any]:
+    acked: dict[str, dict[int, int | None]] = {}
+    sent: dict[str, list[int]] = {}
+    read: dict[str, list[list[int]]] = {}
+    for op in history:
+        if op.get("f") == "send" and op.get("type") == "invoke":
+            sent.setdefault(op["process"], []).append(op["value"])
+        elif op.get("f") == "send" and op.get("type") == "ok":
+            acked.setdefault(op["process"], {})[op["value"]] = op.get("offset")
+        elif op.get("f") == "poll" and op.get("type") == "ok":
+            read.setdefault(op["process"], []).extend([list(pair) for pair in op.get("value") or ()])
+    all_acked = {v for a in acked.values() for v in a}
+    survivors = _surviving(final)
+    counts = Counter(survivors)
+    leaders: list[list[Any]] = []
+    for _t, leader, epoch, _isr, _off in points:
+        if epoch is None and leader is not None:
+            continue  # a dead leader's epoch is unknown: not a new leadership
+        entry = [leader, epoch if leader is not None else None]  # no epoch shows while offline
+        if not leaders or leaders[-1] != entry:
+            leaders.append(entry)
+    return {
+        "acked": {p: {str(v): o for v, o in sorted(a.items())} for p, a in sorted(acked.items())},
+        "not_acked": {p: [v for v in vs if v not in acked.get(p, {})] for p, vs in sorted(sent.items())},
+        "lost": sorted(v for v in all_acked if v not in counts),
+        "duplicated": sorted(v for v, n in counts.items() if n > 1),
+        "read": read,
+        "leaders": leaders,
+        "final": {"leader": final.leader, "epoch": final.leader_epoch, "isr": sorted(final.isr),
+                  "offline": final.offline},
+        "logs": {str(r.broker): {"records": [[o, e, v] for o, e, v in r.records()],
+                                 "epochs": epochs.get(r.broker, []), "log_end_offset": r.log_end_offset,
+                                 "alive": r.alive} for r in final.replicas},
+        "times": _times(points, steps, unavailable),
+        "expectations": {str(c.index if c.index is not None else f"step:{c.description}"): c.status for c in checks},
+    }
+
+
+def _times(points: list[tuple[int, int | None, int | None, tuple[int, ...], bool]],
+           steps: list[tuple[int, str, dict[str, Any]]], unavailable: list[list[int]]) -> dict[str, int | None]:
+    """ms from the first fault step to the controller noticing (ISR or leader changed), to a
+    new leader, and from the first restart to the broker back in the ISR (after a heal: to
+    the ISR as large as it ever was); the total time the partition had no leader (OFFLINE)."""
+    out: dict[str, int | None] = {"detection_ms": None, "election_ms": None, "recovery_ms": None,
+                                  "unavailable_ms": sum(b - a for a, b in unavailable)}
+
+    def state_at(t: int) -> tuple[int, int | None, int | None, tuple[int, ...], bool] | None:
+        before = [p for p in points if p[0] <= t]
+        return before[-1] if before else None
+
+    fault = next(((t, p) for t, a, p in steps if a in _FAULTS or a == "partition"), None)
+    if fault is not None:
+        t0, p = fault
+        was = state_at(t0)
+        broker = p.get("broker", was[1] if was else None)
+        for t, leader, _e, isr, offline in points:
+            if t <= t0 or was is None:
+                continue
+            if out["detection_ms"] is None and (isr != was[3] or leader != was[1] or offline != was[4]):
+                out["detection_ms"] = t - t0
+            if out["election_ms"] is None and broker == was[1] and leader not in (None, broker):
+                out["election_ms"] = t - t0
+    back = next(((t, p) for t, a, p in steps if a in ("restart", "heal")), None)
+    if back is not None:
+        t0, p = back
+        broker = p.get("broker")
+        full = max((len(isr) for _t, _l, _e, isr, _o in points), default=0)
+        for t, _l, _e, isr, _o in points:
+            if t > t0 and (broker in isr if broker is not None else len(isr) == full):
+                out["recovery_ms"] = t - t0
+                break
+    return out
+
+
+def summarize_real(run: Any) -> dict[str, Any]:
+    final = run.records[-1].snapshot
+    epochs = {b: [list(e) for e in d.epochs] for b, d in run.final_disk.items()}
+    steps = [(r.executed_at_ms, r.step.action, dict(r.step.params)) for r in run.records[1:]]
+    offline, since = [], None
+    for t, _l, _e, _i, off in run.timeline:
+        if off and since is None:
+            since = t
+        elif not off and since is not None:
+            offline.append([since, t])
+            since = None
+    if since is not None:
+        offline.append([since, final.time_ms])
+    return _summary(run.history.dicts(), final, epochs, run.timeline, steps, run.checks, offline)
+
+
+_CONTROLLER = re.compile(r"^(\d+) ms: controller: .*leader (\d+|None) epoch (\d+) ISR \[([\d, ]*)\]")
+_OFFLINE = re.compile(r"^(\d+) ms: partition OFFLINE")
+
+
+def model_points(events: list[str]) -> list[tuple[int, int | None, int | None, tuple[int, ...], bool]]:
+    """The controller's view over time, from the model's event texts."""
+    points: list[tuple[int, int | None, int | None, tuple[int, ...], bool]] = []
+    for text in events:
+        m = _CONTROLLER.match(text)
+        if m:
+            isr = tuple(int(x) for x in m[4].split(",") if x.strip())
+            leader = None if m[2] == "None" else int(m[2])
+            points.append((int(m[1]), leader, int(m[3]), isr, leader is None))
+            continue
+        m = _OFFLINE.match(text)
+        if m:
+            last = points[-1] if points else (0, None, None, (), True)
+            points.append((int(m[1]), None, last[2], last[3], True))
+    return points
+
+
+def summarize_model(result: Any) -> dict[str, Any]:
+    epochs = {int(r["broker"]): [list(e) for e in r.get("epoch_entries") or []]
+              for r in result.final_state["replicas"].values()}
+    steps = [(r.executed_at_ms, r.step.action, dict(r.step.params)) for r in result.records[1:]]
+    history = [json.loads(line) for line in result.history_lines]
+    out = _summary(history, result.final, epochs, model_points(result.events), steps, result.checks, [])
+    out["times"]["unavailable_ms"] = int(result.final_state["controller"].get("unavailable_ms") or 0)
+    return out
+
+
+_OUTCOMES = ("acked", "not_acked", "lost", "duplicated", "read", "leaders", "final", "expectations")
+
+
+def compare(real: dict[str, Any], model: dict[str, Any]) -> tuple[bool, list[dict[str, Any]]]:
+    """``(agree, differences)``: each difference ``{"what", "real", "model", "kind", "text"}``,
+    kind ``outcome`` (counts against ``agree``) or ``timing``."""
+    diffs: list[dict[str, Any]] = []
+
+    def add(what: str, r: Any, m: Any, kind: str = "outcome") -> None:
+        diffs.append({"what": what, "real": r, "model": m, "kind": kind,
+                      "text": f"{what}: real {_short(r)}, model {_short(m)}"})
+
+    for key in _OUTCOMES:
+        if key in ("read", "acked", "expectations"):
+            for name in sorted(set(real[key]) | set(model[key])):
+                r, m = real[key].get(name), model[key].get(name)
+                if r != m:
+                    add(f"{key} {name}", r, m)
+        elif real[key] != model[key]:
+            add(key, real[key], model[key])
+    for b in sorted(set(real["logs"]) | set(model["logs"])):
+        r, m = real["logs"].get(b, {}), model["logs"].get(b, {})
+        rv = [(o, v) for o, _e, v in r.get("records", [])]
+        mv = [(o, v) for o, _e, v in m.get("records", [])]
+        if rv != mv:
+            add(f"broker {b} final log (offset, value)", rv, mv)
+        elif r.get("records") != m.get("records"):
+            add(f"broker {b} final log record epochs", r.get("records"), m.get("records"))
+        if r.get("epochs") != m.get("epochs"):
+            add(f"broker {b} leader-epoch cache", r.get("epochs"), m.get("epochs"))
+    for key in sorted(real["times"]):
+        r, m = real["times"][key], model["times"][key]
+        if (r is None) != (m is None) or (r is not None and m is not None
+                                          and abs(r - m) > max(TIME_SLACK_MS, max(r, m) / 2)):
+            add(key, r, m, "timing")
+    return not any(d["kind"] == "outcome" for d in diffs), diffs
+
+
+def _short(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 160 else text[:157] + "..."

@@ -1,0 +1,403 @@
+"""The step driver of :mod:`epochlab.kafka.run`: executes a scenario's steps on a real cluster.
+
+:class:`Driver` keeps the clients (created before the run's clock starts, as the model's
+are), the cuts in force (a scenario's partition and its dropped links change independently,
+as in the model: ``heal`` removes the partition, not the links), the history and the sampled
+timeline. Each action is one function in :data:`ACTIONS`; ``docs/kafka-run.md`` has the
+table of what each does on the cluster.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from epochlab.kafka.clients import History, RecordingConsumer, RecordingProducer
+from epochlab.kafka.cluster import CLIENT, LocalCluster
+from epochlab.kafka.faults import Faults
+from epochlab.kafka.run_state import RealView
+from epochlab.scenarios.model import Scenario
+from epochlab.scenarios.observe import Observer, Snapshot
+from epochlab.scenarios.runner import StepRecord
+from epochlab.sim.config import ClusterConfig, ConsumerConfig, ProducerConfig
+
+__all__ = ["ACTIONS", "SAMPLE_INTERVAL_S", "Driver"]
+
+#: How often the cluster is sampled while time passes (Admin requests + data directory reads).
+SAMPLE_INTERVAL_S = 0.25
+
+
+class Driver:
+    """Executes the steps on the cluster, sampling it while time passes."""
+
+    def __init__(self, scenario: Scenario, cluster: LocalCluster, topic: str, replicas: tuple[int, ...]) -> None:
+        self.scenario, self.cluster, self.topic = scenario, cluster, topic
+        uses_txn = any(c.get("transactional.id") or c.get("transactional_id")
+                       for c in scenario.producers.values())
+        self.view = RealView(cluster, topic, replicas, with_lso=uses_txn)
+        self.brokers = ClusterConfig.from_dict(scenario.cluster, f"{scenario.where}: cluster").brokers
+        self.faults = Faults(cluster)
+        self.partition_cuts: set[tuple[Any, Any]] = set()
+        self.link_cuts: set[tuple[Any, Any]] = set()
+        self.groups: list[list[Any]] | None = None
+        where = scenario.where
+        self.producer_cfgs = {n: ProducerConfig.from_dict(c, f"{where}: producers.{n}")
+                              for n, c in scenario.producers.items()}
+        self.consumer_cfgs = {n: ConsumerConfig.from_dict(c, f"{where}: consumers.{n}")
+                              for n, c in scenario.consumers.items()}
+        self.producers: dict[str, RecordingProducer] = {}
+        self.consumers: dict[str, RecordingConsumer] = {}
+        self.last_commit: dict[str, float] = {}
+        self.history = History()
+        self.observer = Observer()
+        self.timeline: list[tuple[int, int | None, int | None, tuple[int, ...], bool]] = []
+        self.records: list[StepRecord] = []
+        self.notes: list[str] = []
+        self._last_sample = 0.0
+
+    # -- time and sampling ------------------------------------------------------------------
+    def now_ms(self) -> int:
+        return self.history.now_ms()
+
+    def cuts(self) -> set[tuple[Any, Any]]:
+        return self.partition_cuts | self.link_cuts
+
+    def sample(self, admin: bool = True) -> Snapshot:
+        snap, _ = self.view.snapshot(self.now_ms(), self.cuts(), admin=admin)
+        self.observer.sample(snap)
+        point = (snap.time_ms, snap.leader, snap.leader_epoch, snap.isr, snap.offline)
+        if not self.timeline or self.timeline[-1][1:] != point[1:]:
+            self.timeline.append(point)
+        self._last_sample = time.monotonic()
+        return snap
+
+    def pump(self) -> None:
+        for p in self.producers.values():
+            p.poll(0)
+
+    def idle_until(self, target_ms: int, stop: Callable[[], bool] | None = None) -> bool:
+        """Let time pass until ``target_ms`` (run clock), sampling; with ``stop``, return True
+        as soon as it holds (checked after each sample)."""
+        while True:
+            self.pump()
+            if time.monotonic() - self._last_sample >= SAMPLE_INTERVAL_S:
+                self.sample()
+                if stop is not None and stop():
+                    return True
+            left = target_ms - self.now_ms()
+            if left <= 0:
+                return False
+            time.sleep(min(0.05, left / 1000))
+
+    def start_clients(self) -> None:
+        """Create the clients before the clock starts, as the model does (their first request
+        finds the coordinator, inits transactions, creates internal topics on a new cluster:
+        seconds), except those a partition step separates from other clients: they are made
+        at first use, bootstrapped from their side."""
+        late = {n for s in self.scenario.steps if s.action == "partition"
+                for n in self._split_clients(s.params["groups"])}
+        for name in self.producer_cfgs:
+            if name not in late:
+                self.producer(name)
+        for name in self.consumer_cfgs:
+            if name not in late:
+                _prime_group(self.cluster.bootstrap_servers, self.topic, f"{self.topic}-{name}")
+                self.consumer(name).committed(30.0)
+
+    def _split_clients(self, groups: list[list[Any]]) -> set[str]:
+        names = set(self.producer_cfgs) | set(self.consumer_cfgs)
+        sides = [{n for n in g if n in names} for g in groups]
+        return set().union(*sides) if sum(1 for s in sides if s) > 1 else set()
+
+    def run(self) -> None:
+        self.start_clients()
+        warm, self.history = self.history, History()  # the run's clock starts now
+        self.history.idempotent |= warm.idempotent
+        for c in [*self.producers.values(), *self.consumers.values()]:
+            c.history = self.history
+        self.last_commit = {n: time.monotonic() for n in self.last_commit}
+        self.records.append(StepRecord(None, self.now_ms(), "initial state"))
+        self.sample()
+        cursor = self.now_ms()
+        for step in self.scenario.steps:
+            target = step.at_ms if step.at_ms is not None else cursor + (step.after_ms or 0)
+            self.idle_until(target)
+            # A step due at once follows the previous one as closely as the harness can: the
+            # row's state is read from the disks only (the Admin view is the last sampled).
+            self.records[-1].snapshot = self.sample(admin=target > cursor)
+            record = StepRecord(step, self.now_ms())
+            try:
+                record.outcome = ACTIONS[step.action](self, dict(step.params)) or ""
+            except Exception as exc:  # noqa: BLE001 - any failure of a real operation is the step's result
+                record.error = f"{type(exc).__name__}: {exc}"
+            self.pump()
+            self.records.append(record)
+            cursor = self.now_ms()
+        self.idle_until(cursor + self.scenario.settle_ms)
+        self.records[-1].snapshot = self.sample()
+
+    def close(self) -> None:
+        for c in self.consumers.values():
+            c.close()
+        for p in self.producers.values():
+            p.flush(5)
+        self.consumers.clear()
+        self.producers.clear()
+        if self.cuts():
+            self.faults.set_cuts(set())
+
+    # -- clients ----------------------------------------------------------------------------
+    def bootstrap_for(self, client: str) -> str:
+        """All brokers, or during a partition that splits the clients, the brokers of the
+        client's group (a client's only way to be "on one side": they share one address)."""
+        brokers = self.cluster.broker_ids
+        if self.groups is not None and self._clients_split():
+            side = next((g for g in self.groups if client in g), None)
+            if side is not None:
+                brokers = [b for b in side if isinstance(b, int)] or brokers
+                self.notes.append(f"{client} created during a partition that separates the clients: it "
+                                  f"bootstraps from brokers {brokers} only")
+        return ",".join(self.cluster.nodes[b].address for b in brokers)
+
+    def producer(self, name: str) -> RecordingProducer:
+        if name not in self.producers:
+            self.producers[name] = RecordingProducer(self.bootstrap_for(name), self.topic, self.history,
+                                                     self.producer_cfgs[name], name=name, value_format="int64")
+        return self.producers[name]
+
+    def consumer(self, name: str) -> RecordingConsumer:
+        if name not in self.consumers:
+            cfg = self.consumer_cfgs[name]
+            real_cfg = ConsumerConfig(enable_auto_commit=False, auto_commit_interval_ms=cfg.auto_commit_interval_ms,
+                                      auto_offset_reset=cfg.auto_offset_reset, isolation_level=cfg.isolation_level,
+                                      fetch_max_records=cfg.fetch_max_records, poll_interval_ms=cfg.poll_interval_ms)
+            self.consumers[name] = RecordingConsumer(self.bootstrap_for(name), self.topic, self.history, real_cfg,
+                                                     name=name, group_id=f"{self.topic}-{name}",
+                                                     value_format="int64")
+            self.last_commit[name] = time.monotonic()
+        return self.consumers[name]
+
+    # -- the network ------------------------------------------------------------------------
+    def endpoint(self, node: Any) -> list[Any]:
+        if node == "controller":
+            return list(self.cluster.controller_ids)
+        if isinstance(node, int):
+            return [node]
+        return [CLIENT]
+
+    def _clients_split(self) -> bool:
+        names = set(self.producer_cfgs) | set(self.consumer_cfgs)
+        sides = {i for i, g in enumerate(self.groups or []) for n in g if n in names}
+        return len(sides) > 1
+
+    def set_partition(self, groups: list[list[Any]] | None) -> str:
+        self.groups = None
+        self.partition_cuts = set()
+        note = ""
+        if groups is not None:
+            listed = {n for g in groups for n in g}
+            names = set(self.producer_cfgs) | set(self.consumer_cfgs)
+            # brokers of the cluster the scenario does not know stay connected to everyone
+            rest: list[Any] = [b for b in self.brokers if b not in listed]
+            rest += ["controller"] if "controller" not in listed else []
+            rest += sorted(names - listed)
+            self.groups = [list(g) for g in groups] + ([rest] if rest else [])
+            ends = []
+            split = self._clients_split()
+            for g in self.groups:
+                nodes = {e for n in g for e in self.endpoint(n) if not (split and e == CLIENT)}
+                ends.append(nodes)
+            for i, a in enumerate(ends):
+                for j, b in enumerate(ends):
+                    if i != j:
+                        self.partition_cuts |= {(x, y) for x in a for y in b if x != y}
+            if split:
+                note = ("the clients are on different sides but share the harness's address: it stays "
+                        "connected to every broker; clients created now bootstrap from their side")
+                self.notes.append(note)
+        self.faults.set_cuts(self.cuts())
+        return note
+
+
+def _prime_group(bootstrap: str, topic: str, group: str, timeout_s: float = 30.0) -> None:
+    """Commit offset 0 of the still empty partition for ``group`` until the coordinator takes
+    it: the first group of a new cluster creates ``__consumer_offsets``, and a consumer that
+    meets NOT_COORDINATOR then sits in librdkafka's retry backoff for seconds. On an empty
+    partition offset 0 is where either ``auto.offset.reset`` would start."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            try:
+                c.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+                return
+            except KafkaException:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.2)
+    finally:
+        c.close()
+
+
+def _produce(d: Driver, p: dict[str, Any]) -> str:
+    prod = d.producer(p["producer"])
+    for v in p["values"]:
+        prod.send(v)
+    return f"sent {len(p['values'])}"
+
+
+def _flush(d: Driver, p: dict[str, Any]) -> str:
+    left = d.producer(p["producer"]).flush(p["timeout_ms"] / 1000)
+    return "all sends completed" if not left else f"{left} sends still pending after {p['timeout_ms']} ms"
+
+
+def _consume(d: Driver, p: dict[str, Any]) -> str:
+    name = p["consumer"]
+    c = d.consumer(name)
+    cfg = d.consumer_cfgs[name]
+    # The Java consumer auto-commits inside poll(), the position before this poll's fetch,
+    # once per interval; librdkafka would commit from a timer thread and on close.
+    if cfg.enable_auto_commit and time.monotonic() - d.last_commit[name] >= cfg.auto_commit_interval_ms / 1000:
+        c.commit()
+        d.last_commit[name] = time.monotonic()
+    got = c.poll(timeout_s=1.0, quiet_s=0.3)
+    return "polled " + (" ".join(f"{o}:m{v}" for o, v in got) if got else "nothing")
+
+
+def _commit(d: Driver, p: dict[str, Any]) -> str:
+    return "committed" if d.consumer(p["consumer"]).commit() else "nothing to commit / commit failed"
+
+
+def _crash_consumer(d: Driver, p: dict[str, Any]) -> str:
+    c = d.consumers.pop(p["consumer"], None)
+    if c is not None:
+        c.close()  # librdkafka's auto-commit is off: closing commits nothing
+    return "dropped without a commit"
+
+
+def _restart_consumer(d: Driver, p: dict[str, Any]) -> str:
+    _crash_consumer(d, p)
+    d.consumer(p["consumer"])  # a known name: the history records ``info restart``
+    return "new session, from the committed offset"
+
+
+def _restart_producer(d: Driver, p: dict[str, Any]) -> str:
+    old = d.producers.pop(p["producer"], None)
+    if old is not None:
+        old.flush(0)
+    d.producer(p["producer"])
+    return "new producer session"
+
+
+def _crash(d: Driver, p: dict[str, Any]) -> str:
+    pid = d.faults.kill(p["broker"])
+    d.faults.drop_sockets(p["broker"])  # the model's crash takes the machine's sockets along
+    return f"SIGKILL pid {pid}, its sockets aborted"
+
+
+def _restart(d: Driver, p: dict[str, Any]) -> str:
+    return f"started, pid {d.faults.restart(p['broker'])}"
+
+
+def _set_link(d: Driver, p: dict[str, Any]) -> str:
+    pairs = {(x, y) for x in d.endpoint(p["a"]) for y in d.endpoint(p["b"]) if x != y}
+    pairs |= {(y, x) for x, y in pairs}
+    if p["drop"] == 1.0:
+        d.link_cuts |= pairs
+    else:
+        d.link_cuts -= pairs
+    d.faults.set_cuts(d.cuts())
+    return "cut" if p["drop"] == 1.0 else "restored"
+
+
+def _isolate(d: Driver, p: dict[str, Any]) -> str:
+    b = p["broker"]
+    others = [x for x in d.brokers if x != b]
+    return d.set_partition([[b], [*others, "controller", *d.producer_cfgs, *d.consumer_cfgs]]) or "isolated"
+
+
+def _elect_preferred(d: Driver, p: dict[str, Any]) -> str:
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient, ElectionType
+
+    admin = AdminClient({"bootstrap.servers": d.cluster.bootstrap_servers})
+    admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(d.topic, 0)]).result(15)
+    return "preferred election requested"
+
+
+def _wait_until(d: Driver, p: dict[str, Any]) -> str:
+    cond = p["condition"]
+    start = d.now_ms()
+
+    def holds() -> bool:
+        return _holds(d, cond, d.sample())
+
+    ok = holds() or d.idle_until(start + p["timeout_ms"], stop=holds)
+    if ok:
+        return f"condition held after {d.now_ms() - start} ms"
+    return ("TIMEOUT" if p["required"] else "timeout") + f": condition not met in {p['timeout_ms']} ms"
+
+
+def _holds(d: Driver, cond: dict[str, Any], snap: Snapshot) -> bool:
+    def in_sync(v: bool) -> bool:
+        lead = snap.leader_replica()
+        ok = lead is not None and snap.available() and all(
+            r.log_end_offset == lead.log_end_offset for r in snap.replicas if r.alive)
+        return ok == v
+
+    checks: dict[str, Callable[[Any], bool]] = {
+        "leader": lambda b: snap.available() and snap.leader == b,
+        "not_leader": lambda b: snap.available() and snap.leader != b,
+        "leader_epoch_at_least": lambda e: snap.leader_epoch is not None and snap.leader_epoch >= e,
+        "offline": lambda v: snap.offline == v,
+        "isr": lambda bs: set(snap.isr) == set(bs),
+        "high_watermark_at_least": lambda h: snap.available()
+        and snap.leader_replica().high_watermark >= h,  # type: ignore[union-attr]
+        "in_sync": in_sync,
+        "sends_done": lambda name: _sends_done(d, name),
+        "transactions_done": lambda name: name not in d.producers or d.producers[name]._txn_values is None,
+    }
+    return all(checks[k](v) for k, v in cond.items())
+
+
+def _sends_done(d: Driver, producer: str) -> bool:
+    ops = [op for op in d.history.ops if op.process == producer and op.f == "send"]
+    return sum(op.type == "invoke" for op in ops) <= sum(op.type != "invoke" for op in ops)
+
+
+def _txn(call: str) -> Callable[[Driver, dict[str, Any]], str]:
+    def run(d: Driver, p: dict[str, Any]) -> str:
+        prod = d.producer(p["producer"])
+        if call == "begin":
+            prod.begin_transaction()
+            return "begun"
+        ok = getattr(prod, f"{call}_transaction")(30.0)
+        return f"{call} " + ("ok" if ok else "failed")
+    return run
+
+
+ACTIONS: dict[str, Callable[[Driver, dict[str, Any]], str]] = {
+    "produce": _produce,
+    "flush": _flush,
+    "consume": _consume,
+    "commit": _commit,
+    "crash": _crash,
+    "restart": _restart,
+    "partition": lambda d, p: d.set_partition(p["groups"]) or "partitioned",
+    "heal": lambda d, p: d.set_partition(None) or "healed",
+    "isolate": _isolate,
+    "set_link": _set_link,
+    "elect_preferred": _elect_preferred,
+    "controlled_shutdown": lambda d, p: f"shut down in {d.faults.shutdown(p['broker']):.1f} s",
+    "wait": lambda d, p: d.idle_until(d.now_ms() + p["ms"]) or f"waited {p['ms']} ms",
+    "wait_until": _wait_until,
+    "restart_producer": _restart_producer,
+    "begin_transaction": _txn("begin"),
+    "commit_transaction": _txn("commit"),
+    "abort_transaction": _txn("abort"),
+    "crash_consumer": _crash_consumer,
+    "restart_consumer": _restart_consumer,
+    "note": lambda d, p: "",
+}

@@ -1,0 +1,72 @@
+"""``epochlab kafka run``: two seed scenarios on one real three-broker cluster, compared with the
+model, then teardown checked by pid (in the fixture: a JVM left running is a teardown error).
+
+seed-002-acks1-acked-then-lost (cuts, a SIGKILL, an election: the acknowledged m11 is lost)
+and seed-002-manual-commit-reprocessing (a consumer group, a commit, a consumer crash and
+restart) map cleanly onto real operations; both run in a topic of their own on the same
+cluster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("confluent_kafka", reason="needs confluent-kafka (pip install confluent-kafka)")
+
+from epochlab.kafka.jars import DEFAULT_KAFKA_VERSION, resolved  # noqa: E402
+
+if not resolved(DEFAULT_KAFKA_VERSION):
+    pytest.skip(f"Kafka {DEFAULT_KAFKA_VERSION}'s jars are not resolved (epochlab kafka jars)",
+                allow_module_level=True)
+
+from epochlab.kafka.cluster import LocalCluster, live_pid  # noqa: E402
+from epochlab.kafka.faults import firewall_available  # noqa: E402
+from epochlab.kafka.run import broker_overrides, unmappable  # noqa: E402
+from epochlab.kafka.run_cli import execute, run_command  # noqa: E402
+from epochlab.scenarios import load_builtin  # noqa: E402
+
+if firewall_available() is not None:
+    pytest.skip(f"the seeds' link faults need it: {firewall_available()}", allow_module_level=True)
+
+SCENARIOS = ("seed-002-acks1-acked-then-lost", "seed-002-manual-commit-reprocessing")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory):
+    overrides = broker_overrides(load_builtin(SCENARIOS[0]))
+    assert all(broker_overrides(load_builtin(n)) == overrides for n in SCENARIOS)
+    c = LocalCluster(tmp_path_factory.mktemp("kafka-run") / "cluster", brokers=3, grace_s=10, overrides=overrides)
+    c.start()
+    yield c
+    pids = [p for p in c.pids().values() if p is not None]
+    c.stop(grace_s=0)
+    assert pids and not [p for p in pids if live_pid(p)], "a JVM survived the teardown"
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_seed_scenario_on_real_kafka_agrees_with_model(cluster: LocalCluster, tmp_path: Path, name: str) -> None:
+    t0 = time.monotonic()
+    code, payload = execute(load_builtin(name), cluster, compare=True, out=tmp_path / "run")
+    print(f"\n{name}: {time.monotonic() - t0:.1f} s, exit {code}")
+    assert set(payload) >= {"scenario", "real", "model", "agree", "differences"}
+    assert payload["real"]["expectations_hold"], payload["real"]["checks"]
+    assert payload["model"]["expectations_hold"]
+    assert payload["agree"], [d["text"] for d in payload["differences"]]
+    assert code == 0
+    assert {c["status"] for c in payload["real"]["checks"]} == {"passed"}
+    for f in ("steps.md", "history.jsonl", "real.json", "model.json", "compare.json", "inspect-broker-1.json"):
+        assert (tmp_path / "run" / f).is_file(), f
+    json.loads((tmp_path / "run" / "compare.json").read_text())
+
+
+def test_unmappable_scenario_is_refused_with_its_reason(capsys: pytest.CaptureFixture[str]) -> None:
+    assert any("power loss" in w for w in unmappable(load_builtin("seed-002-rf1-power-loss")))
+    args = argparse.Namespace(scenario="seed-002-rf1-power-loss", compare=True, json=True, out=None,
+                              cluster_dir=None, keep_cluster=False)
+    assert run_command(args) == 2
+    assert json.loads(capsys.readouterr().out)["runnable"] is False
