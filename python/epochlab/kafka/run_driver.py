@@ -18,7 +18,7 @@ from epochlab.kafka.faults import Faults
 from epochlab.kafka.run_state import RealView
 from epochlab.scenarios.model import Scenario
 from epochlab.scenarios.observe import Observer, Snapshot
-from epochlab.scenarios.runner import StepRecord
+from epochlab.scenarios.runner import StepRecord, state_conditions
 from epochlab.sim.config import ClusterConfig, ConsumerConfig, ProducerConfig
 
 __all__ = ["ACTIONS", "SAMPLE_INTERVAL_S", "Driver"]
@@ -347,14 +347,7 @@ def _holds(d: Driver, cond: dict[str, Any], snap: Snapshot) -> bool:
             r.log_end_offset == lead.log_end_offset for r in snap.replicas if r.alive)
         return ok == v
 
-    checks: dict[str, Callable[[Any], bool]] = {
-        "leader": lambda b: snap.available() and snap.leader == b,
-        "not_leader": lambda b: snap.available() and snap.leader != b,
-        "leader_epoch_at_least": lambda e: snap.leader_epoch is not None and snap.leader_epoch >= e,
-        "offline": lambda v: snap.offline == v,
-        "isr": lambda bs: set(snap.isr) == set(bs),
-        "high_watermark_at_least": lambda h: snap.available()
-        and snap.leader_replica().high_watermark >= h,  # type: ignore[union-attr]
+    checks = state_conditions(snap) | {
         "in_sync": in_sync,
         "sends_done": lambda name: _sends_done(d, name),
         "transactions_done": lambda name: name not in d.producers or d.producers[name]._txn_values is None,

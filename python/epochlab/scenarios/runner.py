@@ -221,8 +221,10 @@ def _wait_until(d: _Driver, p: dict[str, Any]) -> str:
     return ("TIMEOUT" if p["required"] else "timeout") + f": condition not met in {p['timeout_ms']} ms"
 
 
-def _holds(cond: dict[str, Any], snap: Snapshot, d: _Driver) -> bool:
-    checks: dict[str, Callable[[Any], bool]] = {
+def state_conditions(snap: Snapshot) -> dict[str, Callable[[Any], bool]]:
+    """The ``wait_until`` conditions read from a state snapshot alone (leader, epoch, ISR,
+    HW), for the simulator and for a real cluster's sampled state (``epochlab.kafka.run``)."""
+    return {
         "leader": lambda b: snap.available() and snap.leader == b,
         "not_leader": lambda b: snap.available() and snap.leader != b,
         "leader_epoch_at_least": lambda e: snap.leader_epoch is not None and snap.leader_epoch >= e,
@@ -230,6 +232,11 @@ def _holds(cond: dict[str, Any], snap: Snapshot, d: _Driver) -> bool:
         "isr": lambda bs: set(snap.isr) == set(bs),
         "high_watermark_at_least": lambda h: snap.available()
         and snap.leader_replica().high_watermark >= h,  # type: ignore[union-attr]
+    }
+
+
+def _holds(cond: dict[str, Any], snap: Snapshot, d: _Driver) -> bool:
+    checks = state_conditions(snap) | {
         "in_sync": lambda v: _in_sync(snap) == v,
         "sends_done": lambda name: _sends_done(d, name),
         "transactions_done": lambda name: not d.clients.producers[name].transactions_pending,
