@@ -134,10 +134,13 @@ def generate_ops(rng: random.Random, n: int) -> list[Op]:
 
 
 class _Model:
-    """The Rust core or the twin behind the same operations as the Kafka wrapper."""
+    """The Rust core or the twin behind the same operations as the Kafka wrapper; ``rules``
+    maps an operation to the cache method of an older generation's rule (``assign`` ->
+    ``assign_kip101``, ``epochlab.kafka.legacy.model_rules``)."""
 
-    def __init__(self, module: Any) -> None:
+    def __init__(self, module: Any, rules: dict[str, str] | None = None) -> None:
         self.module = module
+        self.rules = rules or {}
         self.cache = module.LeaderEpochCache()
 
     def apply(self, op: Op, kafka_checkpoint: Path) -> Any:
@@ -148,7 +151,7 @@ class _Model:
         if name == "clear":
             self.cache.clear()
             return None
-        result = getattr(self.cache, name)(*args)
+        result = getattr(self.cache, self.rules.get(name, name))(*args)
         return None if name == "assign" else result  # Kafka's assign answers nothing
 
     def entries(self) -> list[tuple[int, int]]:

@@ -235,29 +235,6 @@ def model_rules(generation: Generation) -> dict[str, str]:
     return rules
 
 
-class _GenerationModel:
-    """The Rust core or the twin with the generation's rules behind the operation names."""
-
-    def __init__(self, module: Any, rules: dict[str, str]) -> None:
-        self.module = module
-        self.rules = rules
-        self.cache = module.LeaderEpochCache()
-
-    def apply(self, op: Sequence[Any], kafka_checkpoint: Path) -> Any:
-        name, *args = op
-        if name == "reload":
-            self.cache = self.module.LeaderEpochCache.read_checkpoint(str(kafka_checkpoint))
-            return None
-        if name == "clear":
-            self.cache.clear()
-            return None
-        result = getattr(self.cache, self.rules.get(name, name))(*args)
-        return None if name == "assign" else result  # Kafka's assign answers nothing
-
-    def entries(self) -> list[tuple[int, int]]:
-        return [tuple(e) for e in self.cache.entries()]  # type: ignore[misc]
-
-
 #: Differences between an older release's cache and the model's rules of its generation, each
 #: explained by the release's code (``docs/kafka-releases.md``); :func:`explain` names the one
 #: a first mismatch shows.
@@ -319,11 +296,11 @@ def run_legacy_ops(ops: Sequence[Sequence[Any]], version: str, generation: Gener
     are skipped, not counted."""
     import epochlab
     import epochlab.reference
-    from epochlab.kafka.differential import _apply_kafka, _describe, _plain
+    from epochlab.kafka.differential import _apply_kafka, _describe, _Model, _plain
 
     kafka = LegacyLeaderEpochCache(directory, version)
     rules = model_rules(generation)
-    models = {"rust": _GenerationModel(epochlab, rules), "reference": _GenerationModel(epochlab.reference, rules)}
+    models = {"rust": _Model(epochlab, rules), "reference": _Model(epochlab.reference, rules)}
     mismatches, first, applied = 0, None, 0
     try:
         for i, op in enumerate(ops):

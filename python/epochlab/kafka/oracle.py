@@ -304,14 +304,7 @@ class KafkaUnifiedLog:
         """``ProducerStateManager.activeProducers``: per producer id (increasing) its epoch,
         its cached batches ``(first_seq, last_seq, first_offset, last_offset)`` oldest first,
         and its coordinator epoch (``None`` for Kafka's -1)."""
-        rows = []
-        for pid in self._producers.activeProducers().keySet():
-            entry = self._producers.lastEntry(pid).get()
-            batches = tuple((int(b.firstSeq()), int(b.lastSeq()), int(b.firstOffset()), int(b.lastOffset()))
-                            for b in entry.batchMetadata())
-            coordinator = int(entry.coordinatorEpoch())
-            rows.append((int(pid), int(entry.producerEpoch()), batches, None if coordinator < 0 else coordinator))
-        return tuple(sorted(rows))
+        return _producer_rows(self._producers)
 
     def first_unstable_offset(self) -> int | None:
         """``UnifiedLog.firstUnstableOffset``: a cached value, refreshed by appends, HW and log
@@ -466,18 +459,25 @@ class KafkaProducerStateManager:
 
     def entries(self) -> tuple[tuple[int, int, tuple[tuple[int, int, int, int], ...], int | None], ...]:
         """As :meth:`KafkaUnifiedLog.producer_entries`."""
-        rows = []
-        for pid in self._manager.activeProducers().keySet():
-            entry = self._manager.lastEntry(pid).get()
-            batches = tuple((int(b.firstSeq()), int(b.lastSeq()), int(b.firstOffset()), int(b.lastOffset()))
-                            for b in entry.batchMetadata())
-            coordinator = int(entry.coordinatorEpoch())
-            rows.append((int(pid), int(entry.producerEpoch()), batches, None if coordinator < 0 else coordinator))
-        return tuple(sorted(rows))
+        return _producer_rows(self._manager)
 
     def close(self) -> None:
         if self._owned:
             shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _producer_rows(manager: Any) -> tuple[tuple[int, int, tuple[tuple[int, int, int, int], ...], int | None], ...]:
+    """A ``ProducerStateManager``'s active producers, in increasing id order: id, epoch, cached
+    batches ``(first_seq, last_seq, first_offset, last_offset)`` oldest first, and coordinator
+    epoch (``None`` for Kafka's -1)."""
+    rows = []
+    for pid in manager.activeProducers().keySet():
+        entry = manager.lastEntry(pid).get()
+        batches = tuple((int(b.firstSeq()), int(b.lastSeq()), int(b.firstOffset()), int(b.lastOffset()))
+                        for b in entry.batchMetadata())
+        coordinator = int(entry.coordinatorEpoch())
+        rows.append((int(pid), int(entry.producerEpoch()), batches, None if coordinator < 0 else coordinator))
+    return tuple(sorted(rows))
 
 
 class KafkaError(str):
