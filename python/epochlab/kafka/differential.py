@@ -472,6 +472,24 @@ def _next_epoch(rng: random.Random, epoch: int) -> int:
 _SEQUENCES = 2**31
 
 
+def _client_fault(rng: random.Random, pe: int, seq: Any) -> tuple[int, Any]:
+    """What a client batch does wrong, if anything (producer epoch, sequence): a retry of an
+    earlier batch (``("retry", k)``), a gap (a negative sequence relative to the next one), a
+    new producer epoch at sequence 0 or not, a fenced (older) epoch; else ``(pe, seq)``."""
+    kind = rng.randrange(20)
+    if kind < 4:
+        return pe, ("retry", rng.choice((1, 1, 2, 3, 5, 6)))
+    if kind == 4:
+        return pe, -rng.choice((1, 2))
+    if kind == 5:
+        return pe + 1, 0
+    if kind == 6:
+        return pe + 1, rng.choice((1, 3))
+    if kind == 7 and pe > 0:
+        return pe - 1, seq
+    return pe, seq
+
+
 def generate_producer_ops(rng: random.Random, n: int) -> list[Op]:
     """``n`` producer-state operations on a log: idempotent leader appends of producers 7, 8
     and 9 (in order, retries of any of the last six batches sent, gaps, new producer epochs
@@ -497,17 +515,7 @@ def generate_producer_ops(rng: random.Random, n: int) -> list[Op]:
         if pid == 10 and first_of_10:
             seq, first_of_10 = _SEQUENCES - rng.choice((1, 2, 4)), False
         if k < 50:
-            kind = rng.randrange(20)
-            if kind < 4:
-                seq = ("retry", rng.choice((1, 1, 2, 3, 5, 6)))
-            elif kind == 4:
-                seq = -rng.choice((1, 2))                                 # a gap
-            elif kind == 5:
-                pe, seq = pe + 1, 0                                       # a new producer epoch
-            elif kind == 6:
-                pe, seq = pe + 1, rng.choice((1, 3))                      # ... not at sequence 0
-            elif kind == 7 and pe > 0:
-                pe -= 1                                                   # a fenced producer
+            pe, seq = _client_fault(rng, pe, seq)
             ops.append(("append_as_leader", values, e, (pid, pe, seq)))
             epochs[pid] = max(pe, epochs[pid])
             leo += len(values)
@@ -605,17 +613,7 @@ def generate_manager_ops(rng: random.Random, n: int) -> list[Op]:
         if pid == 10 and first_of_10:
             seq, first_of_10 = _SEQUENCES - rng.choice((1, 2, 4)), False
         if k < 60:
-            kind = rng.randrange(20)
-            if kind < 4:
-                seq = ("retry", rng.choice((1, 1, 2, 3, 5, 6)))
-            elif kind == 4:
-                seq = -rng.choice((1, 2))                                  # a gap
-            elif kind == 5:
-                pe, seq = pe + 1, 0                                        # a new producer epoch
-            elif kind == 6:
-                pe, seq = pe + 1, rng.choice((1, 3))                       # ... not at sequence 0
-            elif kind == 7 and pe > 0:
-                pe -= 1                                                    # fenced
+            pe, seq = _client_fault(rng, pe, seq)
             ops.append(("append", pid, pe, seq, count, "client"))
             producers[pid][0] = max(pe, producers[pid][0])
         elif k < 75:
