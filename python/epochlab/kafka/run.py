@@ -50,7 +50,7 @@ from epochlab.kafka.run_state import DiskReplica
 from epochlab.scenarios.expectations import Check, Facts, evaluate
 from epochlab.scenarios.model import Scenario
 from epochlab.scenarios.observe import Observer
-from epochlab.scenarios.runner import StepRecord
+from epochlab.scenarios.runner import StepRecord, step_checks
 from epochlab.sim.config import ClusterConfig
 
 __all__ = ["BROKER_SETTINGS", "GENERATION", "JAVA_ERROR_NAMES", "NOT_EVALUABLE", "RealRun", "broker_overrides", "cluster_settings",
@@ -198,7 +198,7 @@ def run_on_cluster(scenario: Scenario, cluster: LocalCluster, generation: str = 
             checks.append(Check(e.index, e.kind, e.describe(), "not evaluable", NOT_EVALUABLE[e.kind]))
         else:
             checks.append(evaluate(e, facts))
-    checks += _step_checks(driver.records)
+    checks += step_checks(driver.records, error_status="failed")
     return RealRun(scenario, topic, driver.records, driver.history, driver.observer, driver.timeline,
                    final_disk, checks, driver.notes, time.monotonic() - t0, inspect)
 
@@ -239,15 +239,3 @@ def restore(cluster: LocalCluster, timeout_s: float = 60.0) -> None:
             raise ConfigError(f"cluster not whole {timeout_s:.0f} s after a run", where="restore",
                               field="brokers", expected=cluster.broker_ids, got=None)
         time.sleep(0.2)
-
-
-def _step_checks(records: list[StepRecord]) -> list[Check]:
-    out = []
-    for rec in records[1:]:
-        step = rec.step
-        assert step is not None
-        if rec.error is not None:
-            out.append(Check(None, "step", f"step {step.index + 1}: {step.describe()}", "failed", rec.error))
-        elif step.action == "wait_until" and rec.outcome.startswith("TIMEOUT"):
-            out.append(Check(None, "step", f"step {step.index + 1}: {step.describe()}", "failed", rec.outcome))
-    return out

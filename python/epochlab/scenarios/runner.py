@@ -114,7 +114,7 @@ def run_scenario(scenario: Scenario, generation: str | int | None = None, seed: 
                   history=[json.loads(line) for line in history], observer=driver.observer,
                   events=[_event_dict(e) for e in cluster.events])
     checks = [evaluate(e, facts) for e in scenario.expectations if e.applies_to(gen.label)]
-    checks += _step_checks(records)
+    checks += step_checks(records)
     configs = {
         "scenario": scenario.name,
         "source": scenario.source,
@@ -311,15 +311,17 @@ _ACTIONS: dict[str, Callable[[_Driver, dict[str, Any]], str]] = {
 }
 
 
-def _step_checks(records: list[StepRecord]) -> list[Check]:
-    """A failed engine call, or a required ``wait_until`` that timed out, fails the verdict."""
+def step_checks(records: list[StepRecord], error_status: str = "unsupported") -> list[Check]:
+    """A failed engine call (status ``error_status``: the simulator calls it unsupported, a
+    real cluster's harness failed), or a required ``wait_until`` that timed out, fails the
+    verdict."""
     out = []
     for rec in records[1:]:
         step = rec.step
         assert step is not None
         if rec.error is not None:
             out.append(Check(None, "step", f"step {step.index + 1}: {step.describe()}",
-                             "unsupported", rec.error))
+                             error_status, rec.error))
         elif step.action == "wait_until" and rec.outcome.startswith("TIMEOUT"):
             out.append(Check(None, "step", f"step {step.index + 1}: {step.describe()}",
                              "failed", rec.outcome))
