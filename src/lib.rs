@@ -47,7 +47,7 @@ pub use divergence::{FetchCheck, LeaderAnswerError, TruncationOutcome};
 pub use epoch::{EpochEntry, LeaderEpochCache};
 pub use error::{ArgumentError, CheckpointError, Error, FencingError, LogError, ProducerStateError};
 pub use log::{LogAppendInfo, ProducerFields, RecordBatch, ReplicaLog};
-pub use producer_state::{AppendCheck, ProducerStateManager};
+pub use producer_state::{AppendCheck, ProducerSnapshot, ProducerStateManager, SnapshotEntry};
 pub use generation::Generation;
 pub use replica::Replica;
 pub use types::{BrokerId, LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence};

@@ -2,7 +2,8 @@
 //!
 //! Mirrors Kafka's `ProducerStateManager` / `ProducerAppendInfo`: the leader validates client
 //! batches (duplicate -> original offsets, fenced epoch, out-of-order sequence); followers and
-//! log recovery apply batches without checks; truncation rebuilds the state from the log.
+//! log recovery apply batches without checks; truncation and restarts reload it from a
+//! [`ProducerSnapshot`] and replay the log after it (`crate::log::ReplicaLog`).
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -30,6 +31,33 @@ pub struct ProducerStateEntry {
     pub batches: VecDeque<BatchMetadata>,
     /// Coordinator epoch of the producer's latest transaction marker.
     pub coordinator_epoch: Option<u32>,
+}
+
+/// One producer's entry in a producer snapshot: what Kafka's snapshot file keeps of it
+/// (`ProducerStateManager.writeSnapshot` / `readSnapshot`, `ProducerSnapshot.ProducerEntry`):
+/// its epoch, its **last** batch only (none if its epoch has written no data batch), the
+/// coordinator epoch of its latest marker and the first offset of its ongoing transaction
+/// (`currentTxnFirstOffset`). Unreplicated (ended) transactions are not in a snapshot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SnapshotEntry {
+    pub producer_epoch: ProducerEpoch,
+    pub last_batch: Option<BatchMetadata>,
+    pub coordinator_epoch: Option<u32>,
+    pub current_txn_first_offset: Option<Offset>,
+}
+
+/// A producer snapshot: every producer's [`SnapshotEntry`], by producer id.
+pub type ProducerSnapshot = BTreeMap<ProducerId, SnapshotEntry>;
+
+impl SnapshotEntry {
+    /// The entry `readSnapshot` rebuilds: the one batch (`ProducerStateEntry.addBatch`).
+    pub(crate) fn to_entry(self) -> ProducerStateEntry {
+        ProducerStateEntry {
+            producer_epoch: self.producer_epoch,
+            batches: self.last_batch.into_iter().collect(),
+            coordinator_epoch: self.coordinator_epoch,
+        }
+    }
 }
 
 /// Verdict on a client batch that passed validation.
@@ -68,12 +96,47 @@ impl ProducerStateManager {
         self.entries.clear();
     }
 
-    pub(crate) fn remove(&mut self, producer_id: ProducerId) {
-        self.entries.remove(&producer_id);
-    }
-
     pub(crate) fn insert(&mut self, producer_id: ProducerId, entry: ProducerStateEntry) {
         self.entries.insert(producer_id, entry);
+    }
+
+    /// Every producer with its epoch and coordinator epoch but no batch: where the
+    /// `ProducerAppendInfo` of a rebuild starts (`ProducerStateEntry.withProducerId` copies no
+    /// batch metadata).
+    pub(crate) fn without_batches(&self) -> Self {
+        let entries = self
+            .entries
+            .iter()
+            .map(|(pid, e)| (*pid, ProducerStateEntry { batches: VecDeque::new(), ..e.clone() }))
+            .collect();
+        Self { entries }
+    }
+
+    /// Merges the entries a replay built ([`Self::without_batches`] plus the replayed
+    /// batches) into this state, as `UnifiedLog.loadProducersFromRecords` hands each
+    /// producer's `ProducerAppendInfo` to `ProducerStateManager.update`
+    /// (`ProducerStateEntry.update`): the replay's final epoch replaces the entry's, and
+    /// forgets its batches, only if it differs; the replayed batches are appended (5 kept);
+    /// the replay's coordinator epoch is taken. After epochs 2 -> 3 -> 2 in the replay the
+    /// entry keeps its epoch-2 batches before the replayed ones.
+    pub(crate) fn merge(&mut self, replayed: Self) {
+        for (pid, next) in replayed.entries {
+            let Some(entry) = self.entries.get_mut(&pid) else {
+                self.entries.insert(pid, next);
+                continue;
+            };
+            if entry.producer_epoch != next.producer_epoch {
+                entry.producer_epoch = next.producer_epoch;
+                entry.batches.clear();
+            }
+            for meta in next.batches {
+                if entry.batches.len() == NUM_BATCHES_TO_RETAIN {
+                    entry.batches.pop_front();
+                }
+                entry.batches.push_back(meta);
+            }
+            entry.coordinator_epoch = next.coordinator_epoch;
+        }
     }
 
     /// Validates a client batch as the leader does, in Kafka's order, without changing state.
@@ -184,6 +247,27 @@ mod tests {
             s.check_leader_append(&batch(4, 1, 2, 1)),
             Err(ProducerStateError::OutOfOrderSequence { expected_sequence: 0, .. })
         ));
+    }
+
+    #[test]
+    fn a_replay_merges_into_the_loaded_entry_by_its_final_epoch() {
+        let mut loaded = ProducerStateManager::new();
+        loaded.update(&batch(0, 1, 1, 0));
+        // 1 -> 2 -> 1 in the replay: the final epoch is the loaded one, its batch stays.
+        let mut replay = loaded.without_batches();
+        replay.update(&batch(1, 1, 2, 0));
+        replay.update(&batch(2, 1, 1, 5));
+        let mut merged = loaded.clone();
+        merged.merge(replay);
+        let offsets: Vec<u64> = merged.entry(ProducerId(1)).unwrap().batches.iter().map(|m| m.base_offset.0).collect();
+        assert_eq!(offsets, [0, 2]);
+        // Ending in another epoch replaces the entry's batches.
+        let mut replay = loaded.without_batches();
+        replay.update(&batch(1, 1, 2, 0));
+        let mut merged = loaded.clone();
+        merged.merge(replay);
+        let entry = merged.entry(ProducerId(1)).unwrap();
+        assert_eq!((entry.producer_epoch, entry.batches.len()), (ProducerEpoch(2), 1));
     }
 
     #[test]

@@ -4,12 +4,12 @@
 //!
 //! A transaction starts at its first transactional data batch and ends at its COMMIT or ABORT
 //! control batch (the *marker*). It is *ongoing* until the marker is appended, *unreplicated*
-//! while the marker is at or above the high watermark, and stable after that. Unlike Kafka's
-//! bookkeeping (which forgets a transaction once the HW passed its marker, and relearns it only
-//! when it reloads the log after a restart), "unreplicated" here is a function of the log and the
-//! current HW: the same answer whatever path the HW took, which is what Kafka computes after a
-//! restart and what a replica serving read_committed consumers (the leader, whose HW does not go
-//! back) sees anyway. The first unstable
+//! while the marker is at or above the high watermark, and stable after that. As in Kafka, an
+//! ended transaction is forgotten once the HW passes its marker and not relearned if the HW
+//! goes back (`ProducerStateManager.onHighWatermarkUpdated`), and a reload from a producer
+//! snapshot forgets every ended one (`truncateAndReload`). Kafka forgets at its next HW update;
+//! the model's answers filter by the current HW at once (the same value at every HW update,
+//! where Kafka's cached unstable offset is refreshed). The first unstable
 //! offset is the smallest first offset of an ongoing or unreplicated transaction; the last
 //! stable offset (LSO) is `min(first unstable offset, HW)`: what a read_committed consumer may
 //! read up to.
@@ -65,6 +65,18 @@ impl TxnIndex {
         *self = Self::default();
     }
 
+    /// The index as a reload from a producer snapshot taken at `snapshot_offset` starts it
+    /// (`ProducerStateManager.truncateAndReload`): no ongoing transaction (the snapshot's are
+    /// added back by the caller), no ended one (`unreplicatedTxns.clear()`), and the aborted
+    /// transactions whose marker is below `snapshot_offset`, which Kafka's `.txnindex` files
+    /// keep (the replay after the snapshot records the later ones again).
+    pub fn reset_to_snapshot(&mut self, snapshot_offset: Offset) {
+        self.ongoing.clear();
+        self.ongoing_by_producer.clear();
+        self.completed.clear();
+        self.aborted.retain(|t| t.last_offset < snapshot_offset);
+    }
+
     /// First offset of `producer_id`'s ongoing transaction.
     pub fn ongoing_first_offset(&self, producer_id: ProducerId) -> Option<Offset> {
         self.ongoing_by_producer.get(&producer_id).copied()
@@ -99,6 +111,15 @@ impl TxnIndex {
     pub fn truncate_ongoing(&mut self, target: Offset) {
         for (_, pid) in self.ongoing.split_off(&target) {
             self.ongoing_by_producer.remove(&pid);
+        }
+    }
+
+    /// The high watermark moved to `high_watermark`: ended transactions whose marker is below
+    /// it are forgotten, and stay forgotten if the HW goes back (Kafka's
+    /// `ProducerStateManager.onHighWatermarkUpdated` -> `removeUnreplicatedTransactions`).
+    pub fn on_high_watermark(&mut self, high_watermark: Offset) {
+        if self.completed.keys().next().is_some_and(|m| *m < high_watermark) {
+            self.completed = self.completed.split_off(&high_watermark);
         }
     }
 
@@ -151,8 +172,11 @@ mod tests {
         assert_eq!(t.first_unstable_offset(Offset(8)), Some(Offset(5)));
         t.on_marker(ProducerId(2), Offset(8), ControlType::Commit);
         assert_eq!(t.first_unstable_offset(Offset(9)), None);
-        // Path-independent: a HW back below a marker makes its transaction unstable again.
+        // Without a HW update a filter only: a HW back below the marker shows it again ...
         assert_eq!(t.first_unstable_offset(Offset(8)), Some(Offset(5)));
+        // ... but once the HW passed it, it is forgotten, also when the HW goes back.
+        t.on_high_watermark(Offset(9));
+        assert_eq!(t.first_unstable_offset(Offset(8)), None);
         assert_eq!(decode_marker(marker_value(ControlType::Commit, 7)), (ControlType::Commit, 7));
     }
 }

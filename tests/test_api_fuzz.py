@@ -129,6 +129,7 @@ METHODS = {
         "rebuild_producer_state": 0, "copy": 0, "append_end_txn_marker": 5,
         "aborted_transactions": 2, "ongoing_transactions": 0, "unreplicated_transactions": 0,
         "enable_journal": 0, "take_journal": 0,
+        "take_producer_snapshot": 0, "producer_snapshot_offsets": 0, "reload": 0,
     },
     "Replayer": {
         "replay_batch": 2, "violations": 0, "replicas": 0, "log": 2, "true_high_watermark": 1,

@@ -74,9 +74,10 @@ def test_cli_differential_json_and_exit_codes():
     component = report["components"]["leader-epoch-cache"]
     assert (component["ops"], component["mismatches"], component["first"]) == (400, 0, None)
     assert _cli("differential", "--ops", "0").returncode == 2
-    # The new components report the known model bugs (KNOWN_MODEL_BUGS) until the model is fixed.
+    # producer-state agrees since the snapshot bugs were fixed (it exited 1 with them).
     done = _cli("differential", "--ops", "300", "--seed", "1", "--component", "producer-state", "--json")
-    assert done.returncode == 1 and json.loads(done.stdout)["components"]["producer-state"]["minimal"]
+    component = json.loads(done.stdout)["components"]["producer-state"]
+    assert done.returncode == 0 and (component["mismatches"], component["minimal"]) == (0, []), done.stdout
     assert _cli("differential", "--component", "nope").returncode == 2
 
 
@@ -142,16 +143,13 @@ def test_replica_log_runs_faster_than_a_disk():
 
 # -- producer-state: UnifiedLog's ProducerStateManager against ReplicaLog's producer state --------
 
-ALL_KNOWN = frozenset({"snapshot-last-batch", "snapshot-forgets-unreplicated"})
-
-
-def test_producer_state_agrees_with_kafka_apart_from_the_known_bugs():
+def test_producer_state_agrees_with_kafka():
     import random
 
     from epochlab.kafka.differential import generate_producer_ops
 
     sequence = generate_producer_ops(random.Random(5), 800)
-    applied, mismatches, first = run_ops(sequence, component="producer-state", tolerate=ALL_KNOWN)
+    applied, mismatches, first = run_ops(sequence, component="producer-state")
     assert mismatches == 0, first
     assert applied > 700
 
@@ -173,22 +171,90 @@ def test_producer_state_compares_every_entry(tmp_path):
         log.close()
 
 
-#: Kafka's snapshot keeps each producer's last batch; the model rebuilds all five from the log.
+#: Kafka's snapshot keeps each producer's last batch; so does the model's since the fix.
 SNAPSHOT_LAST_BATCH = [("append_as_leader", (1,), 0, (7, 0, 0)), ("append_as_leader", (2,), 0, (7, 0, 1)),
                        ("reopen", True), ("append_as_leader", (1,), 0, (7, 0, 0))]
 
 
-def test_the_snapshot_bug_is_caught_and_can_be_let_pass_exactly():
+def test_a_restart_reloads_the_last_batch_only_as_in_kafka():
+    """Was KNOWN_MODEL_BUGS["snapshot-last-batch"]: after ``reopen`` both keep the snapshot's
+    last batch only, so the retry of the first batch is OUT_OF_ORDER_SEQUENCE_NUMBER in both."""
+    import epochlab
+
     applied, mismatches, first = run_ops(SNAPSHOT_LAST_BATCH, component="producer-state")
-    assert (applied, mismatches, first["index"]) == (3, 1, 2), first      # the entries after the restart
-    applied, mismatches, first = run_ops(SNAPSHOT_LAST_BATCH, component="producer-state",
-                                         tolerate=frozenset({"snapshot-last-batch"}))
-    assert (applied, mismatches) == (4, 0), first                          # incl. OOS vs duplicate
+    assert (applied, mismatches) == (4, 0), first
+    log = epochlab.ReplicaLog()
+    log.append_as_leader([1], 0, producer_id=7, producer_epoch=0, base_sequence=0)
+    log.append_as_leader([2], 0, producer_id=7, producer_epoch=0, base_sequence=1)
+    log.take_producer_snapshot()
+    log.reload(True)
+    import pytest
+
+    with pytest.raises(epochlab.errors.OutOfOrderSequenceError):
+        log.append_as_leader([1], 0, producer_id=7, producer_epoch=0, base_sequence=0)
+
+
+#: A rebuild from a snapshot merges the replay into the snapshot's entries: producer 7's epoch
+#: goes 1 (snapshot) -> 2 -> 1 (a replicated older epoch) before the truncation's target.
+EPOCH_MERGE = [("append_as_leader", (1,), 0, (7, 0, None)), ("append_as_leader", (1,), 0, (7, 1, 0)),
+               ("take_snapshot",), ("append_as_leader", (1,), 0, (7, 2, 0)),
+               ("append_as_follower", None, 0, (1,), (7, 1, 5)), ("append_as_leader", (1,), 0, None),
+               ("truncate_to", 4), ("append_as_leader", (2,), 0, (7, 1, 1))]
+
+
+def test_a_rebuild_merges_the_replay_into_the_snapshot_as_in_kafka():
+    """Was KNOWN_MODEL_BUGS["snapshot-epoch-merge"]: Kafka replays the log after the snapshot
+    into one ProducerAppendInfo per producer and merges it (UnifiedLog.loadProducersFromRecords,
+    ProducerStateEntry.update): the final epoch equals the snapshot's, so the snapshot's epoch-1
+    batch stays before the replayed one, and a retry of it is a duplicate."""
+    import epochlab
+
+    applied, mismatches, first = run_ops(EPOCH_MERGE, component="producer-state")
+    assert (applied, mismatches) == (len(EPOCH_MERGE), 0), first
+    for module in (epochlab, epochlab.reference):
+        log = module.ReplicaLog()
+        log.append_as_leader([1], 0, producer_id=7, producer_epoch=0, base_sequence=0)
+        log.append_as_leader([1], 0, producer_id=7, producer_epoch=1, base_sequence=0)
+        log.take_producer_snapshot()
+        log.append_as_leader([1], 0, producer_id=7, producer_epoch=2, base_sequence=0)
+        log.append_as_follower(module.RecordBatch(3, 0, [1], producer_id=7, producer_epoch=1, base_sequence=5))
+        log.append_as_leader([1], 0)
+        log.truncate_to(4)
+        assert [(b[2], b[3]) for b in log.producer_state().entry(7)[1]] == [(1, 1), (3, 3)], module
+
+
+def test_an_unclean_restart_replays_the_log_then_loads_its_snapshot_as_in_kafka():
+    """After an unclean shutdown LogLoader.recoverSegment deletes every snapshot, replays the
+    whole segment and snapshots it at the end; the broker's manager loads that snapshot: one
+    batch per producer, whatever older snapshot existed."""
+    sequence = [("append_as_leader", (1,), 0, (7, 0, 0)), ("take_snapshot",),
+                ("append_as_leader", (2,), 0, (7, 0, 1)), ("append_as_leader", (3,), 0, (7, 0, 2)),
+                ("truncate_to", 2), ("reopen", False), ("append_as_leader", (2,), 0, (7, 0, 1)),
+                ("append_as_leader", (1,), 0, (7, 0, 0))]
+    applied, mismatches, first = run_ops(sequence, component="producer-state")
+    assert (applied, mismatches) == (len(sequence), 0), first
+
+
+def test_a_refused_marker_still_assigns_its_leader_epoch_as_in_kafka():
+    """Was KNOWN_MODEL_BUGS["refused-marker-epoch"]: UnifiedLog.append assigns the batch's
+    leader epoch before it validates the producer, so a fenced marker moves the epoch cache."""
+    import pytest
+
+    import epochlab
+
+    sequence = [("append_as_leader", (1,), 0, (7, 1, 0), True), ("end_txn_marker", 7, 0, 0, True, 3, 0)]
+    applied, mismatches, first = run_ops(sequence, component="transactions")
+    assert (applied, mismatches) == (2, 0), first
+    for module in (epochlab, epochlab.reference):
+        log = module.ReplicaLog()
+        log.append_as_leader([1], 0, producer_id=7, producer_epoch=1, base_sequence=0, is_transactional=True)
+        with pytest.raises(epochlab.errors.InvalidProducerEpochError):
+            log.append_end_txn_marker(7, 0, 0, True, 3)
+        assert [tuple(e) for e in log.epoch_entries()] == [(0, 0), (3, 1)], module
 
 
 def test_a_planted_disagreement_is_caught(monkeypatch):
-    """A model that forgets the cached batches of producer 7 on every append disagrees at once,
-    even with every known bug let pass."""
+    """A model that forgets the cached batches of producer 7 on every append disagrees at once."""
     from epochlab.kafka import differential
 
     real = differential._producer_rows
@@ -201,19 +267,19 @@ def test_a_planted_disagreement_is_caught(monkeypatch):
 
     monkeypatch.setattr(differential, "_producer_rows", forgetful)
     sequence = [("append_as_leader", (1,), 0, (7, 0, 0)), ("append_as_leader", (2,), 0, (7, 0, 1))]
-    applied, mismatches, first = run_ops(sequence, component="producer-state", tolerate=ALL_KNOWN)
+    applied, mismatches, first = run_ops(sequence, component="producer-state")
     assert (mismatches, first["index"]) == (1, 1)
 
 
 # -- transactions: LSO, first unstable offset, aborted transactions -------------------------------
 
-def test_transactions_agree_with_kafka_apart_from_the_known_bugs():
+def test_transactions_agree_with_kafka():
     import random
 
     from epochlab.kafka.differential import generate_txn_ops
 
     sequence = generate_txn_ops(random.Random(9), 800)
-    applied, mismatches, first = run_ops(sequence, component="transactions", tolerate=ALL_KNOWN)
+    applied, mismatches, first = run_ops(sequence, component="transactions")
     assert mismatches == 0, first
     assert applied > 600
 
@@ -246,13 +312,35 @@ def test_an_empty_transaction_marker_ends_nothing_as_in_kafka():
     assert (applied, mismatches) == (2, 0), first
 
 
-def test_a_restart_forgets_unreplicated_transactions_in_kafka():
+def test_a_restart_forgets_unreplicated_transactions_as_in_kafka():
+    """Was KNOWN_MODEL_BUGS["snapshot-forgets-unreplicated"]: the snapshot ``reopen`` reloads
+    holds no ended transaction, in Kafka and in the model."""
     sequence = [("append_as_leader", (1,), 0, (7, 0, 0), True), ("end_txn_marker", 7, 0, 1, True, 0, 0),
                 ("reopen", True)]
     applied, mismatches, first = run_ops(sequence, component="transactions")
-    assert (mismatches, first["index"]) == (1, 2), first
-    assert run_ops(sequence, component="transactions",
-                   tolerate=frozenset({"snapshot-forgets-unreplicated"}))[1] == 0
+    assert (applied, mismatches) == (3, 0), first
+
+
+def test_a_transaction_the_hw_passed_stays_forgotten_when_the_hw_goes_back():
+    """ProducerStateManager.onHighWatermarkUpdated forgets an ended transaction once the HW
+    passes its marker; a HW going back (a follower taking a new leader's lower HW) does not
+    make it unstable again, in Kafka and in both models."""
+    import epochlab
+
+    sequence = [("append_as_leader", (1,), 0, (7, 0, 0), True), ("end_txn_marker", 7, 0, 0, True, 0, 0),
+                ("append_as_leader", (2,), 0, None), ("update_high_watermark", 3), ("update_high_watermark", 1)]
+    applied, mismatches, first = run_ops(sequence, component="transactions")
+    assert (applied, mismatches) == (len(sequence), 0), first
+    for module in (epochlab, epochlab.reference):
+        log = module.ReplicaLog()
+        log.append_as_leader([1], 0, producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True)
+        log.append_end_txn_marker(7, 0, 0, True, 0)
+        log.append_as_leader([2], 0)
+        log.update_high_watermark(1)
+        assert log.first_unstable_offset == 0, module
+        log.update_high_watermark(3)
+        log.update_high_watermark(1)
+        assert (log.first_unstable_offset, log.last_stable_offset) == (None, 1), module
 
 
 producer_fields = st.tuples(st.sampled_from((7, 8)), st.integers(0, 2), st.integers(0, 8))
@@ -268,7 +356,7 @@ producer_ops = st.lists(st.one_of(
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(producer_ops)
 def test_producer_state_agrees_with_kafka_on_any_sequence(sequence):
-    applied, mismatches, first = run_ops(sequence, component="producer-state", tolerate=ALL_KNOWN)
+    applied, mismatches, first = run_ops(sequence, component="producer-state")
     assert mismatches == 0, first
 
 
@@ -285,17 +373,8 @@ txn_ops = st.lists(st.one_of(
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(txn_ops)
 def test_transactions_agree_with_kafka_on_any_sequence(sequence):
-    applied, mismatches, first = run_ops(sequence, component="transactions", tolerate=ALL_KNOWN)
+    applied, mismatches, first = run_ops(sequence, component="transactions")
     assert mismatches == 0, first
-
-
-def test_an_unknown_model_bug_name_is_refused():
-    import pytest
-
-    from epochlab.errors import ConfigError
-
-    with pytest.raises(ConfigError):
-        run_ops([], component="producer-state", tolerate=frozenset({"nope"}))
 
 
 # -- producer-state-manager: Kafka's bare ProducerStateManager against epochlab.ProducerStateManager --

@@ -353,7 +353,19 @@ class ReplicaLog:
     def producer_state(self) -> ProducerStateManager:
         """A copy of the producer state."""
     def rebuild_producer_state(self) -> None:
-        """Recompute producer state by replaying the log (what recovery and truncation do)."""
+        """Recompute producer state by replaying the log from the log start, ignoring
+        producer snapshots (truncation and restarts reload from a snapshot instead)."""
+    def take_producer_snapshot(self) -> bool:
+        """Kafka's ``ProducerStateManager.takeSnapshot`` at the log end offset (per producer
+        its epoch, last batch, coordinator epoch, ongoing transaction's first offset); ``False``
+        if the log end offset is not above the newest snapshot."""
+    def producer_snapshot_offsets(self) -> list[int]:
+        """Offsets of the producer snapshots held, increasing."""
+    def reload(self, clean_shutdown: bool) -> None:
+        """The log as a restarted broker loads it (``LogLoader.load``): after a clean shutdown
+        stray snapshots are removed (all but the newest), after an unclean one every snapshot
+        (the segment's recovery deletes them); the log end offset at the data end; producer
+        state reloaded from the newest snapshot at or below it, or replayed from the log start."""
     def enable_journal(self) -> None:
         """Record every state change from now on (``take_journal``); behaviour is unchanged."""
     @property

@@ -219,6 +219,15 @@ impl PyReplicaLog {
     fn rebuild_producer_state(&self) {
         lock(&self.inner).rebuild_producer_state();
     }
+    fn take_producer_snapshot(&self) -> bool {
+        lock(&self.inner).take_producer_snapshot()
+    }
+    fn producer_snapshot_offsets(&self) -> Vec<u64> {
+        lock(&self.inner).producer_snapshot_offsets().into_iter().map(|o| o.0).collect()
+    }
+    fn reload(&self, clean_shutdown: bool) {
+        lock(&self.inner).reload(clean_shutdown);
+    }
     /// Starts recording every state change (see `take_journal`); behaviour is unchanged.
     fn enable_journal(&self) {
         lock(&self.inner).enable_journal();

@@ -3,6 +3,7 @@
 
 mod batch;
 mod journal;
+mod snapshots;
 mod store;
 
 pub use batch::{ProducerFields, RecordBatch, ABORT_MARKER, COMMIT_MARKER};
@@ -10,9 +11,9 @@ pub use journal::{Journal, JournalKind, FLAG_CONTROL, FLAG_TRANSACTIONAL};
 
 use crate::epoch::LeaderEpochCache;
 use crate::error::{ArgumentError, Error, LogError, ProducerStateError};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
-use crate::producer_state::{AppendCheck, BatchMetadata, ProducerStateEntry, ProducerStateManager, NUM_BATCHES_TO_RETAIN};
+use crate::producer_state::{AppendCheck, BatchMetadata, ProducerSnapshot, ProducerStateManager};
 use crate::txn::{marker_value, AbortedTxn, ControlType, TxnIndex};
 use crate::types::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence};
 pub(crate) use store::BatchStore;
@@ -51,6 +52,8 @@ pub struct ReplicaLog {
     epoch_cache: LeaderEpochCache,
     producer_state: ProducerStateManager,
     txn: TxnIndex,
+    /// Producer snapshots by offset (Kafka's `<offset>.snapshot` files), see `snapshots.rs`.
+    producer_snapshots: BTreeMap<Offset, ProducerSnapshot>,
     kip101_epoch_cache: bool,
     /// Off unless [`ReplicaLog::enable_journal`] was called; boxed so that a log without one
     /// grows by one pointer only.
@@ -70,6 +73,7 @@ impl ReplicaLog {
             epoch_cache: LeaderEpochCache::new(),
             producer_state: ProducerStateManager::new(),
             txn: TxnIndex::default(),
+            producer_snapshots: BTreeMap::new(),
             kip101_epoch_cache,
             journal: None,
         }
@@ -216,6 +220,25 @@ impl ReplicaLog {
         if coordinator_epoch > i32::MAX as u32 {
             return Err(ArgumentError::OutOfDomain { argument: "coordinator_epoch", value: coordinator_epoch as i128, domain: "0..=2^31-1" }.into());
         }
+        // As for data batches, Kafka assigns the marker's leader epoch before it validates the
+        // producer (`UnifiedLog.append`): a refused marker still moves the epoch cache.
+        let fields = ProducerFields { producer_id, producer_epoch, base_sequence: Sequence(0) };
+        let value = marker_value(control, coordinator_epoch);
+        let batch = RecordBatch::new(self.log_end_offset, leader_epoch, vec![value], Some(fields), true, true)?;
+        let assigned = self.assign_epoch_quietly(leader_epoch, self.log_end_offset);
+        if let Err(refused) = self.check_marker(producer_id, producer_epoch, coordinator_epoch, transaction_version) {
+            if assigned {
+                self.note(JournalKind::AssignEpoch, self.log_end_offset, leader_epoch.0);
+            }
+            return Err(refused);
+        }
+        self.push(&batch, JournalKind::AppendLeader);
+        Ok(LogAppendInfo { base_offset: batch.base_offset(), last_offset: batch.last_offset(), duplicate: false })
+    }
+
+    /// Producer-epoch and coordinator-epoch fencing of a leader's marker
+    /// (`ProducerAppendInfo.appendEndTxnMarker`: `checkProducerEpoch`, `checkCoordinatorEpoch`).
+    fn check_marker(&self, producer_id: ProducerId, producer_epoch: ProducerEpoch, coordinator_epoch: u32, transaction_version: u8) -> Result<(), Error> {
         if let Some(entry) = self.producer_state.entry(producer_id) {
             let fenced = if transaction_version >= 2 {
                 let retried_marker = producer_epoch == entry.producer_epoch && self.txn.ongoing_first_offset(producer_id).is_none();
@@ -240,11 +263,7 @@ impl ReplicaLog {
                 .into());
             }
         }
-        let fields = ProducerFields { producer_id, producer_epoch, base_sequence: Sequence(0) };
-        let value = marker_value(control, coordinator_epoch);
-        let batch = RecordBatch::new(self.log_end_offset, leader_epoch, vec![value], Some(fields), true, true)?;
-        self.push(&batch, JournalKind::AppendLeader);
-        Ok(LogAppendInfo { base_offset: batch.base_offset(), last_offset: batch.last_offset(), duplicate: false })
+        Ok(())
     }
 
     /// The smallest first offset of an ongoing or unreplicated transaction.
@@ -455,8 +474,9 @@ impl ReplicaLog {
 
     /// Kafka's `UnifiedLog.truncateTo`. Drops every batch whose last offset is >= `target`
     /// (a batch straddling the target goes whole), sets the log end offset to `target`,
-    /// clamps HW and recovery point, truncates the epoch cache from the end and rebuilds
-    /// producer state. A target at or past the log end only drops a trailing data-less epoch
+    /// clamps HW and recovery point, truncates the epoch cache from the end and reloads
+    /// producer state at `target` from the newest producer snapshot at or below it, taking a
+    /// snapshot at `target` (`rebuildProducerState`, see [`Self::take_producer_snapshot`]). A target at or past the log end only drops a trailing data-less epoch
     /// entry (KAFKA-10706) and returns `false`; below the log start it truncates fully.
     pub fn truncate_to(&mut self, target: Offset) -> bool {
         self.note(JournalKind::Truncate, target, 0);
@@ -473,10 +493,15 @@ impl ReplicaLog {
             return true;
         }
         let keep = self.store.first_ending_at_or_after(target.0);
-        self.truncate_batches_from(keep);
+        self.truncate_batches_from(keep, target);
         self.log_end_offset = target;
         self.epoch_cache.truncate_from_end(target);
-        self.set_high_watermark(self.high_watermark.min(target));
+        // After the producer-state reload, and only when the HW is cut (UnifiedLog.truncateTo:
+        // updateHighWatermark if highWatermark >= logEndOffset), so that the ended
+        // transactions the reload replayed below a lower HW stay known, as in Kafka.
+        if self.high_watermark >= target {
+            self.set_high_watermark(target);
+        }
         self.recovery_point = self.recovery_point.min(target);
         true
     }
@@ -497,6 +522,8 @@ impl ReplicaLog {
         self.epoch_cache.clear();
         self.producer_state.clear();
         self.txn.clear();
+        // ProducerStateManager.truncateFullyAndStartAt deletes every snapshot.
+        self.producer_snapshots.clear();
     }
 
     /// Advances the recovery point (flushed prefix) to `up_to`, default the log end offset.
@@ -509,22 +536,23 @@ impl ReplicaLog {
         }
     }
 
-    /// A crash that loses the page cache: batches not wholly below the recovery point are
-    /// gone (a torn batch whole), then recovery re-derives the end offset, epoch cache and
-    /// producer state. Returns the number of records lost.
+    /// A crash that loses the page cache, and the restart after it: batches not wholly below
+    /// the recovery point are gone (a torn batch whole), then recovery re-derives the end
+    /// offset, epoch cache and producer state, the latter as after any unclean shutdown
+    /// ([`Self::recover_producer_state`]: replayed from the log start, also when nothing was
+    /// lost, and loaded back from a snapshot at the new log end offset). Returns the number
+    /// of records lost.
     pub fn drop_unflushed(&mut self) -> usize {
         // Journaled first: the HW change it causes follows it, as on replay.
         self.note(JournalKind::DropUnflushed, self.recovery_point, 0);
         let keep = self.store.first_ending_at_or_after(self.recovery_point.0);
         let lost = self.store.records_in(keep, self.store.len());
-        self.truncate_batches_from(keep);
-        self.log_end_offset = match self.store.len() {
-            0 => self.log_start_offset,
-            n => Offset(self.store.last(n - 1) + 1),
-        };
+        self.store.truncate_batches(keep);
+        self.log_end_offset = self.data_end();
         self.recovery_point = self.log_end_offset;
         self.set_high_watermark(self.high_watermark.min(self.log_end_offset));
         self.epoch_cache.truncate_from_end(self.log_end_offset);
+        self.recover_producer_state();
         lost
     }
 
@@ -545,6 +573,7 @@ impl ReplicaLog {
             self.note(JournalKind::HighWatermark, hw, 0);
         }
         self.high_watermark = hw;
+        self.txn.on_high_watermark(hw);
     }
 
     /// Leader variant: raises HW to `offset` (clamped) only if that is larger.
@@ -558,86 +587,75 @@ impl ReplicaLog {
         }
     }
 
-    /// Drops batches `[keep, len)` and brings producer state back to what replaying the
-    /// remaining log gives. Only producers with a removed batch change; their entries are
-    /// re-derived by scanning backwards from the cut, which stops once each has its epoch's
-    /// last [`NUM_BATCHES_TO_RETAIN`] batches (or an older epoch): a tail truncation costs
-    /// what it removes, not the whole log.
-    fn truncate_batches_from(&mut self, keep: usize) {
-        if keep >= self.store.len() {
-            return;
-        }
-        let cut = Offset(self.store.base(keep));
-        // Removing a transaction marker reopens or changes transactions and coordinator
-        // epochs: rare (divergent markers), so replay everything then.
-        if (keep..self.store.len()).any(|i| self.store.is_control(i)) {
-            self.store.truncate_batches(keep);
-            self.rebuild_producer_state();
-            return;
-        }
-        self.txn.truncate_ongoing(cut);
-        // Per affected producer: the entry being rebuilt and whether it is complete.
-        let mut affected: BTreeMap<ProducerId, (Option<ProducerStateEntry>, bool)> = BTreeMap::new();
-        for i in keep..self.store.len() {
-            if let Some(p) = self.store.producer(i) {
-                affected.insert(p.producer_id, (None, false));
-            }
-        }
+    /// Drops batches `[keep, len)` (all end below `target`, the new log end offset) and
+    /// reloads producer state at `target` as Kafka does ([`Self::truncate_to`]), taking a
+    /// snapshot at `target`. The reload is needed even when no producer lost a batch: a
+    /// state loaded from a snapshot earlier is not what replaying the log gives, and Kafka
+    /// reloads every producer from the snapshot at or below the target.
+    fn truncate_batches_from(&mut self, keep: usize, target: Offset) {
         self.store.truncate_batches(keep);
-        let mut pending = affected.len();
-        for i in (0..keep).rev() {
-            if pending == 0 {
-                break;
-            }
-            let Some(p) = self.store.producer(i) else { continue };
-            let Some((slot, done)) = affected.get_mut(&p.producer_id) else { continue };
-            if *done {
-                continue;
-            }
-            // No marker was removed, so the latest marker's coordinator epoch still stands.
-            let coordinator_epoch = self.producer_state.entry(p.producer_id).and_then(|e| e.coordinator_epoch);
-            let entry = slot.get_or_insert_with(|| ProducerStateEntry {
-                producer_epoch: p.producer_epoch,
-                batches: VecDeque::new(),
-                coordinator_epoch,
-            });
-            // Replaying forwards, this older epoch's batches were cleared by the change.
-            if entry.producer_epoch != p.producer_epoch {
-                *done = true;
-                pending -= 1;
-                continue;
-            }
-            if !self.store.is_control(i) {
-                let n = self.store.records(i).len() as u32;
-                entry.batches.push_front(BatchMetadata {
-                    first_seq: p.base_sequence,
-                    last_seq: p.base_sequence.increment(n - 1),
-                    base_offset: Offset(self.store.base(i)),
-                    last_offset: Offset(self.store.last(i)),
-                });
-                if entry.batches.len() == NUM_BATCHES_TO_RETAIN {
-                    *done = true;
-                    pending -= 1;
-                }
-            }
-        }
-        for (pid, (entry, _)) in affected {
-            match entry {
-                Some(e) => self.producer_state.insert(pid, e),
-                None => self.producer_state.remove(pid),
-            }
-        }
+        self.reload_producer_state(target);
     }
 
-    /// Recomputes producer state and the transaction index by replaying every batch (what
-    /// recovery and truncation do; Kafka starts from the nearest snapshot, the result is the
-    /// same).
+    /// Recomputes producer state and the transaction index by replaying every batch from the
+    /// log start, ignoring producer snapshots (Kafka's rebuild without a snapshot). Truncation
+    /// and restarts do not call this: they reload from the newest snapshot at or below their
+    /// target and replay only the log after it ([`Self::truncate_to`], [`Self::reload`]),
+    /// which can leave less than this does (one batch per producer from the snapshot, no
+    /// unreplicated transaction ended before it).
     pub fn rebuild_producer_state(&mut self) {
         self.producer_state.clear();
         self.txn.clear();
         for i in 0..self.store.len() {
             self.apply_producer_state(i);
         }
+        self.txn.on_high_watermark(self.high_watermark);
+    }
+
+    /// The log as a restarted broker loads it (`LogLoader.load`), after a clean shutdown (which
+    /// took a snapshot at the log end offset, `UnifiedLog.close`) or, with `clean_shutdown`
+    /// false, after a crash that lost nothing. The log end offset becomes where the data ends
+    /// (a truncation inside a batch had left it higher) and the epoch cache is truncated from
+    /// the end there, dropping an epoch assigned with no data yet (`truncate_to(data end)`,
+    /// KAFKA-10706 at the LEO).
+    ///
+    /// Clean: stray producer snapshots are removed (`ProducerStateManager.removeStraySnapshots`:
+    /// all but the newest, the log being one segment) and producer state is reloaded at the
+    /// data end from the newest snapshot at or below it (`UnifiedLog.rebuildProducerState`,
+    /// as in [`Self::truncate_to`]). Unclean: see [`Self::recover_producer_state`].
+    pub fn reload(&mut self, clean_shutdown: bool) {
+        self.remove_stray_producer_snapshots();
+        let data_end = self.data_end();
+        let truncated = self.truncate_to(data_end.min(self.log_end_offset));
+        if !clean_shutdown {
+            self.recover_producer_state();
+        } else if !truncated {
+            self.reload_producer_state(self.log_end_offset);
+        }
+    }
+
+    /// Where the stored data ends: the last batch's last offset + 1, or the log start.
+    fn data_end(&self) -> Offset {
+        match self.store.len() {
+            0 => self.log_start_offset,
+            n => Offset(self.store.last(n - 1) + 1),
+        }
+    }
+
+    /// Producer state after an unclean shutdown, over batches that already end at the log end
+    /// offset, as `LogLoader.load` leaves it for a log of one segment:
+    /// `LogLoader.recoverSegment` builds a temporary `ProducerStateManager` over the same
+    /// snapshot files, whose `rebuildProducerState` at the segment base deletes every snapshot
+    /// (`truncateAndReload` removes those above the base and at or below the log start), then
+    /// `LogSegment.recover` replays every batch into it and `takeSnapshot` writes it at the
+    /// log end offset. The broker's own manager then loads that snapshot (`removeStraySnapshots`,
+    /// `rebuildProducerState`): each producer with its last batch only, ongoing transactions,
+    /// no unreplicated one; aborted transactions as the replay indexed them.
+    fn recover_producer_state(&mut self) {
+        self.producer_snapshots.clear();
+        self.rebuild_producer_state();
+        self.snapshot_at(self.log_end_offset);
+        self.reload_producer_state(self.log_end_offset);
     }
 
     /// Producer state and transaction index effects of stored batch `i`.
@@ -703,10 +721,10 @@ mod tests {
         assert_eq!(log.latest_epoch(), Some(LeaderEpoch(0)));
     }
 
-    /// Truncation re-derives producer state incrementally; it must equal a full replay, also
-    /// across epoch changes and regressions (a follower follows whatever the leader wrote).
+    /// Without a producer snapshot a truncation replays from the log start: a full replay,
+    /// also across epoch changes and regressions (a follower follows whatever the leader wrote).
     #[test]
-    fn incremental_producer_state_equals_full_replay() {
+    fn truncation_without_snapshot_equals_full_replay() {
         use crate::types::{ProducerEpoch, ProducerId, Sequence};
         // (producer id, producer epoch, control marker?) per batch, epochs regressing at 4.
         let batches = [(0, 0, false), (1, 0, false), (2, 1, false), (0, 1, false), (1, 0, false), (2, 0, false),
@@ -728,6 +746,33 @@ mod tests {
             cut.rebuild_producer_state();
             assert_eq!(&incremental, cut.producer_state(), "truncate_to({target})");
         }
+    }
+
+    /// A restart reloads the snapshot taken at the clean shutdown: one batch per producer, so
+    /// a retry of an older batch is out of order (Kafka), not a duplicate; a truncation takes
+    /// a snapshot at its target and deletes those above it.
+    #[test]
+    fn restart_and_truncation_reload_the_newest_snapshot() {
+        use crate::types::{ProducerEpoch, ProducerId, Sequence};
+        let mut log = ReplicaLog::new(Offset(0), false);
+        let write = |log: &mut ReplicaLog, seq: u32| {
+            let p = ProducerFields { producer_id: ProducerId(1), producer_epoch: ProducerEpoch(0), base_sequence: Sequence(seq) };
+            log.append_as_leader(vec![seq as u64], LeaderEpoch(0), Some(p), false)
+        };
+        for seq in 0..3 {
+            write(&mut log, seq).unwrap();
+        }
+        assert!(write(&mut log, 1).unwrap().duplicate);
+        assert!(log.take_producer_snapshot());
+        assert!(!log.take_producer_snapshot());
+        log.reload(true);
+        assert_eq!(log.producer_state().entry(ProducerId(1)).map(|e| e.batches.len()), Some(1));
+        assert!(matches!(write(&mut log, 1), Err(Error::ProducerState(ProducerStateError::OutOfOrderSequence { .. }))));
+        assert!(write(&mut log, 2).unwrap().duplicate);
+        write(&mut log, 3).unwrap();
+        assert!(log.truncate_to(Offset(2)));
+        assert_eq!(log.producer_snapshot_offsets(), vec![Offset(2)]);
+        assert_eq!(log.producer_state().entry(ProducerId(1)).map(|e| e.batches.len()), Some(2));
     }
 
     fn txn_write(log: &mut ReplicaLog, pid: u64, seq: u32, values: Vec<u64>) -> Result<LogAppendInfo, Error> {

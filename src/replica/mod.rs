@@ -516,36 +516,34 @@ impl Replica {
 
     /// A process or machine crash (1.10): in-memory state is gone; with `lose_unflushed` the
     /// page cache too (unflushed tail dropped, a torn batch whole). The HW restarts from the
-    /// last checkpoint, clamped to the log. Returns the number of records lost.
+    /// last checkpoint, clamped to the log. The log is reloaded as a restarted broker loads
+    /// it after an unclean shutdown ([`ReplicaLog::drop_unflushed`] or
+    /// [`ReplicaLog::reload`]`(false)`: every producer snapshot deleted by the segment's
+    /// recovery, producer state replayed from the log start). Returns the number of
+    /// records lost.
     pub fn crash(&mut self, log: &mut ReplicaLog, lose_unflushed: bool) -> usize {
         let lost = if lose_unflushed { log.drop_unflushed() } else { 0 };
         if lost > 0 {
             self.events.push(format!("lost {lost} unflushed records in crash"));
         }
-        Self::as_reloaded(log);
+        if !lose_unflushed {
+            log.reload(false);
+        }
         log.update_high_watermark(self.checkpointed_high_watermark);
         self.reset_volatile();
         lost
     }
 
-    /// Controlled shutdown's last step: flush the log, checkpoint the HW, forget the
-    /// in-memory partition state (the process stops; a restart learns it again).
+    /// Controlled shutdown's last step: flush the log, checkpoint the HW, take a producer
+    /// snapshot at the log end offset (`UnifiedLog.close`: `producerStateManager.takeSnapshot()`),
+    /// forget the in-memory partition state (the process stops; a restart learns it again)
+    /// and reload the log as the restarted broker does ([`ReplicaLog::reload`]`(true)`:
+    /// producer state from that snapshot).
     pub fn clean_shutdown(&mut self, log: &mut ReplicaLog) {
         log.flush(None);
         self.checkpoint_high_watermark(log);
-        Self::as_reloaded(log);
+        log.take_producer_snapshot();
+        log.reload(true);
         self.reset_volatile();
-    }
-
-    /// The log as the restarted broker loads it (`LogLoader.load`): the log end offset is
-    /// where the data ends (a truncation inside a batch had left it higher), and the epoch
-    /// cache is truncated from the end there, dropping an epoch assigned with no data yet;
-    /// `truncate_to(data end)` does exactly that (KAFKA-10706 at the LEO).
-    fn as_reloaded(log: &mut ReplicaLog) {
-        let data_end = match log.batch_count() {
-            0 => log.log_start_offset(),
-            n => Offset(log.batch(n - 1).last_offset().0 + 1),
-        };
-        log.truncate_to(data_end.min(log.log_end_offset()));
     }
 }

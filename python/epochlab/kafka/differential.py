@@ -40,8 +40,10 @@ from ``UnifiedLog``) against the producer state of ``epochlab.ReplicaLog`` (Rust
 Operations: idempotent leader appends (origin CLIENT: in order, retries of any of the last six
 batches, gaps, new producer epochs at and off sequence 0, fenced epochs), follower appends with
 producer fields (origin REPLICATION), plain batches, ``take_snapshot``
-(``ProducerStateManager.takeSnapshot``; a no-op in the model, which keeps no snapshot files),
-``truncate_to`` (producer state rebuilt), ``reopen`` and HW updates. Observables: the
+(``ProducerStateManager.takeSnapshot``; ``ReplicaLog.take_producer_snapshot`` in the model),
+``truncate_to`` (producer state reloaded from the newest snapshot at or below the target),
+``reopen`` (Kafka's close, which takes a snapshot, and open; ``take_producer_snapshot`` and
+``ReplicaLog.reload`` in the model) and HW updates. Observables: the
 replica-log ones plus, per producer id, its epoch, its cached batches ``(first_seq, last_seq,
 first_offset, last_offset)`` and its coordinator epoch (``activeProducers``).
 
@@ -52,13 +54,11 @@ plus the first unstable offset and the LSO as Kafka answers them once its bookke
 with its HW (``KafkaUnifiedLog.settled_first_unstable_offset``: after a truncation above the HW
 Kafka's raw values lag until the next HW update, which the model, deliberately, does not), the
 aborted transactions of the segments' transaction indexes (``collectAbortedTransactions`` from
-the log start) and the first undecided offset. The HW only moves forward: Kafka forgets a transaction
-once the HW passes its marker even if the HW goes back, the model does not (a deliberate
-simplification, ``docs/core-semantics.md``); markers carry the latest epoch of the cache, as a
-leader's do.
+the log start) and the first undecided offset. The HW also goes back: a transaction whose
+marker the HW passed stays forgotten, in Kafka and in the model.
 
-Known model bugs (:data:`KNOWN_MODEL_BUGS`) are mismatches by default; ``tolerate`` lets named
-ones pass, each matched exactly, to look past them for others.
+Every difference is a mismatch: nothing is let pass (docs/kafka-oracle.md lists the
+disagreements found on the way and how each was fixed).
 
 Operations are generated near the current state (epochs and offsets around the cached ones) so
 that the boundary cases dominate; a seed fixes the sequence. Kafka's view after each operation
@@ -79,7 +79,7 @@ import epochlab.reference
 from epochlab.kafka.jars import DEFAULT_KAFKA_VERSION
 
 __all__ = ["COMPONENTS", "ComponentReport", "Op", "generate_log_ops", "generate_manager_ops", "generate_ops",
-           "generate_producer_ops", "generate_txn_ops", "KNOWN_MODEL_BUGS", "run_component", "run_ops", "shrink_ops"]
+           "generate_producer_ops", "generate_txn_ops", "run_component", "run_ops", "shrink_ops"]
 
 COMPONENTS = ("leader-epoch-cache", "replica-log", "producer-state-manager", "producer-state", "transactions")
 
@@ -227,19 +227,12 @@ def _concrete_sequence(rows: tuple[Any, ...], pid: int, pepoch: int, seq: Any, v
 
 
 def run_ops(ops: Sequence[Op], version: str = DEFAULT_KAFKA_VERSION, directory: Path | None = None,
-            stop_at_first: bool = True, component: str = "leader-epoch-cache",
-            tolerate: frozenset[str] = frozenset()) -> tuple[int, int, dict[str, Any] | None]:
+            stop_at_first: bool = True,
+            component: str = "leader-epoch-cache") -> tuple[int, int, dict[str, Any] | None]:
     """Apply ``ops`` to fresh instances of ``component``; returns (ops applied, mismatches,
-    first mismatch). ``tolerate`` names entries of :data:`KNOWN_MODEL_BUGS` to let pass
-    (default none: every difference is a mismatch)."""
+    first mismatch)."""
     from epochlab.kafka.oracle import KafkaLeaderEpochCache, KafkaProducerStateManager, KafkaUnifiedLog
 
-    if not tolerate <= KNOWN_MODEL_BUGS.keys():
-        from epochlab.errors import ConfigError
-
-        raise ConfigError(f"unknown model bugs to tolerate: {sorted(tolerate - KNOWN_MODEL_BUGS.keys())}",
-                          where="tolerate", field="tolerate", expected=" | ".join(KNOWN_MODEL_BUGS),
-                          got=sorted(tolerate))
     kafka: Any
     models: dict[str, Any]
     if component in _LOG_VIEWS:
@@ -277,8 +270,7 @@ def run_ops(ops: Sequence[Op], version: str = DEFAULT_KAFKA_VERSION, directory: 
             for label, model in models.items():
                 observed[label] = _observe(model_side, model, op)
             applied = i + 1
-            if not (_agrees(op, observed["kafka"], observed["rust"], tolerate, models["rust"])
-                    and _agrees(op, observed["kafka"], observed["reference"], tolerate, models["reference"])):
+            if not observed["kafka"] == observed["rust"] == observed["reference"]:
                 mismatches += 1
                 if first is None:
                     first = {"index": i, "op": list(op),
@@ -290,107 +282,6 @@ def run_ops(ops: Sequence[Op], version: str = DEFAULT_KAFKA_VERSION, directory: 
     finally:
         kafka.close()
     return applied, mismatches, first
-
-
-#: Known model bugs (reported, not fixed here: the Rust core is not this module's to change)
-#: that a run may be told to let pass, to look past them for others. Each is matched exactly.
-KNOWN_MODEL_BUGS = {
-    "snapshot-last-batch": (
-        "Kafka's producer snapshot keeps only each producer's last batch "
-        "(ProducerStateManager.writeSnapshot/readSnapshot), and a truncation or restart reloads "
-        "the newest snapshot at or below its target and replays only the log after it "
-        "(UnifiedLog.rebuildProducerState, ProducerStateManager.truncateAndReload); the model "
-        "rebuilds from the whole log and keeps up to 5 batches. Let pass: a Kafka entry whose "
-        "batches are a suffix of the model's (same epoch, same coordinator epoch), and a retry "
-        "Kafka refuses as OUT_OF_ORDER_SEQUENCE_NUMBER that the model answers as a duplicate of "
-        "one of those older batches."),
-    "snapshot-forgets-unreplicated": (
-        "Kafka's producer snapshot holds no unreplicated (ended, marker at or above the HW) "
-        "transactions, so after a truncation or restart that reloads a snapshot taken after a "
-        "marker, that transaction no longer holds back the first unstable offset and the LSO "
-        "(ProducerStateManager.truncateAndReload clears unreplicatedTxns, loadFromSnapshot "
-        "restores only ongoing ones; only replayed markers are completed again); the model "
-        "derives them from the log and the HW (src/txn.rs first_unstable_offset). Let pass: a "
-        "Kafka first unstable offset that skips some of the model's unreplicated transactions, "
-        "with the same first undecided offset and Kafka's LSO = min(it, HW)."),
-    "snapshot-epoch-merge": (
-        "Not let pass; kept out of producer-state runs (replicated older producer epochs are "
-        "run in producer-state-manager, which reloads nothing): a rebuild replays the log "
-        "after the snapshot into one ProducerAppendInfo per producer and merges it into the "
-        "snapshot's entry (UnifiedLog.loadProducersFromRecords, ProducerStateEntry.update), "
-        "which clears the snapshot's batch only if the replay's final epoch differs; after "
-        "epochs 2 -> 3 -> 2 (a replicated older epoch) Kafka keeps the snapshot's epoch-2 "
-        "batch before the replayed one, the model (a replay from the log start) only the "
-        "replayed one."),
-    "refused-marker-epoch": (
-        "Not let pass; kept out of runs, as brokers never write it (a leader's markers carry "
-        "the latest epoch of its cache, assigned when it became leader): a marker the leader "
-        "refuses (INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED) still assigns its "
-        "leader epoch at the log end offset "
-        "in Kafka (UnifiedLog.append: assignEpochStartOffset before "
-        "analyzeAndValidateProducerState); the model's append_end_txn_marker does not."),
-}
-
-
-def _agrees(op: Op, kafka: tuple[Any, Any], model: tuple[Any, Any], tolerate: frozenset[str],
-            model_log: Any = None) -> bool:
-    """Whether the model's (result, view) equals Kafka's, up to the known bugs in ``tolerate``."""
-    if kafka == model:
-        return True
-    (kafka_result, kafka_view), (model_result, model_view) = kafka, model
-    if not tolerate or not isinstance(kafka_view, tuple) or len(kafka_view) != len(model_view) \
-            or len(kafka_view) < 5:
-        return False
-    if len(kafka_view) > 5:  # transactions: first unstable, LSO, aborted, with data, undecided
-        if "snapshot-forgets-unreplicated" in tolerate and kafka_view[5] != model_view[5] \
-                and _forgot_unreplicated(kafka_view, model_view, model_log):
-            model_view = model_view[:5] + kafka_view[5:7] + model_view[7:8] + kafka_view[8:9] + model_view[9:]
-        if kafka_view[5:] != model_view[5:]:
-            return False
-    if kafka_view[:4] != model_view[:4]:
-        return False
-    if kafka_view[4] == model_view[4] and kafka_result == model_result:
-        return True
-    return "snapshot-last-batch" in tolerate and _snapshot_last_batch(op, kafka_result, kafka_view[4],
-                                                                      model_result, model_view[4])
-
-
-def _forgot_unreplicated(kafka_view: tuple[Any, ...], model_view: tuple[Any, ...], model_log: Any) -> bool:
-    """``KNOWN_MODEL_BUGS["snapshot-forgets-unreplicated"]``, exactly: both agree on the first
-    undecided offset, Kafka's first unstable offset is that or the first offset of one of the
-    model's unreplicated transactions (with data) below it, not below the model's, and
-    Kafka's LSO is ``min(first unstable, HW)``."""
-    kafka_first, kafka_lso, undecided, model_first = kafka_view[5], kafka_view[6], kafka_view[9], model_view[8]
-    if undecided != model_view[9] or model_log is None:
-        return False
-    unreplicated = {first for first, _, marker in model_log.log.unreplicated_transactions() if first != marker}
-    candidates = {undecided} | {f for f in unreplicated if undecided is None or f < undecided}
-    if kafka_first not in candidates or (model_first is not None and kafka_first is not None
-                                         and kafka_first < model_first):
-        return False
-    high_watermark = kafka_view[2]
-    return kafka_lso == (high_watermark if kafka_first is None else min(kafka_first, high_watermark))
-
-
-def _snapshot_last_batch(op: Op, kafka_result: Any, kafka_rows: tuple[Any, ...], model_result: Any,
-                         model_rows: tuple[Any, ...]) -> bool:
-    """``KNOWN_MODEL_BUGS["snapshot-last-batch"]``, exactly: each Kafka entry's batches are a
-    suffix of the model's, and a differing result is Kafka refusing a retry the model answers
-    as a duplicate of a batch only the model still holds."""
-    if [r[0] for r in kafka_rows] != [r[0] for r in model_rows]:
-        return False
-    older: dict[int, set[tuple[int, int]]] = {}
-    for (pid, epoch, batches, coordinator), (_, m_epoch, m_batches, m_coordinator) in zip(kafka_rows, model_rows):
-        cut = len(m_batches) - len(batches)
-        if (epoch, coordinator) != (m_epoch, m_coordinator) or cut < 0 or m_batches[cut:] != batches \
-                or (m_batches and not batches):
-            return False
-        older[pid] = {(b[2], b[3]) for b in m_batches[:cut]}
-    if kafka_result == model_result:
-        return True
-    producer = op[3] if op[0] == "append_as_leader" else None
-    return (kafka_result == "OUT_OF_ORDER_SEQUENCE_NUMBER" and isinstance(model_result, tuple)
-            and producer is not None and model_result in older.get(producer[0], set()))
 
 
 def _observe(model_side: Callable[[Any, Op], tuple[Any, Any]], model: Any, op: Op) -> tuple[Any, Any]:
@@ -496,9 +387,9 @@ def generate_producer_ops(rng: random.Random, n: int) -> list[Op]:
     at and off sequence 0, fenced older epochs) and of producer 10, first seen near the
     largest sequence (an unknown producer id takes any) so that its sequences wrap past
     Int32.MAX to 0, follower appends with producer fields at the log end offset or below it
-    (replicated older epochs and arbitrary sequences are left to ``producer-state-manager``:
-    after a snapshot reload they meet the snapshot bugs of :data:`KNOWN_MODEL_BUGS` in forms
-    that cannot be let pass without the logs diverging), plain batches, ``take_snapshot``,
+    (the next sequence, any sequence, a replicated older producer epoch: after a snapshot
+    reload the replay's epochs are merged into the snapshot's entry as Kafka merges them),
+    plain batches, ``take_snapshot``,
     ``truncate_to``, ``reopen`` and HW updates. Offsets and sequences are relative where
     only Kafka's state knows them (:func:`_resolve`); producer epochs are tracked loosely."""
     ops: list[Op] = []
@@ -521,6 +412,11 @@ def generate_producer_ops(rng: random.Random, n: int) -> list[Op]:
             leo += len(values)
         elif k < 62:
             base = None if rng.randrange(10) else -1
+            kind = rng.randrange(10)
+            if kind < 3 and pe > 0:
+                pe, seq = pe - 1, rng.randrange(40)                       # a replicated older epoch
+            elif kind == 1:
+                seq = rng.randrange(40)                                   # any sequence
             ops.append(("append_as_follower", base, e, values, (pid, pe, seq)))
             epochs[pid] = pe
             leo += len(values)
@@ -547,8 +443,8 @@ def generate_txn_ops(rng: random.Random, n: int) -> list[Op]:
     transaction, COMMIT/ABORT markers written by the leader for the coordinator (transaction
     versions 0 and 2; current, bumped and older producer epochs; current, newer and older
     coordinator epochs), markers and transactional batches replicated to a follower at its log
-    end offset, HW updates, ``take_snapshot``, ``truncate_to``, ``reopen`` and plain batches.
-    The HW only moves forward (see the module doc)."""
+    end offset, HW updates (mostly to the log end, sometimes back), ``take_snapshot``,
+    ``truncate_to``, ``reopen`` and plain batches."""
     ops: list[Op] = []
     leo, epoch = 0, 0
     producers = {pid: [0, 0] for pid in (7, 8, 9)}  # producer epoch, coordinator epoch
@@ -580,9 +476,10 @@ def generate_txn_ops(rng: random.Random, n: int) -> list[Op]:
             ops.append(("append_as_leader", values, e, None))
             leo += len(values)
         elif k < 82:
-            # Forward only: a HW going back below a marker is a deliberate simplification
-            # (docs/kafka-oracle.md), not generated.
-            ops.append(("update_high_watermark", leo))
+            # Mostly to the log end; sometimes back (a follower taking a new leader's lower HW):
+            # a transaction the HW passed stays forgotten (onHighWatermarkUpdated).
+            back = 0 if rng.randrange(4) else rng.choice((1, 2, 4, 8))
+            ops.append(("update_high_watermark", max(0, leo - back)))
         elif k < 86:
             ops.append(("take_snapshot",))
         elif k < 94:
@@ -748,15 +645,14 @@ class _LogModel:
                     base_sequence=0, is_transactional=True, is_control=True))
                 return None
             if name == "take_snapshot":
-                return None  # the model keeps no snapshot files (docs/kafka-oracle.md)
+                log.take_producer_snapshot()  # ProducerStateManager.takeSnapshot
+                return None
             if name == "end_offset_for_epoch":
                 return log.end_offset_for_epoch(args[0])
-            if name == "reopen":  # what the simulator's broker restart does (Replica.crash)
-                from epochlab.sim.replica import reload_log
-
+            if name == "reopen":  # Kafka's close (flush, snapshot at the LEO) and LogLoader.load
                 log.flush()
-                reload_log(log)
-                log.rebuild_producer_state()
+                log.take_producer_snapshot()
+                log.reload(bool(args[0]))  # unclean: recovery deletes every snapshot
                 return None
             return getattr(log, name)(*args)
         except EpochlabError as exc:
@@ -807,10 +703,7 @@ def _brokers_would_write(view: tuple[Any, ...], op: Op) -> bool:
     if name == "append_as_leader":
         return op[2] >= latest
     if name == "end_txn_marker":
-        # A leader has its epoch in the cache from the moment it leads (Partition.makeLeader:
-        # maybeAssignEpochStartOffset), so its markers carry the latest epoch; a refused marker
-        # with a newer one is KNOWN_MODEL_BUGS["refused-marker-epoch"].
-        return op[5] == latest or latest == -1
+        return op[5] >= latest
     return True
 
 
@@ -898,10 +791,9 @@ def shrink_ops(ops: list[Op], fails: Callable[[list[Op]], bool]) -> list[Op]:
 
 def run_component(name: str, ops: int, seed: int, version: str = DEFAULT_KAFKA_VERSION,
                   keep_data: Path | None = None, chunk: int = 2000,
-                  progress: Callable[[int], None] | None = None,
-                  tolerate: frozenset[str] = frozenset()) -> ComponentReport:
+                  progress: Callable[[int], None] | None = None) -> ComponentReport:
     """Run ``ops`` generated operations (in sequences of ``chunk``, each on fresh instances)
-    and shrink the first disagreement; ``tolerate`` as for :func:`run_ops`."""
+    and shrink the first disagreement."""
     if name not in COMPONENTS:
         from epochlab.errors import ConfigError
 
@@ -914,8 +806,7 @@ def run_component(name: str, ops: int, seed: int, version: str = DEFAULT_KAFKA_V
     while report.ops < ops:
         batch = _GENERATORS[name](rng, min(chunk, ops - report.ops))
         directory = None if keep_data is None else keep_data / name / f"sequence-{sequence:05d}"
-        applied, mismatches, first = run_ops(batch, version, directory, stop_at_first=True, component=name,
-                                             tolerate=tolerate)
+        applied, mismatches, first = run_ops(batch, version, directory, stop_at_first=True, component=name)
         report.ops += applied
         report.mismatches += mismatches
         sequence += 1
@@ -923,7 +814,7 @@ def run_component(name: str, ops: int, seed: int, version: str = DEFAULT_KAFKA_V
             report.first = first
             failing = batch[: first["index"] + 1]
             report.minimal = shrink_ops(failing, lambda candidate: run_ops(
-                candidate, version, component=name, tolerate=tolerate)[1] > 0)
+                candidate, version, component=name)[1] > 0)
             break
         if progress is not None:
             progress(report.ops)

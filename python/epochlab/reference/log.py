@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from epochlab.errors import (
     InvalidProducerEpochError,
@@ -43,6 +44,8 @@ class ReplicaLog:
         self._epoch_cache = LeaderEpochCache()
         self._producer_state = ProducerStateManager()
         self._txn = TxnIndex()
+        # offset -> producer id -> (epoch, last batch, coordinator epoch, ongoing txn first offset)
+        self._snapshots: dict[int, dict[int, tuple[int, Any, int | None, int | None]]] = {}
         self._kip101 = kip101_epoch_cache
 
     @property
@@ -175,6 +178,12 @@ class ReplicaLog:
         v.leader_epoch(leader_epoch, "leader_epoch")
         transaction_version = 0 if transaction_version is None else \
             v.in_domain(transaction_version, "transaction_version", 2)
+        batch = RecordBatch(self._log_end_offset, leader_epoch, [coordinator_epoch << 1 | int(commit)],
+                            producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=0,
+                            is_transactional=True, is_control=True)
+        # As for data batches, Kafka assigns the epoch before it validates the producer
+        # (UnifiedLog.append): a refused marker still moves the epoch cache.
+        self._assign(leader_epoch, self._log_end_offset)
         entry = self._producer_state.entry(producer_id)
         if entry is None:
             fenced = False
@@ -195,9 +204,6 @@ class ReplicaLog:
                 f"older than {current}",
                 producer_id=producer_id, coordinator_epoch=coordinator_epoch,
                 current_coordinator_epoch=current)
-        batch = RecordBatch(self._log_end_offset, leader_epoch, [coordinator_epoch << 1 | int(commit)],
-                            producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=0,
-                            is_transactional=True, is_control=True)
         self._append(batch)
         return LogAppendInfo(batch.base_offset, batch.last_offset, False)
 
@@ -238,6 +244,7 @@ class ReplicaLog:
 
     def _set_high_watermark(self, high_watermark: int) -> None:
         self._high_watermark = high_watermark
+        self._txn.on_high_watermark(high_watermark)
 
     def _assign(self, epoch: int, start_offset: int) -> bool:
         if self._kip101:
@@ -299,7 +306,8 @@ class ReplicaLog:
     def truncate_to(self, target_offset: int) -> bool:
         """Kafka's ``truncateTo``: drop every batch whose last offset is >= the target (a
         mid-batch target leaves a hole), set the log end offset to it, clamp HW and recovery
-        point, truncate the epoch cache and rebuild producer state. At or beyond the log end
+        point, truncate the epoch cache and reload producer state at the target from the newest
+        snapshot at or below it, taking a snapshot there (``rebuildProducerState``). At or beyond the log end
         only the epoch cache is truncated at the log end (KAFKA-10706). Returns whether data was
         removed."""
         v.offset(target_offset, "target_offset")
@@ -312,9 +320,12 @@ class ReplicaLog:
         self._batches = [b for b in self._batches if b.last_offset < target_offset]
         self._log_end_offset = target_offset
         self._epoch_cache.truncate_from_end(target_offset)
-        self._high_watermark = min(self._high_watermark, target_offset)
         self._recovery_point = min(self._recovery_point, target_offset)
-        self.rebuild_producer_state()
+        self._reload_producer_state(target_offset)
+        # After the reload, and only when cut (UnifiedLog.truncateTo): the ended transactions
+        # the reload replayed below a lower HW stay known, as in Kafka.
+        if self._high_watermark >= target_offset:
+            self._set_high_watermark(target_offset)
         return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
@@ -326,6 +337,7 @@ class ReplicaLog:
         self._epoch_cache.clear()
         self._producer_state.clear()
         self._txn = TxnIndex()
+        self._snapshots = {}  # ProducerStateManager.truncateFullyAndStartAt
 
     def flush(self, up_to: int | None = None) -> None:
         """Advance the recovery point to ``up_to`` (default: the log end offset), never past the
@@ -336,15 +348,17 @@ class ReplicaLog:
 
     def drop_unflushed(self) -> int:
         """Crash that loses the page cache: drop every batch not wholly below the recovery
-        point (a torn batch goes whole), then recover. Returns the number of records dropped."""
+        point (a torn batch goes whole), then recover as a restart after an unclean shutdown
+        does (:meth:`_recover_producer_state`, also when nothing was dropped). Returns the
+        number of records dropped."""
         kept = [b for b in self._batches if b.last_offset < self._recovery_point]
         dropped = sum(len(b) for b in self._batches) - sum(len(b) for b in kept)
         self._batches = kept
-        self._log_end_offset = kept[-1].last_offset + 1 if kept else self._log_start_offset
+        self._log_end_offset = self._data_end()
         self._recovery_point = self._log_end_offset
         self._high_watermark = min(self._high_watermark, self._log_end_offset)
         self._epoch_cache.truncate_from_end(self._log_end_offset)
-        self.rebuild_producer_state()
+        self._recover_producer_state()
         return dropped
 
     def update_high_watermark(self, offset: int) -> int:
@@ -391,13 +405,93 @@ class ReplicaLog:
         """A copy of the producer state."""
         return self._producer_state.copy()
 
+    def take_producer_snapshot(self) -> bool:
+        """``ProducerStateManager.takeSnapshot`` at the log end offset: per producer its epoch,
+        last batch, coordinator epoch and ongoing transaction's first offset. Nothing (``False``)
+        unless the log end offset is above the newest snapshot and the log start offset."""
+        return self._snapshot_at(self._log_end_offset)
+
+    def producer_snapshot_offsets(self) -> list[int]:
+        """Offsets of the producer snapshots held, increasing."""
+        return sorted(self._snapshots)
+
+    def reload(self, clean_shutdown: bool) -> None:
+        """The log as a restarted broker loads it (``LogLoader.load``): the log end offset at
+        the data end with the epoch cache truncated there (``truncate_to``). After a clean
+        shutdown stray snapshots are removed (all but the newest: one segment) and producer
+        state is reloaded at that end from the newest snapshot at or below it; after an
+        unclean one it is recovered as :meth:`_recover_producer_state` says."""
+        v.require_bool(clean_shutdown, "clean_shutdown")
+        self._remove_stray_snapshots()
+        truncated = self.truncate_to(min(self._data_end(), self._log_end_offset))
+        if not clean_shutdown:
+            self._recover_producer_state()
+        elif not truncated:
+            self._reload_producer_state(self._log_end_offset)
+
+    def _data_end(self) -> int:
+        return self._batches[-1].last_offset + 1 if self._batches else self._log_start_offset
+
+    def _recover_producer_state(self) -> None:
+        """Producer state after an unclean shutdown (``LogLoader.recoverSegment``: a temporary
+        manager's reload at the segment base deletes every snapshot, ``LogSegment.recover``
+        replays every batch, a snapshot is taken at the log end offset; the broker's manager
+        then loads that snapshot): one batch per producer, ongoing transactions, no
+        unreplicated one, aborted ones as the replay indexed them."""
+        self._snapshots = {}
+        self.rebuild_producer_state()
+        self._snapshot_at(self._log_end_offset)
+        self._reload_producer_state(self._log_end_offset)
+
+    def _snapshot_at(self, offset: int) -> bool:
+        if offset <= max(self._snapshots, default=self._log_start_offset) or offset <= self._log_start_offset:
+            return False
+        self._snapshots[offset] = {
+            pid: (epoch, last, coordinator, self._txn.ongoing.get(pid))
+            for pid, (epoch, last, coordinator) in self._producer_state.snapshot_entries().items()}
+        return True
+
+    def _remove_stray_snapshots(self) -> None:
+        if self._snapshots:
+            newest = max(self._snapshots)
+            self._snapshots = {newest: self._snapshots[newest]}
+
+    def _reload_producer_state(self, target: int) -> None:
+        """``rebuildProducerState`` at ``target`` (batches already end below it): delete the
+        snapshots above it or at/below the log start, load the newest left (one batch per
+        producer, ongoing transactions, aborted ones below it kept) or start empty, replay the
+        batches after it into entries merged into the loaded ones (``ProducerStateManager.merge``),
+        take a snapshot at ``target``."""
+        self._snapshots = {o: snap for o, snap in self._snapshots.items() if self._log_start_offset < o <= target}
+        self._producer_state.clear()
+        if self._snapshots:
+            at = max(self._snapshots)
+            self._txn.reset_to_snapshot(at)
+            for pid, (epoch, last, coordinator, first) in sorted(self._snapshots[at].items()):
+                self._producer_state.load_snapshot_entry(pid, epoch, last, coordinator)
+                if first is not None:
+                    self._txn.on_transactional_data(pid, first)
+            replay = [b for b in self._batches if b.last_offset >= at]
+        else:
+            self._txn = TxnIndex()
+            replay = self._batches
+        # The replay goes into one ProducerAppendInfo per producer, merged into the loaded
+        # entries at the end (UnifiedLog.loadProducersFromRecords).
+        loaded, self._producer_state = self._producer_state, self._producer_state.without_batches()
+        for batch in replay:
+            self._apply_producer_state(batch)
+        loaded.merge(self._producer_state)
+        self._producer_state = loaded
+        self._snapshot_at(target)
+
     def rebuild_producer_state(self) -> None:
-        """Recompute producer state and the transaction index by replaying every batch in
-        order."""
+        """Recompute producer state and the transaction index by replaying every batch from
+        the log start, ignoring snapshots (truncation and restarts reload from one instead)."""
         self._producer_state.clear()
         self._txn = TxnIndex()
         for batch in self._batches:
             self._apply_producer_state(batch)
+        self._txn.on_high_watermark(self._high_watermark)
 
     def copy(self) -> ReplicaLog:
         clone = ReplicaLog(self._log_start_offset, kip101_epoch_cache=self._kip101)
@@ -408,6 +502,7 @@ class ReplicaLog:
         clone._epoch_cache = self._epoch_cache.copy()
         clone._producer_state = self._producer_state.copy()
         clone._txn = self._txn.copy()
+        clone._snapshots = dict(self._snapshots)  # snapshots are never mutated
         return clone
 
     def __len__(self) -> int:

@@ -99,6 +99,41 @@ class ProducerStateManager:
         """Every entry as ``(producer_id, producer_epoch, batches)``, by producer id."""
         return [(pid, self._entries[pid][0], list(self._entries[pid][1])) for pid in sorted(self._entries)]
 
+    def snapshot_entries(self) -> dict[int, tuple[int, BatchMetadata | None, int | None]]:
+        """Per producer id what a snapshot keeps: ``(epoch, last batch or None, coordinator
+        epoch or None)`` (``ProducerStateManager.writeSnapshot``)."""
+        return {pid: (epoch, cached[-1] if cached else None, self._coordinator_epochs.get(pid))
+                for pid, (epoch, cached) in self._entries.items()}
+
+    def load_snapshot_entry(self, producer_id: int, epoch: int, last_batch: BatchMetadata | None,
+                            coordinator_epoch: int | None) -> None:
+        """An entry as ``readSnapshot`` rebuilds it: its one batch."""
+        self._entries[producer_id] = (epoch, [] if last_batch is None else [last_batch])
+        if coordinator_epoch is not None:
+            self._coordinator_epochs[producer_id] = coordinator_epoch
+
+    def without_batches(self) -> ProducerStateManager:
+        """Every producer with its epoch and coordinator epoch but no batch: where a rebuild's
+        ``ProducerAppendInfo`` starts (``ProducerStateEntry.withProducerId``)."""
+        clone = ProducerStateManager()
+        clone._entries = {pid: (epoch, []) for pid, (epoch, _) in self._entries.items()}
+        clone._coordinator_epochs = dict(self._coordinator_epochs)
+        return clone
+
+    def merge(self, replayed: ProducerStateManager) -> None:
+        """Merge the entries a replay built (from :meth:`without_batches`) into this state, as
+        ``UnifiedLog.loadProducersFromRecords`` passes each producer's ``ProducerAppendInfo``
+        to ``update`` (``ProducerStateEntry.update``): the replay's final epoch replaces the
+        entry's, and forgets its batches, only if it differs; replayed batches are appended
+        (5 kept); the replay's coordinator epoch is taken."""
+        for pid, (epoch, batches) in replayed._entries.items():
+            current_epoch, cached = self._entries.get(pid, (epoch, []))
+            if current_epoch != epoch:
+                cached = []
+            self._entries[pid] = (epoch, (cached + batches)[-BATCHES_TO_RETAIN:])
+        for pid, coordinator_epoch in replayed._coordinator_epochs.items():
+            self._coordinator_epochs[pid] = coordinator_epoch
+
     def clear(self) -> None:
         self._entries = {}
         self._coordinator_epochs = {}

@@ -2,7 +2,8 @@
 
 Ongoing transactions (producer -> first offset), ended ones (marker -> first offset, producer)
 and the aborted index. A transaction is unreplicated while its marker is at or above the
-current high watermark; the last stable offset follows.
+current high watermark, and forgotten for good once the HW passed it (Kafka's
+``ProducerStateManager.onHighWatermarkUpdated``); the last stable offset follows.
 """
 
 from __future__ import annotations
@@ -24,6 +25,12 @@ class TxnIndex:
         clone.aborted = list(self.aborted)
         return clone
 
+    def reset_to_snapshot(self, snapshot_offset: int) -> None:
+        """As a reload from a snapshot at ``snapshot_offset`` starts: no ongoing or ended
+        transaction, aborted ones with a marker below it kept (the ``.txnindex`` files)."""
+        self.ongoing, self.completed = {}, {}
+        self.aborted = [t for t in self.aborted if t[2] < snapshot_offset]
+
     def on_transactional_data(self, producer_id: int, base_offset: int) -> None:
         self.ongoing.setdefault(producer_id, base_offset)
 
@@ -36,6 +43,11 @@ class TxnIndex:
         if not commit:
             lso = min(self.ongoing.values(), default=marker_offset + 1)
             self.aborted.append((producer_id, first, marker_offset, lso))
+
+    def on_high_watermark(self, high_watermark: int) -> None:
+        """Forget ended transactions whose marker is below the new HW; a HW going back does
+        not bring them back (``removeUnreplicatedTransactions``)."""
+        self.completed = {m: t for m, t in self.completed.items() if m >= high_watermark}
 
     def unreplicated(self, high_watermark: int) -> list[tuple[int, int, int]]:
         """``(first offset, producer, marker)`` of ended transactions with marker >= HW."""

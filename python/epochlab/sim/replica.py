@@ -45,14 +45,12 @@ from epochlab.sim.replica_leader import FollowerState, LeaderFetchMixin
 __all__ = ["FollowerState", "Replica", "reload_log"]
 
 
-def reload_log(log: epochlab.ReplicaLog) -> None:
-    """``log`` as a restarted broker loads it (``LogLoader.load``): the log end offset is where
-    the data ends (a truncation inside a batch had left it higher), and the epoch cache is
-    truncated from the end there, dropping an epoch assigned with no data yet
-    (``truncateFromEndAsyncFlush(recoveryOffsets.nextOffset)``; ``Log`` init in 2.x).
-    ``truncate_to(data end)`` does exactly that (KAFKA-10706 at the LEO)."""
-    data_end = log.batches()[-1].last_offset + 1 if log.batch_count else log.log_start_offset
-    log.truncate_to(min(data_end, log.log_end_offset))
+def reload_log(log: epochlab.ReplicaLog, clean_shutdown: bool) -> None:
+    """``log`` as a restarted broker loads it (``LogLoader.load``): ``ReplicaLog.reload`` (stray
+    producer snapshots removed after a clean shutdown, all of them after an unclean one; the
+    log end offset where the data ends with the epoch cache truncated there, KAFKA-10706 at the
+    LEO; producer state reloaded from the newest snapshot left, or replayed)."""
+    log.reload(clean_shutdown)
 
 class Replica(LeaderFetchMixin, FollowerFetchMixin):
     """One replica of the partition on broker ``broker_id``.
@@ -402,17 +400,18 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
         lost = self.log.drop_unflushed() if lose_unflushed else 0
         if lost:
             self.events.append(f"lost {lost} unflushed records in crash")
-        self._as_reloaded()
+        if not lose_unflushed:  # drop_unflushed reloads the log itself
+            reload_log(self.log, clean_shutdown=False)
         self.log.update_high_watermark(self.checkpointed_high_watermark)
         self._reset_volatile()
         return lost
 
-    def _as_reloaded(self) -> None:
-        reload_log(self.log)
-
     def clean_shutdown(self) -> None:
-        """Controlled shutdown's final step: flush the log and checkpoint the HW."""
+        """Controlled shutdown's final step: flush the log, checkpoint the HW, take a producer
+        snapshot at the log end offset (``UnifiedLog.close``) and reload the log from it as the
+        restarted broker does."""
         self.flush()
         self.checkpoint_high_watermark()
-        self._as_reloaded()
+        self.log.take_producer_snapshot()
+        reload_log(self.log, clean_shutdown=True)
         self._reset_volatile()
