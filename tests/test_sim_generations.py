@@ -14,12 +14,16 @@ from epochlab.sim import Cluster, ClusterConfig, Generation, ProducerConfig
 
 LATER = [g for g in Generation if g != Generation.TRUNCATE_TO_HW]
 
+#: Restart at once: these tests are about a protocol rule around a restart, not the
+#: broker's startup time (ClusterConfig.broker_startup_ms, on by default).
+INSTANT = (0, 0)
+
 
 def problem_1(generation: Generation) -> Cluster:
     """B = broker 1 leads, A = broker 2 follows. A fetched m2 (committed on B: acks=all) but
     its HW, and its HW checkpoint, still say 1. A restarts, B fails before A re-fetches, A
     becomes leader."""
-    c = Cluster(ClusterConfig(brokers=(1, 2)), generation, seed=4)
+    c = Cluster(ClusterConfig(broker_startup_ms=INSTANT, brokers=(1, 2)), generation, seed=4)
     p = c.producer("p", ProducerConfig(acks="all"))
     p.send(1)                       # m1
     assert p.flush(5000)
@@ -55,10 +59,14 @@ def test_problem_1_keeps_committed_message_later(generation: Generation) -> None
         # KafkaZkClient.registerBroker; KRaft: DuplicateBrokerRegistration), so when B fails
         # the controller elects A's old registration; that session expires too, the partition
         # waits OFFLINE, and A, registered again, is elected: it has both records.
+        # Which session expires first depends on the brokers' heartbeat phases (as in Kafka):
+        # B's first, and A (old registration, then new) ends as leader; A's first, and A's new
+        # incarnation, out of the ISR after its unclean shutdown, waits with the partition
+        # offline for B, the last ISR member (Kafka 4.3.1 did that in seed-004-kip101-problem-1).
         ctrl = c.state().controller
-        assert ctrl["leader"] == 2 and ctrl["unavailable_ms"] > 0
+        assert ctrl["leader"] in (2, None) and ctrl["unavailable_ms"] > 0
         assert any("registration waits for the old session to expire" in e.message for e in c.events)
-        if generation.kraft:
+        if generation.kraft and ctrl["leader"] == 2:
             # Kafka 4.x: A, registered after its unclean shutdown (so in no ELR), is elected as
             # the last known leader (canElectLastKnownLeader)
             assert any("(last known leader)" in e.message for e in c.events)
@@ -70,7 +78,7 @@ def problem_2(generation: Generation) -> Cluster:
     """Both brokers go down: A (2) first, so B (1) leads alone; B then crashes losing its
     unflushed m2, comes back first, is re-elected and writes m3 at m2's offset; A returns
     with m2 under its checkpointed HW."""
-    c = Cluster(ClusterConfig(brokers=(1, 2), flush_interval_ms=30000), generation, seed=5)
+    c = Cluster(ClusterConfig(broker_startup_ms=INSTANT, brokers=(1, 2), flush_interval_ms=30000), generation, seed=5)
     p = c.producer("p", ProducerConfig(acks="all"))
     p.send(1)                       # m1, flushed at 30000
     assert p.flush(5000)
@@ -135,8 +143,9 @@ def test_strict_min_isr_holds_the_high_watermark(generation: Generation) -> None
 
 @pytest.mark.parametrize("generation", list(Generation))
 def test_zombie_leader_writes_in_old_epoch_then_truncates(generation: Generation) -> None:
-    c = Cluster(ClusterConfig(), generation, seed=14)
+    c = Cluster(ClusterConfig(broker_startup_ms=INSTANT), generation, seed=14)
     p = c.producer("p", ProducerConfig(acks="1"))
+    c.run_for(500)                  # leaders known: no retry reorders the first batches
     p.send_many(range(5))
     assert p.flush(5000)
     c.run_for(6000)                 # every replica has HW 5 checkpointed

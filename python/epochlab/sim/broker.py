@@ -1,8 +1,9 @@
 """A broker node: hosts one :class:`~epochlab.sim.replica.Replica` and drives it with timers
 and messages (``PROTOCOL.md`` 1.5-1.10).
 
-Timers (phase-aligned from the broker's start): heartbeat to the controller every
-``heartbeat_interval_ms``; ISR expiration every ``replica_lag_time_max_ms / 2``; HW checkpoint
+Timers: heartbeat to the controller at the start (registration), then every
+``heartbeat_interval_ms`` from a phase drawn per boot from the run's seed; the others
+phase-aligned from the broker's start: ISR expiration every ``replica_lag_time_max_ms / 2``; HW checkpoint
 every ``high_watermark_checkpoint_interval_ms``; fsync every ``flush_interval_ms`` if set;
 AlterPartition resent every ``heartbeat_interval_ms`` until answered.
 
@@ -121,8 +122,28 @@ class Broker:
         self._guards: dict[int, int] = {}                 # producer id -> verification token
         self._verifying: dict[int, tuple[ProduceRequest, int, Timer]] = {}
         self._tokens = 0
+        self._boot_timer: Timer | None = None  # a restart's process start, until it registers
 
     # -- lifecycle --------------------------------------------------------------------------
+    @property
+    def starting(self) -> bool:
+        """Restarted, the process still starting (not yet alive)."""
+        return self._boot_timer is not None
+
+    def boot(self, startup_ms: int) -> None:
+        """Restart after ``startup_ms`` of process start and log loading: until then the broker
+        is down (connections refused, no heartbeat); a crash meanwhile cancels the start."""
+        if self.alive or self.starting:
+            return
+        if startup_ms <= 0:
+            self.start()
+            return
+
+        def started() -> None:
+            self._boot_timer = None
+            self.start()
+        self._boot_timer = self.ctx.kernel.schedule(startup_ms, started)
+
     def start(self) -> None:
         """Boot (first start or restart): new incarnation, timers, register with the
         controller by a first heartbeat."""
@@ -132,7 +153,15 @@ class Broker:
         self._alter_sent_ms = None
         self.ctx.network.set_alive(self.broker_id, True)
         inc, c = self.incarnation, self.config
-        self._every(c.heartbeat_interval_ms, self._heartbeat, inc, now=True)
+        # Registration at once, then a heartbeat every interval from a phase of this boot's
+        # own: Kafka's BrokerLifecycleManager schedules each heartbeat an interval after the
+        # previous answer, from the moment the broker registered, and real brokers boot at
+        # different times. Phase-aligned timers made two brokers failing within one interval
+        # expire in the order of link jitter rather than of their failures (docs/kafka-run.md).
+        self._heartbeat()
+        phase = self.ctx.kernel.rng(f"broker-{self.broker_id}-heartbeat").randrange(c.heartbeat_interval_ms) + 1
+        self.ctx.kernel.schedule(phase, lambda: self._if_alive(inc, lambda: self._every(
+            c.heartbeat_interval_ms, self._heartbeat, inc, now=True)))
         self._every(max(1, c.replica_lag_time_max_ms // 2), self._isr_expiration, inc)
         self._every(c.high_watermark_checkpoint_interval_ms, self.replica.checkpoint_high_watermark, inc)
         self._every(c.heartbeat_interval_ms, self._resend_alter_partition, inc)
@@ -141,6 +170,11 @@ class Broker:
 
     def crash(self, lose_unflushed: bool) -> None:
         """Stop at once; in-memory state, parked requests and timers are gone."""
+        if self._boot_timer is not None:  # killed while starting: it never came up
+            self._boot_timer.cancel()
+            self._boot_timer = None
+            self.ctx.log_event("crash", f"broker {self.broker_id} crashed while starting")
+            return
         if not self.alive:
             return
         self.alive = False

@@ -187,12 +187,17 @@ class Cluster:
         self._broker(broker).crash(lose_unflushed)
 
     def restart(self, broker: int) -> None:
-        """Boot a crashed broker from its disk state (stale HW checkpoint)."""
+        """Boot a crashed broker from its disk state (stale HW checkpoint). It comes up after
+        a startup time drawn from ``broker_startup_ms`` (process start and log loading; the
+        broker is down until then)."""
         b = self._broker(broker)
-        if not b.alive:
+        if not b.alive and not b.starting:
+            lo, hi = self.config.broker_startup_ms
+            startup = self.kernel.rng(f"broker-{broker}-startup").randint(lo, hi) if hi else 0
             self.log_event("restart", f"broker {broker} restarts with LEO "
-                           f"{b.replica.log.log_end_offset}, HW {b.replica.log.high_watermark}")
-            b.start()
+                           f"{b.replica.log.log_end_offset}, HW {b.replica.log.high_watermark}"
+                           + (f"; up after {startup} ms" if startup else ""))
+            b.boot(startup)
 
     def crash_coordinator(self) -> None:
         """Kill the transaction coordinator (its ``__transaction_state`` survives)."""
