@@ -129,6 +129,9 @@ class KafkaLeaderEpochCache:
         return self.entries()
 
     def close(self) -> None:
+        # The checkpoint's asynchronous flushes first: one running during the removal writes
+        # its file back into the directory being removed (rmtree then leaves it behind).
+        _drain(self._jpype, self._scheduler)
         if self._owned:
             shutil.rmtree(self.directory, ignore_errors=True)
 
@@ -361,6 +364,9 @@ class KafkaUnifiedLog:
     def close(self) -> None:
         try:
             self._log.close()
+            # the epoch checkpoint's asynchronous flushes, before the directory goes: one
+            # running during the removal wrote its file back (a leftover directory)
+            _drain(self._jpype, self._scheduler)
         finally:
             if self._owned:
                 shutil.rmtree(self.directory, ignore_errors=True)
