@@ -69,6 +69,8 @@ CASES: list[tuple[list[str], int]] = [
     (["trace", "generate", "{tmp}/t.parquet", "--batches", "10", "--partitions", "3"], 0),
     (["campaign", "--runs", "-1"], 2),
     (["kafka", "differential", "--ops", "-1"], 2),
+    (["kafka", "fuzz", "--runs", "0"], 2),
+    (["kafka", "fuzz", "--actions", "x"], 2),
     (["frobnicate"], 2),
 ]
 

@@ -70,3 +70,26 @@ def test_unmappable_scenario_is_refused_with_its_reason(capsys: pytest.CaptureFi
                               cluster_dir=None, keep_cluster=False)
     assert run_command(args) == 2
     assert json.loads(capsys.readouterr().out)["runnable"] is False
+
+
+def test_kafka_fuzz_runs_a_schedule_on_the_cluster_and_on_the_model(cluster: LocalCluster, tmp_path: Path) -> None:
+    """``epochlab kafka fuzz``: one short fuzzer schedule of real-cluster faults, on the cluster
+    and on the model; the run directory, its schedule (replayable on the model) and the summary."""
+    from epochlab.fuzz.schedule import load_schedule
+    from epochlab.kafka.fuzz import REAL_FAULT_CLASSES, fuzz_cluster, schedule_scenario
+
+    runs = fuzz_cluster(cluster, runs=1, seed=3, out=tmp_path / "kf", actions=6)
+    assert len(runs) == 1 and runs[0].error is None, runs[0].to_dict()
+    run = runs[0]
+    schedule = load_schedule(run.directory / "schedule.json")
+    assert {a.op for a in schedule.actions} <= {"produce", "consume", "commit", "crash", "restart", "partition",
+                                                "heal", "isolate", "controlled_shutdown", "restart_producer",
+                                                "crash_consumer", "restart_consumer"}
+    assert not unmappable(schedule_scenario(schedule, "x"))
+    assert all(REAL_FAULT_CLASSES[c] == 0 for c in ("lossy-crash", "broker-link", "controller-link", "slow"))
+    for f in ("steps.md", "history.jsonl", "real.json", "model.json", "compare.json", "README.md"):
+        assert (run.directory / f).is_file(), f
+    summary = json.loads((tmp_path / "kf" / "summary.json").read_text())
+    assert summary["runs"] == 1 and summary["per_run"][0]["seed"] == run.seed
+    # acks=all, min.insync.replicas=2, clean elections, no lossy crash: nothing acknowledged is lost
+    assert run.real_lost == [] and run.model_lost == [], run.to_dict()

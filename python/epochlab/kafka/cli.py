@@ -262,7 +262,14 @@ def _add_run(ksub: Any) -> None:
     add(ksub)
 
 
-_SUBCOMMANDS: list[Callable[[Any], None]] = [_add_jars, _add_probe, _add_differential, _add_cluster, _add_run]
+def _add_fuzz(ksub: Any) -> None:
+    from epochlab.kafka.fuzz import add
+
+    add(ksub)
+
+
+_SUBCOMMANDS: list[Callable[[Any], None]] = [_add_jars, _add_probe, _add_differential, _add_cluster, _add_run,
+                                             _add_fuzz]
 
 
 def add_kafka_commands(sub: Any) -> None:

@@ -291,14 +291,27 @@ def _restart_producer(d: Driver, p: dict[str, Any]) -> str:
     return "new producer session"
 
 
+# A crash or controlled shutdown of a broker that is down, or a restart of one that runs, does
+# nothing, as in the model (Broker.crash, request_controlled_shutdown, Cluster.restart):
+# fuzzer schedules can contain them.
 def _crash(d: Driver, p: dict[str, Any]) -> str:
+    if not d.cluster.is_running(p["broker"]):
+        return "already down"
     pid = d.faults.kill(p["broker"])
     d.faults.drop_sockets(p["broker"])  # the model's crash takes the machine's sockets along
     return f"SIGKILL pid {pid}, its sockets aborted"
 
 
 def _restart(d: Driver, p: dict[str, Any]) -> str:
+    if d.cluster.is_running(p["broker"]):
+        return "already running"
     return f"started, pid {d.faults.restart(p['broker'])}"
+
+
+def _controlled_shutdown(d: Driver, p: dict[str, Any]) -> str:
+    if not d.cluster.is_running(p["broker"]):
+        return "already down"
+    return f"shut down in {d.faults.shutdown(p['broker']):.1f} s"
 
 
 def _set_link(d: Driver, p: dict[str, Any]) -> str:
@@ -383,7 +396,7 @@ ACTIONS: dict[str, Callable[[Driver, dict[str, Any]], str]] = {
     "isolate": _isolate,
     "set_link": _set_link,
     "elect_preferred": _elect_preferred,
-    "controlled_shutdown": lambda d, p: f"shut down in {d.faults.shutdown(p['broker']):.1f} s",
+    "controlled_shutdown": _controlled_shutdown,
     "wait": lambda d, p: d.idle_until(d.now_ms() + p["ms"]) or f"waited {p['ms']} ms",
     "wait_until": _wait_until,
     "restart_producer": _restart_producer,

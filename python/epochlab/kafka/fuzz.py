@@ -1,0 +1,276 @@
+"""``epochlab kafka fuzz``: fuzzer schedules on a real Kafka cluster, each replayed on the model.
+
+Each run draws a schedule with the random engine (``epochlab.fuzz.generator``) restricted to the
+faults a live cluster on this machine can take: crashes and restarts (SIGKILL), partitions and
+isolations (nft rules between the harness's network namespaces), controlled shutdowns, and
+client restarts; link delays, lossy links and lossy crashes need netem or a forgetting
+filesystem, operator elections of a chosen broker have no Kafka counterpart
+(``epochlab.kafka.run.unmappable``). The schedule becomes a scenario (every action at its
+``at_ms``, then a heal, a restart of every broker still down, a wait until the ISR is whole and
+in sync and the producer's sends are resolved, and a last read), which ``epochlab kafka run``'s
+machinery runs on the cluster and, the same schedule, on the model (the latest generation with
+the cluster's settings).
+
+Per run it reports the real outcome (acknowledged writes lost, records duplicated), the model's,
+and where they differ. With ``acks=all``, ``min.insync.replicas=2``, clean elections only and
+no lossy crash, an acknowledged write missing at the end is a durability violation on either
+side; duplicates are allowed (the producer is not idempotent). Every run keeps its directory
+(step table, timeline, history, the real and model summaries) and its ``schedule.json``, which
+``epochlab replay`` replays on the model byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from epochlab.fuzz.generator import FAULT_CLASSES, FuzzProfile, generate_schedule
+from epochlab.fuzz.schedule import Schedule
+from epochlab.kafka.run import GENERATION
+
+__all__ = ["REAL_FAULT_CLASSES", "KafkaFuzzRun", "real_profile", "schedule_scenario", "fuzz_cluster"]
+
+#: The generator's fault classes a live cluster here can take, with their usual weights; the
+#: others are off (link delays and partial loss need netem, lossy crashes a forgetting
+#: filesystem, ``elect`` of a chosen broker has no Kafka counterpart).
+REAL_FAULT_CLASSES: dict[str, int] = {name: 0 for name in FAULT_CLASSES} | {
+    "crash": FAULT_CLASSES["crash"], "partition": FAULT_CLASSES["partition"],
+    "shutdown": FAULT_CLASSES["shutdown"], "client-restart": FAULT_CLASSES["client-restart"]}
+
+#: Model seeds tried when a real run and the model's differ.
+MODEL_SEEDS = 20
+
+#: How long the end of a run waits for the cluster to converge (ISR whole, in sync, sends resolved).
+SETTLE_MS = 60_000
+
+
+def real_profile(actions: int = 15) -> FuzzProfile:
+    """The default fuzz profile (acks=all, min.insync.replicas=2, clean elections) with the
+    faults of :data:`REAL_FAULT_CLASSES` and no per-run variation of the broker settings (one
+    cluster serves every run)."""
+    return replace(FuzzProfile(), actions=actions, fault_classes=dict(REAL_FAULT_CLASSES), vary_config=False)
+
+
+def schedule_scenario(schedule: Schedule, name: str) -> Any:
+    """The scenario that runs ``schedule``'s actions at their times, then heals the cluster and
+    waits for it to converge (see the module doc)."""
+    from epochlab.scenarios.loader import from_mapping
+
+    steps: list[dict[str, Any]] = []
+    down: set[int] = set()
+    for action in schedule.actions:
+        params = {k: _plain(v) for k, v in action.params.items() if v is not None}
+        steps.append({"action": action.op, "at_ms": action.at_ms, **params})
+        if action.op in ("crash", "controlled_shutdown"):
+            down.add(action.params["broker"])
+        elif action.op == "restart":
+            down.discard(action.params["broker"])
+    brokers = list(schedule.cluster.get("brokers", [1, 2, 3]))
+    steps.append({"action": "heal", "after_ms": 500, "label": "heal"})
+    steps += [{"action": "restart", "broker": b} for b in sorted(down)]
+    condition: dict[str, Any] = {"isr": brokers, "in_sync": True}
+    if schedule.producers:
+        condition["sends_done"] = sorted(schedule.producers)[0]
+    steps.append({"action": "wait_until", "condition": condition, "timeout_ms": SETTLE_MS,
+                  "required": False, "label": "converged"})
+    steps += [{"action": "consume", "consumer": c} for c in sorted(schedule.consumers)]
+    data = {"name": name, "seed": schedule.seed, "generations": [GENERATION],
+            "description": f"fuzz schedule (run seed {schedule.seed}) on a real cluster",
+            "cluster": dict(schedule.cluster), "producers": {k: dict(v) for k, v in schedule.producers.items()},
+            "consumers": {k: dict(v) for k, v in schedule.consumers.items()}, "steps": steps}
+    return from_mapping(data, f"<kafka fuzz {name}>")
+
+
+def _plain(value: Any) -> Any:
+    """Tuples (a schedule's frozen lists) as the lists a scenario mapping has."""
+    return [_plain(v) for v in value] if isinstance(value, (tuple, list)) else value
+
+
+@dataclass
+class KafkaFuzzRun:
+    """One schedule on the cluster and on the model."""
+
+    index: int
+    seed: int
+    directory: Path
+    seconds: float
+    real_lost: list[int]
+    model_lost: list[int]
+    real_duplicated: list[int]
+    model_duplicated: list[int]
+    agree: bool
+    differences: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+    #: when they differ: of :data:`MODEL_SEEDS` model seeds, how many give the real run's data
+    #: outcome (:func:`data_outcome`): > 0, nondeterminism both show; 0, a model defect or a
+    #: timing the model does not reach
+    model_seeds_matching: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "seed": self.seed, "directory": str(self.directory),
+                "seconds": round(self.seconds, 1), "real": {"lost": self.real_lost, "duplicated": self.real_duplicated},
+                "model": {"lost": self.model_lost, "duplicated": self.model_duplicated},
+                "agree": self.agree, "differences": self.differences, "error": self.error,
+                "model_seeds_matching": self.model_seeds_matching,
+                "model_seeds": MODEL_SEEDS if self.model_seeds_matching is not None else None}
+
+
+def fuzz_cluster(cluster: Any, runs: int, seed: int, out: Path, actions: int = 15,
+                 seconds: float | None = None,
+                 progress: Callable[[KafkaFuzzRun], None] | None = None) -> list[KafkaFuzzRun]:
+    """Run up to ``runs`` schedules (fewer when ``seconds`` run out) on ``cluster``; each run's
+    directory and ``schedule.json`` go under ``out/run-NNN``; ``out/summary.json`` is rewritten
+    after every run, so a stopped campaign keeps what it measured."""
+    import random
+
+    from epochlab.kafka.run_cli import execute
+
+    out.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
+    profile = real_profile(actions)
+    done: list[KafkaFuzzRun] = []
+    start = time.monotonic()
+    for index in range(runs):
+        if seconds is not None and time.monotonic() - start >= seconds:
+            break
+        run_seed = rng.randrange(2**31)
+        schedule = generate_schedule(run_seed, GENERATION, profile)
+        directory = out / f"run-{index:03d}"
+        t0 = time.monotonic()
+        code, payload = execute(schedule_scenario(schedule, f"kafka-fuzz-{index:03d}"), cluster, True, directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        schedule.save(directory / "schedule.json")
+        if code == 2:
+            run = KafkaFuzzRun(index, run_seed, directory, time.monotonic() - t0, [], [], [], [], False,
+                               error="; ".join(payload.get("why", [])) or "not runnable")
+        else:
+            real, model = payload["real"], payload["model"]
+            outcome = [d for d in payload["differences"] if d["kind"] == "outcome"]
+            run = KafkaFuzzRun(index, run_seed, directory, time.monotonic() - t0, list(real["lost"]),
+                               list(model["lost"]), list(real["duplicated"]), list(model["duplicated"]),
+                               not outcome, outcome)
+            if outcome:
+                scenario = schedule_scenario(schedule, f"kafka-fuzz-{index:03d}")
+                run.model_seeds_matching = model_seeds_matching(scenario, real, real["settings"], MODEL_SEEDS)
+        done.append(run)
+        _write_summary(out, seed, profile, done, time.monotonic() - start)
+        if progress is not None:
+            progress(run)
+    return done
+
+
+def data_outcome(summary: dict[str, Any]) -> tuple[Any, ...]:
+    """What a run did to the data, whatever the timing: the acknowledged values of each
+    producer, the acknowledged values lost, the values duplicated."""
+    acked = tuple(sorted((p, tuple(sorted(int(v) for v in a))) for p, a in summary["acked"].items()))
+    return acked, tuple(summary["lost"]), tuple(summary["duplicated"])
+
+
+def model_seeds_matching(scenario: Any, real: dict[str, Any], settings: dict[str, int], seeds: int) -> int:
+    """Of model seeds ``1..seeds``, how many give ``real``'s :func:`data_outcome`."""
+    from epochlab.kafka.run_compare import model_run, summarize_model
+
+    want = data_outcome(real)
+    return sum(data_outcome(summarize_model(model_run(replace(scenario, seed=seed), GENERATION, settings))) == want
+               for seed in range(1, seeds + 1))
+
+
+def _write_summary(out: Path, seed: int, profile: FuzzProfile, done: list[KafkaFuzzRun], seconds: float) -> None:
+    summary = {
+        "generation": GENERATION, "seed": seed, "profile": profile.to_dict(), "runs": len(done),
+        "seconds": round(seconds, 1),
+        "real_violations": [r.index for r in done if r.real_lost],
+        "model_violations": [r.index for r in done if r.model_lost],
+        "disagreements": [r.index for r in done if not r.agree and r.error is None],
+        "unexplained": [r.index for r in done if r.model_seeds_matching == 0],
+        "errors": [r.index for r in done if r.error is not None],
+        "per_run": [r.to_dict() for r in done],
+    }
+    tmp = out / "summary.json.tmp"
+    tmp.write_text(json.dumps(summary, sort_keys=True, indent=2, default=str) + "\n")
+    tmp.replace(out / "summary.json")
+
+
+def add(ksub: Any) -> None:
+    """``epochlab kafka fuzz``."""
+    p = ksub.add_parser("fuzz", help="fuzzer schedules on a real cluster, each replayed on the model",
+                        description="Draw fuzzer schedules limited to the faults a live cluster here can "
+                                    "take (crash/restart, partitions, controlled shutdown, client "
+                                    "restarts), run each on a real KRaft cluster and on the model, and "
+                                    "report lost acknowledged writes on either side and every outcome "
+                                    "where they differ (docs/kafka-run.md). Exit 1 when a run shows a "
+                                    "violation or a real outcome no model seed gives, 2 for a usage or "
+                                    "environment problem.")
+    p.add_argument("--runs", type=_positive, default=10, help="schedules to run (default 10)")
+    p.add_argument("--seconds", type=_positive, default=None, help="stop starting runs after this long")
+    p.add_argument("--seed", type=int, default=1, help="campaign seed (default 1)")
+    p.add_argument("--actions", type=_positive, default=15, help="actions per schedule (default 15)")
+    p.add_argument("--out", default="runs/kafka-fuzz", help="campaign directory (default runs/kafka-fuzz)")
+    p.add_argument("--cluster-dir", help="use the running cluster recorded in this directory")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(kafka_run=_command)
+
+
+def _positive(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if not 1 <= value <= 100_000:
+        raise argparse.ArgumentTypeError(f"expected an integer in 1..100000, got {value}")
+    return value
+
+
+def _command(args: Any) -> int:
+    import sys
+
+    from epochlab.errors import EpochlabError
+    from epochlab.kafka.cluster import LocalCluster
+    from epochlab.kafka.run import broker_overrides
+
+    out = Path(args.out)
+    started = None
+    try:
+        if args.cluster_dir:
+            cluster = LocalCluster.attach(args.cluster_dir)
+        else:
+            probe = schedule_scenario(generate_schedule(0, GENERATION, real_profile(1)), "kafka-fuzz-settings")
+            cluster = started = LocalCluster(out.with_name(out.name + ".cluster"), brokers=3,
+                                             overrides=broker_overrides(probe))
+            t0 = time.monotonic()
+            cluster.start()
+            print(f"cluster started in {time.monotonic() - t0:.1f} s", file=sys.stderr)
+
+        def show(run: KafkaFuzzRun) -> None:
+            if args.json:
+                return
+            what = run.error or ("agree" if run.agree else
+                                 f"differ (the real data outcome in {run.model_seeds_matching} of {MODEL_SEEDS} "
+                                 "model seeds): " + "; ".join(d["what"] for d in run.differences))
+            lost = f" real lost {run.real_lost}" if run.real_lost else ""
+            lost += f" model lost {run.model_lost}" if run.model_lost else ""
+            print(f"run {run.index:3d} (seed {run.seed}) {run.seconds:5.1f} s: {what}{lost}", flush=True)
+
+        done = fuzz_cluster(cluster, args.runs, args.seed, out, args.actions, args.seconds, show)
+    except EpochlabError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if started is not None:
+            started.stop()
+    summary = json.loads((out / "summary.json").read_text())
+    if args.json:
+        print(json.dumps(summary, sort_keys=True, indent=2))
+    else:
+        print(f"{summary['runs']} runs in {summary['seconds']} s: real violations {summary['real_violations']}, "
+              f"model violations {summary['model_violations']}, disagreements {summary['disagreements']} "
+              f"(of which no model seed gives the real outcome: {summary['unexplained']}), "
+              f"errors {summary['errors']}; summary: {out / 'summary.json'}")
+    bad = summary["real_violations"] or summary["model_violations"] or summary["unexplained"] or summary["errors"]
+    return 1 if bad or not done else 0
