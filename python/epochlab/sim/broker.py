@@ -158,7 +158,7 @@ class Broker:
         # previous answer, from the moment the broker registered, and real brokers boot at
         # different times. Phase-aligned timers made two brokers failing within one interval
         # expire in the order of link jitter rather than of their failures (docs/kafka-run.md).
-        self._heartbeat()
+        self.ctx.kernel.schedule(0, lambda: self._if_alive(inc, self._heartbeat))
         phase = self.ctx.kernel.rng(f"broker-{self.broker_id}-heartbeat").randrange(c.heartbeat_interval_ms) + 1
         self.ctx.kernel.schedule(phase, lambda: self._if_alive(inc, lambda: self._every(
             c.heartbeat_interval_ms, self._heartbeat, inc, now=True)))
