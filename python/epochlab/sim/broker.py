@@ -123,6 +123,11 @@ class Broker:
         self._verifying: dict[int, tuple[ProduceRequest, int, Timer]] = {}
         self._tokens = 0
         self._boot_timer: Timer | None = None  # a restart's process start, until it registers
+        # One request of a client connection at a time (Kafka's SocketServer mutes a channel
+        # from a request's receipt until its response is sent): clients with a produce request
+        # being handled, and the requests of theirs that arrived meanwhile, in order.
+        self._conn_busy: set[str] = set()
+        self._conn_queue: dict[str, list[ProduceRequest]] = {}
 
     # -- lifecycle --------------------------------------------------------------------------
     @property
@@ -149,6 +154,8 @@ class Broker:
         controller by a first heartbeat."""
         self.alive = True
         self.incarnation += 1
+        self._conn_busy.clear()   # a new process: new connections
+        self._conn_queue.clear()
         self.registered = not self.broker_epochs
         self._alter_sent_ms = None
         self.ctx.network.set_alive(self.broker_id, True)
@@ -182,6 +189,8 @@ class Broker:
         self.ctx.network.set_alive(self.broker_id, False)
         self._parked_fetches.clear()
         self._parked_produces.clear()
+        self._conn_busy.clear()
+        self._conn_queue.clear()
         self._clear_transactional()
         lost = self.replica.crash(lose_unflushed)
         self.ctx.log_event("crash", f"broker {self.broker_id} crashed"
@@ -421,7 +430,37 @@ class Broker:
     def on_produce(self, req: ProduceRequest, src: object) -> None:
         """Append as leader; answer at once (acks=1, errors), never (acks=0) or when the HW
         covers the batch (acks=all, purgatory). A transactional first write is verified first
-        with KIP-890 (module doc)."""
+        with KIP-890 (module doc). The requests of one client connection are handled one at a
+        time: the next is read once the previous one is answered (Kafka's ``SocketServer``
+        processor mutes the channel on ``REQUEST_RECEIVED`` and unmutes it on
+        ``RESPONSE_SENT``, ``KafkaChannel.ChannelMuteState``), so a produce waiting in the
+        purgatory holds back the requests pipelined behind it, and their timeouts start later."""
+        if req.client in self._conn_busy:
+            self._conn_queue.setdefault(req.client, []).append(req)
+            return
+        self._conn_busy.add(req.client)
+        self._handle_produce(req)
+
+    def on_client_disconnect(self, client: str, src: object) -> None:
+        """The client closed its connection: the requests it had pipelined that were not read
+        yet are gone with it; the one being handled completes, its answer lost."""
+        self._conn_queue.pop(client, None)
+        self._conn_busy.discard(client)
+
+    def _answer_produce(self, req: ProduceRequest, resp: ProduceResponse | None) -> None:
+        """Send ``resp`` (``None``: acks=0, no response) and read the connection's next request."""
+        if resp is not None:
+            self.ctx.post(self.broker_id, req.client, "on_produce_response", resp)
+        queue = self._conn_queue.get(req.client)
+        if not queue:
+            self._conn_busy.discard(req.client)
+            self._conn_queue.pop(req.client, None)
+            return
+        nxt = queue.pop(0)
+        inc = self.incarnation
+        self.ctx.kernel.schedule(0, lambda: self._if_alive(inc, lambda: self._handle_produce(nxt)))
+
+    def _handle_produce(self, req: ProduceRequest) -> None:
         if self._needs_verification(req):
             self._verify(req)
             return
@@ -452,8 +491,7 @@ class Broker:
         entry = self._verifying.pop(token, None)
         if entry is not None:
             req = entry[0]
-            self.ctx.post(self.broker_id, req.client, "on_produce_response",
-                          ProduceResponse(req.request_id, "NOT_ENOUGH_REPLICAS"))
+            self._answer_produce(req, ProduceResponse(req.request_id, "NOT_ENOUGH_REPLICAS"))
 
     def on_verify_response(self, resp: TxnCoordinatorResponse, src: object) -> None:
         entry = self._verifying.pop(resp.request_id, None)
@@ -469,8 +507,7 @@ class Broker:
         self.ctx.log_event("replica", f"broker {self.broker_id}: transaction verification "
                            f"rejects produce from {req.client} (producer {req.producer_id} "
                            f"epoch {req.producer_epoch}): {error}")
-        self.ctx.post(self.broker_id, req.client, "on_produce_response",
-                      ProduceResponse(req.request_id, error))
+        self._answer_produce(req, ProduceResponse(req.request_id, error))
 
     def _clear_transactional(self) -> None:
         for _, _, timer in self._verifying.values():
@@ -525,10 +562,11 @@ class Broker:
         if resp.error is None and not resp.duplicate:
             self._answer_parked_fetches()
         if req.acks == "0":
+            self._answer_produce(req, None)
             self._check_parked_produces()
             return
         if req.acks == "1" or resp.error is not None:
-            self.ctx.post(self.broker_id, req.client, "on_produce_response", resp)
+            self._answer_produce(req, resp)
             self._check_parked_produces()
             return
         assert resp.last_offset is not None
@@ -542,8 +580,7 @@ class Broker:
         for i, (_, parked, _timer, _resp) in enumerate(self._parked_produces):
             if parked is req:
                 del self._parked_produces[i]
-                self.ctx.post(self.broker_id, req.client, "on_produce_response",
-                              ProduceResponse(req.request_id, "REQUEST_TIMED_OUT"))
+                self._answer_produce(req, ProduceResponse(req.request_id, "REQUEST_TIMED_OUT"))
                 return
 
     def _check_parked_produces(self) -> None:
@@ -561,5 +598,5 @@ class Broker:
                 continue
             timer.cancel()
             resp = ok if error is None else ProduceResponse(req.request_id, error)
-            self.ctx.post(self.broker_id, req.client, "on_produce_response", resp)
+            self._answer_produce(req, resp)
         self._parked_produces = waiting

@@ -395,14 +395,31 @@ class Producer(TransactionalMixin):
                 return
 
     def _request_timeout(self, session: int, request_id: int) -> None:
+        """A request unanswered after ``request.timeout.ms``: the Java client closes the
+        connection (``NetworkClient.handleTimedOutRequests`` -> ``processTimeoutDisconnection``),
+        which fails every other request in flight on it as disconnected (NETWORK_EXCEPTION,
+        retried) and makes the broker drop the requests it had not read yet (its channel was
+        muted behind the one it was handling, see ``Broker.on_produce``)."""
         if session != self.session:
             return
         entry = self._in_flight.pop(request_id, None)
         self._early.pop(request_id, None)
-        if entry is not None:
-            self._dequeue(request_id)
-            self._on_error(entry[0], "REQUEST_TIMED_OUT")
-            self._release_early()
+        if entry is None:
+            return
+        dst = next((d for d, q in self._order.items() if request_id in q), None)
+        self._dequeue(request_id)
+        others = list(self._order.pop(dst, [])) if dst is not None else []
+        if dst is not None:
+            self.ctx.post(self.name, dst, "on_client_disconnect", self.name)
+        self._on_error(entry[0], "REQUEST_TIMED_OUT")
+        for other in others:
+            pending = self._in_flight.pop(other, None)
+            self._early.pop(other, None)
+            if pending is not None:
+                pending[1].cancel()
+                pending[0].indeterminate = True  # it may have been answered on the wire
+                self._on_error(pending[0], "NETWORK_EXCEPTION")
+        self._release_early()
 
     def _on_error(self, batch: _Batch, error: str) -> None:
         """Retry or fail one batch after an error (see the module doc)."""
