@@ -148,3 +148,25 @@ def test_a_closed_output_pipe_is_not_a_traceback(tmp_path: Path) -> None:
                      close_after_one_line)
     assert b"Traceback" not in err, err[-3000:]
     assert code in (0, 2), (code, err[-3000:])
+
+
+def test_a_closed_pipe_inside_the_rich_table_is_the_clis_broken_pipe() -> None:
+    """rich turns a closed pipe into ``SystemExit(1)`` (``Console.on_broken_pipe``), which made
+    ``epochlab scenario run ... | head -1`` exit 1 (an expectation failure) when the pipe broke
+    while the step table was printed; the table lets the BrokenPipeError reach the CLI (exit 2)."""
+    import io
+
+    import pytest
+
+    pytest.importorskip("rich")
+    from epochlab.report.table import render_terminal, step_rows
+    from epochlab.scenarios import load_builtin
+    from epochlab.scenarios.runner import run_scenario
+
+    class ClosedPipe(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError
+
+    rows = step_rows(run_scenario(load_builtin("seed-002-rf1-offline"), "kip-101", write=False).records)
+    with pytest.raises(BrokenPipeError):
+        render_terminal(rows, "t", file=ClosedPipe())

@@ -182,7 +182,15 @@ def render_terminal(rows: Sequence[Row], title: str = "", file: TextIO | None = 
         table.add_column(name.replace("[", "\\["), overflow="fold")
     for row in rows:
         table.add_row(*(c.replace("[", "\\[") for c in _cells(row)))
-    Console(file=file, width=max(160, Console(file=file).width)).print(table)
+    console = Console(file=file, width=max(160, Console(file=file).width))
+    # rich answers a closed pipe with SystemExit(1) (Console.on_broken_pipe); let it reach the
+    # CLI's handler instead, which stops quietly with exit 2 like every other write
+    console.on_broken_pipe = _raise_broken_pipe  # type: ignore[method-assign]
+    console.print(table)
+
+
+def _raise_broken_pipe() -> None:
+    raise BrokenPipeError
 
 
 def render_verdict(result: Any) -> str:
