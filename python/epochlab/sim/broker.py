@@ -128,6 +128,11 @@ class Broker:
         # being handled, and the requests of theirs that arrived meanwhile, in order.
         self._conn_busy: set[str] = set()
         self._conn_queue: dict[str, list[ProduceRequest]] = {}
+        # which connection of the client a request being handled came on (a count of the
+        # client's closed connections): the answer to a closed connection's request reads
+        # nothing of the next connection's
+        self._conn_gen: dict[str, int] = {}
+        self._req_gen: dict[tuple[str, int], int] = {}
 
     # -- lifecycle --------------------------------------------------------------------------
     @property
@@ -154,8 +159,7 @@ class Broker:
         controller by a first heartbeat."""
         self.alive = True
         self.incarnation += 1
-        self._conn_busy.clear()   # a new process: new connections
-        self._conn_queue.clear()
+        self._reset_connections()   # a new process: new connections
         self.registered = not self.broker_epochs
         self._alter_sent_ms = None
         self.ctx.network.set_alive(self.broker_id, True)
@@ -189,8 +193,7 @@ class Broker:
         self.ctx.network.set_alive(self.broker_id, False)
         self._parked_fetches.clear()
         self._parked_produces.clear()
-        self._conn_busy.clear()
-        self._conn_queue.clear()
+        self._reset_connections()
         self._clear_transactional()
         lost = self.replica.crash(lose_unflushed)
         self.ctx.log_event("crash", f"broker {self.broker_id} crashed"
@@ -441,16 +444,24 @@ class Broker:
         self._conn_busy.add(req.client)
         self._handle_produce(req)
 
+    def _reset_connections(self) -> None:
+        self._conn_busy.clear()
+        self._conn_queue.clear()
+        self._req_gen.clear()
+
     def on_client_disconnect(self, client: str, src: object) -> None:
         """The client closed its connection: the requests it had pipelined that were not read
         yet are gone with it; the one being handled completes, its answer lost."""
         self._conn_queue.pop(client, None)
         self._conn_busy.discard(client)
+        self._conn_gen[client] = self._conn_gen.get(client, 0) + 1
 
     def _answer_produce(self, req: ProduceRequest, resp: ProduceResponse | None) -> None:
         """Send ``resp`` (``None``: acks=0, no response) and read the connection's next request."""
         if resp is not None:
             self.ctx.post(self.broker_id, req.client, "on_produce_response", resp)
+        if self._req_gen.pop((req.client, req.request_id), None) != self._conn_gen.get(req.client, 0):
+            return  # its connection is closed: the next one's requests are not behind it
         queue = self._conn_queue.get(req.client)
         if not queue:
             self._conn_busy.discard(req.client)
@@ -461,6 +472,7 @@ class Broker:
         self.ctx.kernel.schedule(0, lambda: self._if_alive(inc, lambda: self._handle_produce(nxt)))
 
     def _handle_produce(self, req: ProduceRequest) -> None:
+        self._req_gen[(req.client, req.request_id)] = self._conn_gen.get(req.client, 0)
         if self._needs_verification(req):
             self._verify(req)
             return
