@@ -232,7 +232,7 @@ def _command(args: Any) -> int:
 
     from epochlab.errors import EpochlabError
     from epochlab.kafka.cluster import LocalCluster
-    from epochlab.kafka.run import broker_overrides
+    from epochlab.kafka.run import cluster_overrides
 
     out = Path(args.out)
     started = None
@@ -240,9 +240,8 @@ def _command(args: Any) -> int:
         if args.cluster_dir:
             cluster = LocalCluster.attach(args.cluster_dir)
         else:
-            probe = schedule_scenario(generate_schedule(0, GENERATION, real_profile(1)), "kafka-fuzz-settings")
             cluster = started = LocalCluster(out.with_name(out.name + ".cluster"), brokers=3,
-                                             overrides=broker_overrides(probe))
+                                             overrides=cluster_overrides(real_profile().cluster))
             t0 = time.monotonic()
             cluster.start()
             print(f"cluster started in {time.monotonic() - t0:.1f} s", file=sys.stderr)

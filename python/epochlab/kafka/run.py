@@ -139,7 +139,12 @@ BROKER_SETTINGS = {
 def broker_overrides(scenario: Scenario) -> dict[str, str]:
     """``server.properties`` entries that give a cluster the scenario's broker settings (the
     model's defaults where it sets none), for a cluster started for this scenario."""
-    cfg = ClusterConfig.from_dict(scenario.cluster, f"{scenario.where}: cluster")
+    return cluster_overrides(scenario.cluster, f"{scenario.where}: cluster")
+
+
+def cluster_overrides(cluster: dict[str, Any], where: str = "cluster") -> dict[str, str]:
+    """:func:`broker_overrides` for a scenario's or schedule's ``cluster`` table alone."""
+    cfg = ClusterConfig.from_dict(cluster, where)
     return {prop: str(getattr(cfg, name)) for name, prop in BROKER_SETTINGS.items()}
 
 
