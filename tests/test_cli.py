@@ -131,3 +131,30 @@ def test_python_dash_m_and_no_optional_packages(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "epochlab", "generations"], capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.startswith("hw-truncation")
+
+
+def test_downtime_log_parsing_and_table(tmp_path) -> None:
+    """``epochlab.kafka.downtime``: a node log's lines with their ms timestamps (other shapes
+    and a missing file skipped), the summary per phase and seed 002's table with both columns."""
+    from epochlab.kafka.downtime import parse_log, summarize, table_markdown
+
+    log = tmp_path / "server.log"
+    log.write_text("1795709345057 INFO [org.apache.kafka.controller.ReplicationControlManager] [QuorumController "
+                   "id=100] Fencing broker 2 at epoch 15 because its session has timed out.\n"
+                   "\tat some.stack.Trace(Trace.java:1)\n"
+                   "1795709345126 INFO [state.change.logger] [Broker id=3] Leader t1-0 with topic id Some(x) starts "
+                   "at leader epoch 1 from offset 0 with partition epoch 1, high watermark 0\n")
+    lines = parse_log(log)
+    assert [t for t, *_ in lines] == [1795709345057, 1795709345126]
+    assert parse_log(log, since_ms=1795709345100)[0][2] == "state.change.logger"
+    assert parse_log(tmp_path / "missing.log") == []
+    rows = [{"detection_ms": 2900, "election_ms": 0, "propagation_ms": 40, "producer_recovery_ms": None,
+             "consumer_recovery_ms": 4000, "offline_ms": 0},
+            {"detection_ms": 2500, "election_ms": 0, "propagation_ms": 36, "producer_recovery_ms": None,
+             "consumer_recovery_ms": 3900, "offline_ms": 0}]
+    s = summarize(rows)
+    assert s["detection_ms"] == {"n": 2, "min": 2500, "p50": 2500, "max": 2900}
+    assert s["producer_recovery_ms"] == {"n": 0, "min": None, "p50": None, "max": None}
+    table = table_markdown(rows, rows)
+    assert "| Detection | 0-6 seconds" in table and "2500 ms (2500-2900)" in table
+    assert "not measured (0 of 2)" in table

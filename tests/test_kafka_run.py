@@ -93,3 +93,33 @@ def test_kafka_fuzz_runs_a_schedule_on_the_cluster_and_on_the_model(cluster: Loc
     assert summary["runs"] == 1 and summary["per_run"][0]["seed"] == run.seed
     # acks=all, min.insync.replicas=2, clean elections, no lossy crash: nothing acknowledged is lost
     assert run.real_lost == [] and run.model_lost == [], run.to_dict()
+
+
+def test_kafka_downtime_measures_a_leader_failure_on_the_cluster_and_the_model(cluster: LocalCluster) -> None:
+    """``epochlab kafka downtime``: one SIGKILL of the leader under a producer and a consumer,
+    its phases read from the brokers' own logs (log4j 2, ms timestamps) and the clients'
+    history, and the same workload on the model with the cluster's settings."""
+    from epochlab.kafka.downtime import PHASES, measure_model, measure_real, parse_log, summarize, table_markdown
+    from epochlab.kafka.run import cluster_settings
+
+    assert all(parse_log(cluster.nodes[i].server_log) for i in cluster.nodes)  # every node logs
+    settings = cluster_settings(cluster)
+    (row,) = measure_real(cluster, 1)
+    session = settings["session_timeout_ms"]
+    assert row["detection_ms"] is not None and 0 < row["detection_ms"] <= session + 1000, row
+    assert row["election_ms"] == 0 and row["offline_ms"] == 0, row      # KRaft: in the fencing's records
+    assert row["new_leader"] not in (None, row["leader"]) and row["propagation_ms"] is not None, row
+    for key in ("producer_recovery_ms", "consumer_recovery_ms"):
+        assert row[key] is not None and row[key] >= row["detection_ms"], row   # nothing before the failover
+    assert row["leader"] in admin_isr(cluster, row["topic"])                    # restarted and back in the ISR
+    model = measure_model(settings, 3)
+    assert all(m["detection_ms"] is not None and m["consumer_recovery_ms"] is not None for m in model), model
+    assert summarize(model)["detection_ms"]["n"] == 3
+    table = table_markdown([row], model)
+    assert all(name in table for name, _key in PHASES) and "not measured" not in table
+
+
+def admin_isr(cluster: LocalCluster, topic: str) -> tuple[int, ...]:
+    from epochlab.kafka.clients import KafkaAdmin
+
+    return KafkaAdmin(cluster.bootstrap_servers).describe_partition(topic).isr

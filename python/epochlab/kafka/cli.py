@@ -13,6 +13,7 @@ table of contents.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any, Callable
 
 __all__ = ["add_kafka_commands", "dispatch_kafka"]
@@ -46,13 +47,18 @@ def _compared_releases() -> list[tuple[str, str]]:
 
 
 def _run_jars(args: argparse.Namespace) -> int:
-    from epochlab.kafka.jars import jar_dir
+    from epochlab.kafka.jars import jar_dir, logging_dir
+
+    def resolve(version: str) -> Path:
+        folder = jar_dir(version)
+        logging_dir(folder)  # a live broker's log binding (4.0+; resolved into older caches too)
+        return folder
 
     if not args.all_generations:
-        print(jar_dir(args.version))
+        print(resolve(args.version))
         return 0
     for label, version in _compared_releases():
-        print(f"{label} {version} {jar_dir(version)}", flush=True)
+        print(f"{label} {version} {resolve(version)}", flush=True)
     return 0
 
 
@@ -268,8 +274,14 @@ def _add_fuzz(ksub: Any) -> None:
     add(ksub)
 
 
+def _add_downtime(ksub: Any) -> None:
+    from epochlab.kafka.downtime import add
+
+    add(ksub)
+
+
 _SUBCOMMANDS: list[Callable[[Any], None]] = [_add_jars, _add_probe, _add_differential, _add_cluster, _add_run,
-                                             _add_fuzz]
+                                             _add_fuzz, _add_downtime]
 
 
 def add_kafka_commands(sub: Any) -> None:

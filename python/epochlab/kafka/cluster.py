@@ -9,6 +9,7 @@ failover (:data:`FAST_FAILOVER`). Everything a node writes is under the cluster 
     DIR/node-<id>/server.properties
     DIR/node-<id>/data/         the node's log directory (KRaft metadata and partition logs)
     DIR/node-<id>/stdout.log    the JVM's stdout and stderr
+    DIR/node-<id>/server.log    the node's log (log4j 2, INFO, 4.0+ releases: LOG_PATTERN)
 
 Networking (``network=``):
 
@@ -54,8 +55,8 @@ from typing import Any
 
 from epochlab.errors import ConfigError
 
-__all__ = ["CLIENT", "FAST_FAILOVER", "JVM_OPTIONS", "LocalCluster", "Node", "live_pid",
-           "netns_available"]
+__all__ = ["CLIENT", "FAST_FAILOVER", "JVM_OPTIONS", "LOG_PATTERN", "LocalCluster", "Node", "live_pid",
+           "log4j2_properties", "netns_available"]
 
 #: The endpoint name of the harness's own side of the network (where its clients run).
 CLIENT = "client"
@@ -73,6 +74,28 @@ FAST_FAILOVER = {
     "controller.quorum.fetch.timeout.ms": "3000",
     "controller.quorum.election.timeout.ms": "1000",
 }
+
+#: Each line of a node's ``server.log``: wall-clock ms since the epoch, level, logger, message.
+LOG_PATTERN = "%d{UNIX_MILLIS} %p [%c] %m%n"
+
+
+def log4j2_properties(path: Path) -> str:
+    """A log4j 2 configuration writing INFO and above to ``path`` (:data:`LOG_PATTERN`), like
+    the ``server.log`` of Kafka's own ``config/log4j2.yaml``, with the state-change logger
+    (leader and follower transitions) in the same file."""
+    return "\n".join([
+        "status = warn",
+        "appender.server.type = File",
+        "appender.server.name = server",
+        f"appender.server.fileName = {path}",
+        "appender.server.append = true",
+        "appender.server.layout.type = PatternLayout",
+        f"appender.server.layout.pattern = {LOG_PATTERN}",
+        "rootLogger.level = INFO",
+        "rootLogger.appenderRef.server.ref = server",
+        "",
+    ])
+
 
 _PORT_BROKER = 9092
 _PORT_CONTROLLER = 9093
@@ -112,6 +135,12 @@ class Node:
     @property
     def config_path(self) -> Path:
         return Path(self.dir) / "server.properties"
+
+    @property
+    def server_log(self) -> Path:
+        """The node's own log (log4j 2, INFO; releases 4.0+): one line per event, starting
+        with the wall-clock time in ms since the epoch (:data:`LOG_PATTERN`)."""
+        return Path(self.dir) / "server.log"
 
 
 def netns_available() -> bool:
@@ -340,7 +369,18 @@ class LocalCluster:
                                   got=p.returncode)
 
     def _argv(self, n: Node, jars: Path) -> list[str]:
-        java = ["java", *self.jvm_options, f"-Depochlab.node={n.node_id}", "-cp", f"{jars}/*",
+        from epochlab.kafka.jars import logging_dir
+
+        classpath, logging = f"{jars}/*", logging_dir(jars)
+        extra: list[str] = []
+        if logging is not None:
+            # the release's jars with log4j 2's SLF4J binding in place of the no-op one
+            classpath = ":".join([str(p) for p in sorted(logging.glob("*.jar"))] +
+                                 [str(p) for p in sorted(jars.glob("*.jar")) if not p.name.startswith("slf4j-nop")])
+            config = Path(n.dir) / "log4j2.properties"
+            config.write_text(log4j2_properties(n.server_log))
+            extra = [f"-Dlog4j2.configurationFile={config}"]
+        java = ["java", *self.jvm_options, *extra, f"-Depochlab.node={n.node_id}", "-cp", classpath,
                 "kafka.Kafka", str(n.config_path)]
         return (["ip", "netns", "exec", n.netns] + java) if n.netns else java
 

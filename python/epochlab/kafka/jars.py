@@ -27,7 +27,7 @@ from epochlab.errors import ConfigError
 from epochlab.generations import Generation
 
 __all__ = ["DEFAULT_KAFKA_VERSION", "GENERATION_RELEASES", "PATCH_RELEASES", "KafkaRelease", "cache_root",
-           "generation_of", "jar_dir", "release_for", "resolved"]
+           "generation_of", "jar_dir", "logging_dir", "release_for", "resolved"]
 
 DEFAULT_KAFKA_VERSION = "4.3.1"
 
@@ -138,7 +138,60 @@ def jar_dir(version: str = DEFAULT_KAFKA_VERSION, *, resolve: bool = True) -> Pa
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
         raise ConfigError(f"Maven could not resolve Kafka {version}: {tail}", where=str(POM),
                           field="version", expected="a release on Maven Central", got=version)
+    _resolve_logging(partial, mvn)
     (partial / ".complete").touch()
     shutil.rmtree(dest, ignore_errors=True)
     partial.rename(dest)
     return dest
+
+
+#: The folder, inside a release's jar folder, with the SLF4J binding a live broker logs through.
+LOGGING = "logging"
+
+
+def logging_dir(jars: Path) -> Path | None:
+    """The folder with the SLF4J 1.7 binding for log4j 2 that lets a live broker of this release
+    write its log (``jars/logging``), resolving it if a cache made before it existed lacks it;
+    ``None`` for a release that does not log through log4j 2 (before 4.0: log4j 1 / reload4j).
+
+    The release folder itself keeps ``slf4j-nop`` (the oracle's JVM logs nothing); a broker's
+    class path puts this binding in its place (:meth:`epochlab.kafka.cluster.LocalCluster`).
+    """
+    if not _log4j_core(jars):
+        return None
+    folder = jars / LOGGING
+    if folder.is_dir() and any(folder.glob("log4j-slf4j-impl-*.jar")):
+        return folder
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise ConfigError("Maven (mvn) is needed to resolve the broker's log binding and is not on PATH",
+                          where="mvn", field="mvn", expected="Apache Maven 3", got=None)
+    _resolve_logging(jars, mvn)
+    return folder
+
+
+def _log4j_core(jars: Path) -> str | None:
+    """The version of the log4j 2 core among a release's jars, or None."""
+    for p in sorted(jars.glob("log4j-core-2.*.jar")):
+        return p.name[len("log4j-core-"):-len(".jar")]
+    return None
+
+
+def _resolve_logging(jars: Path, mvn: str) -> None:
+    """Copy ``log4j-slf4j-impl`` of the release's own log4j version into ``jars/logging``
+    (nothing for a release without log4j 2); atomic: a failed copy leaves no folder."""
+    version = _log4j_core(jars)
+    if version is None:
+        return
+    partial = jars / f".{LOGGING}.partial.{os.getpid()}"
+    shutil.rmtree(partial, ignore_errors=True)
+    cmd = [mvn, "-q", "-B", "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy",
+           f"-Dartifact=org.apache.logging.log4j:log4j-slf4j-impl:{version}", f"-DoutputDirectory={partial}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=str(jars))
+    if proc.returncode != 0 or not any(partial.glob("log4j-slf4j-impl-*.jar")):
+        shutil.rmtree(partial, ignore_errors=True)
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
+        raise ConfigError(f"Maven could not resolve log4j-slf4j-impl {version}: {tail}", where=str(jars),
+                          field="logging", expected="an artifact on Maven Central", got=version)
+    shutil.rmtree(jars / LOGGING, ignore_errors=True)
+    partial.rename(jars / LOGGING)

@@ -80,6 +80,7 @@ class Consumer:
         self._stopped = False
         self._ready = False
         self._pending: int | None = None
+        self._fetching_from: tuple[int, int] | None = None  # (leader, request id) of a fetch
         self._offset_fetch()
         session = self.session
         self._every(self.config.poll_interval_ms, self._fetch, session)
@@ -233,7 +234,15 @@ class Consumer:
             self._pending, self._leader = None, None
             return
         self.ctx.post(self.name, self._leader, "on_consumer_fetch", req)
+        self._fetching_from = (self._leader, request_id)
         self._arm_timeout(request_id, REQUEST_TIMEOUT_MS)
+
+    def on_connection_reset(self, broker: object, src: object) -> None:
+        """The leader it fetches from died as a process (``SimContext.reset_connections``):
+        the fetch in flight fails at once (``NetworkClient.handleDisconnections``) and the
+        next poll looks the leader up again, as for a refused connection."""
+        if self._pending is not None and self._fetching_from == (broker, self._pending):
+            self._pending, self._leader = None, None
 
     def on_fetch_response(self, resp: ConsumerFetchResponse, src: object) -> None:
         if resp.request_id != self._pending:

@@ -95,6 +95,19 @@ class SimContext:
         self.network.send(src, dst, lambda: getattr(nodes[dst], method)(msg, src), kind,
                           coalesce)
 
+    def reset_connections(self, node: Node) -> None:
+        """``node``'s process dies while its machine lives on (a crash that keeps the page
+        cache): the kernel closes its sockets, so every peer that had a connection to it gets
+        the FIN/RST after a link delay and calls ``on_connection_reset(node, node)``, as
+        Kafka's ``NetworkClient`` fails a closed connection's in-flight requests at once
+        (``handleDisconnections``) instead of waiting for their timeout. Call it before the
+        node is marked dead; across a network partition the reset is held and dies with the
+        node (the peer then waits for its timeout, as with a machine that vanished)."""
+        for peer in self.network.peers(node):
+            target = self._nodes.get(peer)
+            if target is not None and hasattr(target, "on_connection_reset") and self.network.is_alive(peer):
+                self.post(node, peer, "on_connection_reset", node)
+
     # -- time -------------------------------------------------------------------------------
     def run_until(self, stop: Callable[[], bool], timeout_ms: int) -> bool:
         """Run events until ``stop()`` holds (checked first and after every event) or

@@ -108,6 +108,7 @@ class Network:
         self._groups: dict[str, int] | None = None
         self._alive: dict[str, bool] = {}
         self._incarnation: dict[str, int] = {}
+        self._peers: dict[str, set[Node]] = {}  # node key -> who connected to it (this incarnation)
         self._slow: dict[str, int] = {}
         self._last_arrival: dict[tuple[str, str], int] = {}
         self._seq = 0
@@ -125,8 +126,14 @@ class Network:
         if alive and not self._alive.get(key, False):
             self._incarnation[key] = self._incarnation.get(key, 0) + 1
         self._alive[key] = alive
+        self._peers.pop(key, None)  # a new or dead incarnation has no connections yet
         if not alive:
             self._discard_dead()
+
+    def peers(self, node: Node) -> list[Node]:
+        """The nodes that opened a connection to ``node``'s current incarnation (sent it a
+        message), in a fixed order: those a process crash of ``node`` resets."""
+        return sorted(self._peers.get(_key(node), ()), key=_key)
 
     def is_alive(self, node: Node) -> bool:
         return self._alive.get(_key(node), False)
@@ -187,6 +194,7 @@ class Network:
         names messages of which only the newest matters after a gap (module doc)."""
         self.sent += 1
         src_key, dst_key = _key(src), _key(dst)
+        self._peers.setdefault(dst_key, set()).add(src)
         self._seq += 1
         msg = _Message(self._seq, src, dst, src_key, self._incarnation.get(src_key, 0),
                        dst_key, self._incarnation.get(dst_key, 0), deliver,

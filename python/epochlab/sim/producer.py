@@ -421,6 +421,20 @@ class Producer(TransactionalMixin):
                 self._on_error(pending[0], "NETWORK_EXCEPTION")
         self._release_early()
 
+    def on_connection_reset(self, broker: object, src: object) -> None:
+        """``broker``'s process died and its kernel closed the connection
+        (``SimContext.reset_connections``): every request in flight on it fails at once as
+        disconnected (``NetworkClient.handleDisconnections``: NETWORK_EXCEPTION, retried after a
+        metadata refresh), each possibly appended before the crash."""
+        for request_id in self._order.pop(broker, []):  # type: ignore[call-overload]
+            entry = self._in_flight.pop(request_id, None)
+            self._early.pop(request_id, None)
+            if entry is not None:
+                entry[1].cancel()
+                entry[0].indeterminate = True
+                self._on_error(entry[0], "NETWORK_EXCEPTION")
+        self._release_early()
+
     def _on_error(self, batch: _Batch, error: str) -> None:
         """Retry or fail one batch after an error (see the module doc)."""
         if error in _INDETERMINATE:
