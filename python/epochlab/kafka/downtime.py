@@ -42,8 +42,8 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["PHASES", "SEND_EVERY_MS", "WARMUP_MS", "measure_model", "measure_real", "model_schedule",
-           "parse_log", "summarize", "table_markdown"]
+__all__ = ["PHASES", "SEND_EVERY_MS", "WARMUP_MS", "calibrated_settings", "measure_model", "measure_real",
+           "model_schedule", "parse_log", "summarize", "table_markdown"]
 
 #: (component, column) of seed 002's table, in its order.
 PHASES: tuple[tuple[str, str], ...] = (
@@ -280,17 +280,36 @@ def _cell(s: dict[str, Any], runs: int) -> str:
     return f"{s['p50']} ms ({s['min']}-{s['max']}{seen})"
 
 
-def table_markdown(real: list[dict[str, Any]], model: list[dict[str, Any]]) -> str:
-    """Seed 002's table: the seed's claim, the model's and the live cluster's median (min-max)."""
+def calibrated_settings(settings: dict[str, Any], real: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """``settings`` with the model's controller-to-broker delay (``controller_delay_ms``) set to
+    the range of metadata propagation the live cluster showed, or ``None`` when none was
+    measured. KRaft's propagation is a metadata commit plus the brokers' fetch of it; the
+    model's is one controller message, so this is the one constant a real run calibrates
+    (detection follows the session timeout both share, election is part of the fencing)."""
+    prop = summarize(real)["propagation_ms"]
+    if not prop["n"]:
+        return None
+    return {**settings, "controller_delay_ms": [max(0, int(prop["min"])), max(0, int(prop["max"]))]}
+
+
+def table_markdown(real: list[dict[str, Any]], model: list[dict[str, Any]],
+                   calibrated: list[dict[str, Any]] | None = None) -> str:
+    """Seed 002's table: the seed's claim, the model's (with its default controller delay, and
+    ``calibrated`` with :func:`calibrated_settings`) and the live cluster's median (min-max)."""
     from epochlab.campaigns.report import SEED_DOWNTIME
 
     claims = {key: (claim, notes) for _c, key, claim, notes, _r in SEED_DOWNTIME}
     rs, ms = summarize(real), summarize(model)
-    lines = ["| component | seed 002 says | model, median (min-max) | live Kafka, median (min-max) |",
-             "|---|---|---|---|"]
+    cs = summarize(calibrated) if calibrated else None
+    head = "| component | seed 002 says | model, median (min-max) |"
+    head += " model, controller delay from the live runs |" if cs else ""
+    lines = [head + " live Kafka, median (min-max) |", "|---|---|---|" + ("---|" if cs else "") + "---|"]
     for name, key in PHASES:
         claim, notes = claims.get(key, ("-", ""))
-        lines.append(f"| {name} | {claim} ({notes}) | {_cell(ms[key], len(model))} | {_cell(rs[key], len(real))} |")
+        row = f"| {name} | {claim} ({notes}) | {_cell(ms[key], len(model))} |"
+        if cs is not None and calibrated:
+            row += f" {_cell(cs[key], len(calibrated))} |"
+        lines.append(row + f" {_cell(rs[key], len(real))} |")
     return "\n".join(lines) + "\n"
 
 
@@ -303,8 +322,9 @@ def add(ksub: Any) -> None:
                                     "an acks=all idempotent producer and a consumer, measure detection, "
                                     "election, metadata propagation, producer and consumer recovery from the "
                                     "brokers' logs and the clients' history, run the same workload on the model "
-                                    "with the cluster's settings, and print seed 002's table with both "
-                                    "(docs/kafka-run.md). Exit 2 for a usage or environment problem.")
+                                    "with the cluster's settings (and again with the controller delay set to "
+                                    "the measured metadata propagation), and print seed 002's table with all "
+                                    "three (docs/kafka-run.md). Exit 2 for a usage or environment problem.")
     p.add_argument("--runs", type=_count, default=5, help="leader failures on the live cluster (default 5)")
     p.add_argument("--model-runs", type=_count, default=50, help="model seeds (default 50)")
     p.add_argument("--cluster-dir", help="use the running cluster recorded in this directory")
@@ -359,10 +379,14 @@ def _command(args: Any) -> int:
             started.stop()
     t2 = time.monotonic()
     model = measure_model(settings, args.model_runs)
+    calibration = calibrated_settings(settings, real)
+    calibrated = measure_model(calibration, args.model_runs) if calibration is not None else None
     result = {"settings": settings, "cluster_start_s": round(cluster_s, 1) if started else None,
               "real_seconds": round(real_s, 1), "model_seconds": round(time.monotonic() - t2, 1),
               "real": real, "model": model, "real_summary": summarize(real), "model_summary": summarize(model),
-              "table": table_markdown(real, model)}
+              "calibrated_settings": calibration, "calibrated": calibrated,
+              "calibrated_summary": summarize(calibrated) if calibrated else None,
+              "table": table_markdown(real, model, calibrated)}
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     if args.json:

@@ -65,7 +65,8 @@ JAVA_ERROR_NAMES = {
     "_TIMED_OUT": "REQUEST_TIMED_OUT",        # no response within request.timeout.ms
 }
 #: Expectation kinds the real run cannot judge, and why.
-NOT_EVALUABLE = {"event_seen": "a real run has no engine event log (broker logs are off: slf4j-nop)"}
+NOT_EVALUABLE = {"event_seen": "a real run has no engine event log (the brokers' server.log is not mapped "
+                                "onto the model's event strings)"}
 
 
 def unmappable(scenario: Scenario, cluster: LocalCluster | None = None) -> list[str]:
