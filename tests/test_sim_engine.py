@@ -463,3 +463,34 @@ def test_controlled_shutdown_exits_at_the_next_heartbeat_in_kraft(generation: Ge
     assert c.brokers[leader].alive is (generation == LATEST)
     c.run_for(520)
     assert not c.brokers[leader].alive
+
+
+def test_a_librdkafka_producer_times_requests_out_at_its_socket_timeout() -> None:
+    """``socket_timeout_ms`` set: librdkafka's timing (``request.timeout.ms`` is the broker's
+    acks wait only; the client gives up after the lesser of ``socket.timeout.ms`` and the
+    remaining delivery timeout). Unset: the Java client, which gives up after
+    ``request.timeout.ms`` and retries. A request held by a partition is still the first
+    attempt at 3.5 s with librdkafka, a retry with the Java client; with a 4 s delivery
+    timeout librdkafka ends it at 4 s with its own timeout."""
+    seen = {}
+    for sock in (None, 5000):
+        c = Cluster(ClusterConfig(broker_startup_ms=INSTANT), LATEST, seed=1)
+        p = c.producer("p", ProducerConfig(acks="1", request_timeout_ms=3000, delivery_timeout_ms=4000,
+                                           socket_timeout_ms=sock))
+        p.send(0)
+        c.run_for(1000)
+        c.partition([["p"]])
+        p.send(1)
+        c.run_for(10)
+        first = set(p._in_flight)
+        c.run_for(3500)
+        seen[sock] = (set(p._in_flight) == first and bool(first),
+                      [(op.time_ms, op.error) for op in c.history if op.f == "send" and op.value == 1 and op.type != "invoke"])
+        c.run_for(10_000)
+        seen[sock] += ([(op.time_ms, op.error) for op in c.history if op.f == "send" and op.value == 1
+                        and op.type != "invoke"],)
+    assert seen[None][0] is False and seen[5000][0] is True
+    assert seen[5000][2] == [(5000, "REQUEST_TIMED_OUT")]
+    assert seen[None][2] and seen[None][2][0][1] != "REQUEST_TIMED_OUT"
+    with pytest.raises(ConfigError, match="socket_timeout_ms"):
+        ProducerConfig(socket_timeout_ms=0)

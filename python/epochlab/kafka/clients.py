@@ -158,8 +158,13 @@ def consumer_settings(config: ConsumerConfig) -> dict[str, Any]:
             "enable.partition.eof": False}
 
 
+#: librdkafka's client-side limit of a request (``socket.timeout.ms``; its default is 60 s): the
+#: model's producer gets the same when it stands for these clients (``run_compare.model_scenario``).
+SOCKET_TIMEOUT_MS = 5000
+
+
 def _base(bootstrap: str) -> dict[str, Any]:
-    return {"bootstrap.servers": bootstrap, "logger": RDKAFKA_LOG, "socket.timeout.ms": 5000}
+    return {"bootstrap.servers": bootstrap, "logger": RDKAFKA_LOG, "socket.timeout.ms": SOCKET_TIMEOUT_MS}
 
 
 class RecordingProducer:

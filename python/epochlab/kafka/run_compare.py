@@ -34,8 +34,12 @@ _FAULTS = ("crash", "isolate", "controlled_shutdown")
 
 
 def model_scenario(scenario: Scenario, settings: dict[str, int]) -> tuple[Scenario, dict[str, Any]]:
-    """The scenario with the cluster's ``settings``; also the settings that changed (name ->
-    [scenario's value, cluster's value])."""
+    """The scenario with the cluster's ``settings``, and producers that time requests out as
+    the harness's librdkafka producers do (``socket.timeout.ms`` =
+    :data:`~epochlab.kafka.clients.SOCKET_TIMEOUT_MS` on the client, ``request.timeout.ms``
+    only at the broker: :class:`~epochlab.sim.config.ProducerConfig`); also what changed
+    (name -> [scenario's value, the value used])."""
+    from epochlab.kafka.clients import SOCKET_TIMEOUT_MS
     from epochlab.sim.config import ClusterConfig
 
     cfg = ClusterConfig.from_dict(scenario.cluster, f"{scenario.where}: cluster")
@@ -44,7 +48,14 @@ def model_scenario(scenario: Scenario, settings: dict[str, int]) -> tuple[Scenar
     replaced = {name: [getattr(cfg, name), value] for name, value in sorted(settings.items())
                 if getattr(cfg, name) != value}
     cluster.update(settings)
-    return dataclasses.replace(scenario, cluster=cluster), replaced
+    producers: dict[str, dict[str, Any]] = {}
+    for name, config in scenario.producers.items():
+        own = {str(k).replace(".", "_").replace("-", "_"): v for k, v in config.items()}
+        producers[name] = dict(config)
+        if "socket_timeout_ms" not in own:
+            producers[name]["socket.timeout.ms"] = SOCKET_TIMEOUT_MS
+            replaced[f"producer {name}: socket_timeout_ms"] = [None, SOCKET_TIMEOUT_MS]
+    return dataclasses.replace(scenario, cluster=cluster, producers=producers), replaced
 
 
 def model_run(scenario: Scenario, generation: str, settings: dict[str, int]) -> Any:

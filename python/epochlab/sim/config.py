@@ -183,7 +183,13 @@ class ProducerConfig:
     """Producer settings (``PROTOCOL.md`` 1.8, 1.11). ``acks`` is normalised to ``"0"``,
     ``"1"`` or ``"all"``. As in the Java client (3.x), explicitly enabling idempotence requires
     ``acks=all`` and at most 5 in-flight requests; a transactional id implies idempotence.
-    ``buffer_memory_records`` / ``batch_size_records`` count records instead of bytes."""
+    ``buffer_memory_records`` / ``batch_size_records`` count records instead of bytes.
+    ``socket_timeout_ms`` (librdkafka's ``socket.timeout.ms``): unset, the producer is the Java
+    client, which gives up on a request after ``request_timeout_ms`` itself and closes the
+    connection; set, it is librdkafka, for which ``request.timeout.ms`` is only the broker's
+    timeout of an acks=all wait and the client gives up after the lesser of
+    ``socket_timeout_ms`` and the batch's remaining delivery timeout (then disconnects,
+    ``socket.max.fails`` = 1)."""
 
     acks: str = "1"
     retries: int = 2147483647
@@ -198,6 +204,7 @@ class ProducerConfig:
     linger_ms: int = 0
     batch_size_records: int = 1
     transaction_timeout_ms: int = 60000
+    socket_timeout_ms: int | None = None
     _where: dataclasses.InitVar[str] = "ProducerConfig"
 
     def __post_init__(self, _where: str) -> None:
@@ -214,6 +221,8 @@ class ProducerConfig:
             _int(w, name, getattr(self, name), 1)
         _int(w, "max_block_ms", self.max_block_ms)
         _int(w, "linger_ms", self.linger_ms)
+        if self.socket_timeout_ms is not None:
+            _int(w, "socket_timeout_ms", self.socket_timeout_ms, 1)
         _bool(w, "enable_idempotence", self.enable_idempotence)
         if self.transactional_id is not None:
             if not isinstance(self.transactional_id, str) or not self.transactional_id:

@@ -306,8 +306,10 @@ class Producer(TransactionalMixin):
             self._complete(batch, None)
             return
         session = self.session
-        timer = self.ctx.kernel.schedule(c.request_timeout_ms,
-                                         lambda: self._request_timeout(session, request_id))
+        wait = c.request_timeout_ms
+        if c.socket_timeout_ms is not None:  # librdkafka: the client's own limit (ProducerConfig)
+            wait = max(1, min(c.socket_timeout_ms, batch.created_ms + c.delivery_timeout_ms - self.ctx.now_ms))
+        timer = self.ctx.kernel.schedule(wait, lambda: self._request_timeout(session, request_id))
         self._in_flight[request_id] = (batch, timer)
         self._order.setdefault(leader, []).append(request_id)
 
@@ -395,7 +397,8 @@ class Producer(TransactionalMixin):
                 return
 
     def _request_timeout(self, session: int, request_id: int) -> None:
-        """A request unanswered after ``request.timeout.ms``: the Java client closes the
+        """A request unanswered after ``request.timeout.ms`` (librdkafka: ``socket.timeout.ms``,
+        ``rd_kafka_broker_timeout_scan``): the Java client closes the
         connection (``NetworkClient.handleTimedOutRequests`` -> ``processTimeoutDisconnection``),
         which fails every other request in flight on it as disconnected (NETWORK_EXCEPTION,
         retried) and makes the broker drop the requests it had not read yet (its channel was
