@@ -33,45 +33,69 @@ def problem_1(generation: Generation) -> Cluster:
     state = c.state()
     assert state.replicas[1].high_watermark == 2 and state.replicas[2].log_end_offset == 2
     c.crash(2)
-    c.restart(2)                    # fast restart: the ZK controller does not notice
+    c.restart(2)                    # fast restart: registers once its old session expired
     c.crash(1)                      # the leader fails before A fetched again
     c.run_for(10000)
     return c
 
 
-@pytest.mark.parametrize("generation", [Generation.TRUNCATE_TO_HW])
-def test_problem_1_loses_committed_message_in_g0(generation: Generation) -> None:
-    c = problem_1(generation)
+def test_problem_1_loses_committed_message_in_g0() -> None:
+    """In 0.10 only ``makeFollowers`` truncates to the HW, and a restarted broker registers
+    only after its old session expired: A, cut off from B, comes back as B's follower and
+    truncates m2; B then fails and A, the only broker left, is elected (unclean, 0.10's
+    default): the acknowledged m2 is gone."""
+    c = Cluster(ClusterConfig(broker_startup_ms=INSTANT, brokers=(1, 2)), Generation.TRUNCATE_TO_HW, seed=4)
+    p = c.producer("p", ProducerConfig(acks="all"))
+    p.send(1)
+    assert p.flush(5000)
+    c.run_for(5500 - c.now_ms)      # HW checkpoint at 5000 holds HW 1
+    p.send(2)
+    assert p.flush(5000)
+    c.set_link(1, 2, drop=1.0)      # A cannot fetch m2 again
+    c.crash(2)
+    c.restart(2)
+    c.run_for(8000)
+    assert any("truncate to local HW" in e.message for e in c.events)
+    assert c.state().replicas[2].values() == [1]
+    c.crash(1)
+    c.run_for(10000)
     assert c.state().leader == 2
     acked = {op.value: op.offset for op in c.history if op.type == "ok" and op.f == "send"}
     assert acked == {1: 0, 2: 1}
     assert c.state().replicas[2].values() == [1]          # m2 lost for good
-    assert any("truncate to local HW" in e.message for e in c.events)
+
+
+def test_problem_1_schedule_keeps_m2_in_g0_when_a_leads_first() -> None:
+    """The same crash with B failing at once: A registers after its old session expired and
+    is made leader directly (unclean), never a follower, so it never truncates to its HW and
+    keeps m2 (0.10: ``makeLeader`` does not truncate). Before session 7 the model let A's
+    restart register at once and handed it the follower role on a heartbeat answer."""
+    c = problem_1(Generation.TRUNCATE_TO_HW)
+    assert c.state().leader == 2 and c.state().replicas[2].values() == [1, 2]
+    assert not any("truncate to local HW" in e.message for e in c.events)
 
 
 @pytest.mark.parametrize("generation", LATER)
 def test_problem_1_keeps_committed_message_later(generation: Generation) -> None:
     c = problem_1(generation)
     assert c.state().replicas[2].values() == [1, 2]
-    if generation >= Generation.KIP_320:
-        # From Kafka 2.2 (KIP-380) and in KRaft, A's new incarnation cannot register while its
-        # old session lives (ZooKeeper: the old session's ephemeral /brokers/ids/<id>,
-        # KafkaZkClient.registerBroker; KRaft: DuplicateBrokerRegistration), so when B fails
-        # the controller elects A's old registration; that session expires too, the partition
-        # waits OFFLINE, and A, registered again, is elected: it has both records.
-        # Which session expires first depends on the brokers' heartbeat phases (as in Kafka):
-        # B's first, and A (old registration, then new) ends as leader; A's first, and A's new
-        # incarnation, out of the ISR after its unclean shutdown, waits with the partition
-        # offline for B, the last ISR member (Kafka 4.3.1 did that in seed-004-kip101-problem-1).
-        ctrl = c.state().controller
-        assert ctrl["leader"] in (2, None) and ctrl["unavailable_ms"] > 0
-        assert any("registration waits for the old session to expire" in e.message for e in c.events)
-        if generation.kraft and ctrl["leader"] == 2:
-            # Kafka 4.x: A, registered after its unclean shutdown (so in no ELR), is elected as
-            # the last known leader (canElectLastKnownLeader)
-            assert any("(last known leader)" in e.message for e in c.events)
-    else:
-        assert c.state().leader == 2
+    # A's new incarnation cannot register while its old session lives (ZooKeeper: the old
+    # session's ephemeral /brokers/ids/<id>: before 2.2 the start fails, "restarted it
+    # faster than the zookeeper timeout", from 2.2 KafkaZkClient.registerBroker; KRaft:
+    # DuplicateBrokerRegistration), so when B fails
+    # the controller elects A's old registration; that session expires too, the partition
+    # waits OFFLINE, and A, registered again, is elected: it has both records.
+    # Which session expires first depends on the brokers' heartbeat phases (as in Kafka):
+    # B's first, and A (old registration, then new) ends as leader; A's first, and A's new
+    # incarnation, out of the ISR after its unclean shutdown, waits with the partition
+    # offline for B, the last ISR member (Kafka 4.3.1 did that in seed-004-kip101-problem-1).
+    ctrl = c.state().controller
+    assert ctrl["leader"] in (2, None) and ctrl["unavailable_ms"] > 0
+    assert any("registration waits for the old session to expire" in e.message for e in c.events)
+    if generation.kraft and ctrl["leader"] == 2:
+        # Kafka 4.x: A, registered after its unclean shutdown (so in no ELR), is elected as
+        # the last known leader (canElectLastKnownLeader)
+        assert any("(last known leader)" in e.message for e in c.events)
 
 
 def problem_2(generation: Generation) -> Cluster:
@@ -160,3 +184,38 @@ def test_zombie_leader_writes_in_old_epoch_then_truncates(generation: Generation
     state = c.state()
     assert state.replicas[1].role == "follower"
     assert state.replicas[1].values() == state.replicas[2].values() == list(range(5))
+
+
+@pytest.mark.parametrize("generation", [Generation.TRUNCATE_TO_HW, Generation.KIP_101, Generation.KIP_279])
+def test_zookeeper_era_restart_waits_for_the_session_and_a_missed_bounce_leads_nothing(
+        generation: Generation) -> None:
+    """Before 2.2 a broker restarted within its ZooKeeper session fails to register
+    ("... restarted it faster than the zookeeper timeout so it appears to be re-registering")
+    until the old session expires; if it registers between the expiry and the controller's
+    read of /brokers/ids, the controller takes it for the same broker (the ABA restart KIP-380
+    fixed) and sends it nothing: the new process leads and follows nothing, while the
+    controller still counts it live and in the ISR. ZooKeeper session pings carry no state.
+    (Before, the model let the restart register at once and resent it the partition state on
+    every heartbeat, so a missed bounce resumed its old role: an impossible step.)"""
+    slow_watch = ClusterConfig(broker_startup_ms=INSTANT, controller_delay_ms=(3000, 3000),
+                               heartbeat_interval_ms=500, session_timeout_ms=3000)
+    c = Cluster(slow_watch, generation, seed=1)
+    c.run_for(8000)
+    c.crash(3)
+    c.restart(3)
+    c.run_for(20000)
+    messages = [e.message for e in c.events if e.kind == "controller"]
+    assert any("broker 3 restarted; its registration waits for the old session" in m for m in messages)
+    assert any("broker 3's session expired but it registered again" in m for m in messages)
+    assert c.brokers[3].replica.role == "none" and c.controller.live[3]
+    assert 3 in c.state().controller["isr"]
+
+    quick_watch = Cluster(ClusterConfig(broker_startup_ms=INSTANT, heartbeat_interval_ms=500,
+                                        session_timeout_ms=3000), generation, seed=1)
+    quick_watch.run_for(8000)
+    quick_watch.crash(3)
+    quick_watch.restart(3)
+    quick_watch.run_for(20000)      # the usual case: failure handled, then a noticed start
+    messages = [e.message for e in quick_watch.events if e.kind == "controller"]
+    assert "controller: broker 3 session expired" in messages and "controller: broker 3 registered" in messages
+    assert quick_watch.brokers[3].replica.role == "follower"

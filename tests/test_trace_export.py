@@ -64,12 +64,16 @@ def test_scenarios_replay_to_the_same_state(name: str) -> None:
             run_scenario(scenario, generation, write=False)
         report = trace.replay(trace.export_cluster(clusters[-1]))
         _same_final_state(clusters[-1], report)
-    # seed 004's first KIP-101 problem: committed data lost in the hw-truncation generation only
+    # seed 004's first KIP-101 problem: committed data lost in the hw-truncation generation only;
+    # A registers only after its session expired, out of the ISR, so its election is unclean
+    # (0.10's default allows it) and the replay classifies the loss as allowed
     if name == "seed-004-kip101-problem-1":
         with recording_traces() as clusters:
             run_scenario(scenario, "hw-truncation", write=False)
-        v = trace.replay(trace.export_cluster(clusters[-1])).protocol_violations
-        assert [x["invariant"] for x in v] == ["Inv-Durability"]
+        report = trace.replay(trace.export_cluster(clusters[-1]))
+        assert report.protocol_violations == []
+        assert [(x["invariant"], x["verdict"]) for x in report.violations] == [
+            ("Inv-Durability", "allowed-by-configuration")]
 
 
 def test_recording_does_not_change_the_run() -> None:
@@ -91,7 +95,8 @@ def test_export_run_dir_and_cli(tmp_path: Path) -> None:
                  "--out", str(run_dir), "--json"]) in (0, 1)
     out = tmp_path / "t.parquet"
     assert main(["trace", "export", str(run_dir), "-o", str(out)]) == 0
-    assert main(["trace", "replay", str(out)]) == 1  # the committed loss of seed 004
+    # seed 004's loss comes from an unclean election here (allowed by 0.10's default): exit 0
+    assert main(["trace", "replay", str(out)]) == 0
     table, result = trace.export_run_dir(run_dir)
     assert table.num_rows == trace.read_trace(out).num_rows and result.generation == "hw-truncation"
 

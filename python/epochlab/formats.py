@@ -65,6 +65,7 @@ TAGS: dict[str, Any] = {
     "errors": Union[Name, Annotated[list[Name], Field(min_length=1, max_length=100)]],
     "step_ref": Union[Annotated[StrictInt, Field(ge=0, le=MAX_ACTIONS)], Name],
     "measure": Literal["longest", "total"],
+    "spec": Literal["latest", "earliest"],
 }
 
 

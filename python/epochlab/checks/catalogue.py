@@ -28,11 +28,13 @@ class KnownBug:
     fixed_in: str
     shown_by: str
     note: str = ""
+    #: fuzz fault classes a run needs to reach the bug (``epochlab.fuzz.generator.FAULT_CLASSES``)
+    needs: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, object]:
         return {"id": self.id, "title": self.title, "generations": list(self.generations),
                 "invariants": list(self.invariants), "fixed_in": self.fixed_in,
-                "shown_by": self.shown_by, "note": self.note}
+                "shown_by": self.shown_by, "note": self.note, "needs": list(self.needs)}
 
 
 BUGS: tuple[KnownBug, ...] = (
@@ -61,11 +63,20 @@ BUGS: tuple[KnownBug, ...] = (
              ("hw-truncation", "kip-101", "kip-279"),
              ("Inv-IsrJoin", "Inv-StrongIsr", "Inv-Durability", "Inv-LeaderCompleteness", "lost-write"),
              "2.1.0 (ISR join needs LEO >= leader epoch start offset)", "PROTOCOL.md 1.7, docs/fuzzing.md"),
-    KnownBug("ZooKeeper ABA restart (KIP-380)", "a broker restarted within its session timeout is not "
-             "noticed by the controller and stays in the ISR after losing its unflushed tail",
+    KnownBug("ZooKeeper ABA restart (KIP-380)", "a restarted broker that registers again between its "
+             "old session's expiry and the controller's read of /brokers/ids is taken for the same "
+             "broker: it gets no partition state and stays in the ISR, also after losing its "
+             "unflushed tail",
              ("hw-truncation", "kip-101", "kip-279"),
              ("Inv-UncleanExclusion", "Inv-StrongIsr", "Inv-Durability", "lost-write"),
              "2.2.0 (KIP-380 broker epochs)", "PROTOCOL.md 1.10, docs/fuzzing.md (open problems)"),
+    KnownBug("KAFKA-2334", "a new leader answers ListOffsets(latest) with its own high watermark, which "
+             "followers learn one fetch late, so the latest offset a client is told can go back after "
+             "a leader change", ("hw-truncation", "kip-101", "kip-279"), ("Inv-ClientHWMonotone",),
+             "2.2.0 (KIP-207: OFFSET_NOT_AVAILABLE until the new leader's HW reaches its epoch's start "
+             "offset, Partition.fetchOffsetForTimestamp)", "scenario kafka-2334-list-offsets-go-back",
+             "needs the list-offsets step (fault class list-offsets, off by default in this build)",
+             ("list-offsets",)),
     KnownBug("KRaft re-elected leader keeps stale follower state", "a leader that catches up on the "
              "metadata log across two epochs keeps its followers' old log end offsets and can "
              "acknowledge an acks=all write a clean election then loses", ("strict-min-isr",),

@@ -16,6 +16,8 @@ name                          holds when
 ``nonmonotonic-send``         an idempotent producer's values keep send order in the log (19)
 ``nonmonotonic-poll``         a consumer's polls never go back without a crash or reset (23)
 ``poll-skip``                 ... and never skip an offset (23)
+``Inv-ClientHWMonotone``      the latest offset ListOffsets answers (the HW, read_uncommitted)
+                              never decreases, across all clients (17)
 ============================  =====================================================================
 
 Classification: an acks=1 value that was never committed may vanish or be overwritten; a
@@ -23,7 +25,10 @@ non-idempotent producer may duplicate or reorder on retry, an idempotent one may
 batch it renumbered under a bumped epoch after sending it once (the Java client's
 ``startSequencesAtBeginning``); ``auto.offset.reset`` may move a
 consumer; loss after an unclean election or too many lossy crashes is allowed (``allowance``).
-Inv-ClientHWMonotone (17) needs ListOffsets in the history, which the clients do not record.
+Inv-ClientHWMonotone (17) reads the consumers' ``list_offsets`` answers: from 2.2 (KIP-207) a
+new leader answers OFFSET_NOT_AVAILABLE until its HW reaches its epoch's start offset, so the
+answers never go back; before, a new leader answered its stale HW (KAFKA-2334). The LSO
+(read_committed) and a fetch response's HW are not covered: KIP-207 guards ListOffsets only.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ __all__ = ["HISTORY_INVARIANTS", "check_history"]
 
 HISTORY_INVARIANTS = ("inconsistent-offsets", "lost-write", "Inv-ReadCommittedOnly",
                       "Inv-ConsistentRead", "duplicate", "nonmonotonic-send",
-                      "nonmonotonic-poll", "poll-skip")
+                      "nonmonotonic-poll", "poll-skip", "Inv-ClientHWMonotone")
 
 
 class _Report:
@@ -221,6 +226,24 @@ def check_history(history: Sequence[Mapping[str, Any]], final_log: Mapping[int, 
             rep.add(name, op["time_ms"], f"{process} polled offset {o} right after {prev[0]}",
                     {"process": process, "previous_offset": prev[0], "offset": o,
                      "op": op["index"]}, reason)
+
+    # 17: ListOffsets(latest) never goes back, whoever asks (KIP-207, KAFKA-2334)
+    highest: tuple[int, Mapping[str, Any]] | None = None
+    for op in history:
+        if op["f"] != "list_offsets" or op["type"] != "ok" or not isinstance(op["value"], list) \
+                or op["value"][0] != "latest":
+            continue
+        offset = op["value"][1]
+        if highest is not None and offset < highest[0]:
+            before = highest[1]
+            rep.add("Inv-ClientHWMonotone", op["time_ms"],
+                    f"{op['process']} was told the latest offset is {offset} after {before['process']} "
+                    f"was told {highest[0]} at {before['time_ms']} ms",
+                    {"process": op["process"], "offset": offset, "previous_offset": highest[0],
+                     "previous_process": before["process"], "ops": [before["index"], op["index"]]},
+                    allowance(op["time_ms"]))
+        if highest is None or offset > highest[0]:
+            highest = (offset, op)
     return sorted(rep.out.values(), key=lambda v: (v.time_ms, v.invariant))
 
 

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from epochlab.checks.catalogue import BUGS, KnownBug, match
+from epochlab.fuzz.generator import FuzzProfile
 from epochlab.generations import Generation
 
 __all__ = ["Budget", "CampaignRecord", "FindingRecord", "generations_of", "hunt", "hunt_atheris",
@@ -414,7 +415,12 @@ def markdown(results: dict[str, Any], bugs: tuple[KnownBug, ...] = BUGS) -> str:
     lines += ["", "| bug | generation | engine | seeds | runs to first match per seed | median / max "
               "runs | seconds per seed | median / max s | matching invariant |",
               "|---|---|---|---|---|---|---|---|---|"]
+    default_profile = str(plan.get("profile", "")).startswith("default")
+    off = {name for name, weight in FuzzProfile().fault_classes.items() if weight <= 0}
+    unhunted = [b for b in bugs if default_profile and set(b.needs) & off]
     for bug in bugs:
+        if bug in unhunted:
+            continue
         for generation in bug.generations:
             if generation not in plan["generations"]:
                 continue
@@ -425,6 +431,8 @@ def markdown(results: dict[str, Any], bugs: tuple[KnownBug, ...] = BUGS) -> str:
               "| generation | engine | invariant | seeds (first run) | matches |", "|---|---|---|---|---|"]
     lines += _findings_rows(results)
     missing = _missing(results)
+    missing += [f"{b.id} (needs the {', '.join(b.needs)} fault class, off in the default profile)"
+                for b in unhunted]
     done = "; ".join(missing) if missing else "nothing (the whole plan ran)"
     lines += ["", f"Not measured: {done}."]
     return "\n".join(lines) + "\n"

@@ -121,6 +121,8 @@ class _Run:
             self.producers[p["producer"]].restart()
         elif op == "crash_consumer":
             self.consumers[p["consumer"]].crash()
+        elif op == "list_offsets":
+            self.consumers[p["consumer"]].list_offsets(p["spec"])
         elif op == "restart_consumer":
             self.consumers[p["consumer"]].restart()
         elif op in ("begin_transaction", "commit_transaction", "abort_transaction"):

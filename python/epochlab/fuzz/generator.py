@@ -49,6 +49,7 @@ FAULT_CLASSES: dict[str, int] = {
     "unclean": 0,          # operator-forced unclean elections (off unless configured)
     "coordinator": 0,      # transaction coordinator crash / restart (transactions profile)
     "txn-delay": 0,        # delayed produce requests and markers (transactions profile)
+    "list-offsets": 0,     # a consumer's ListOffsets, latest or earliest (off unless configured)
 }
 #: Weights of the transactional fault classes when ``FuzzProfile.transactions`` is on.
 TXN_FAULT_CLASSES: dict[str, int] = {"coordinator": 2, "txn-delay": 4}
@@ -344,6 +345,11 @@ class _Builder:
             return self._at(op="heal")
         if cls == "coordinator":
             return self._at(op="crash_coordinator" if src.chance(50) else "restart_coordinator")
+        if cls == "list-offsets":
+            if not self.consumers:
+                return self._at(op="heal")
+            return self._at(op="list_offsets", consumer=src.pick(self.consumers),
+                            spec="latest" if src.chance(80) else "earliest")
         if cls == "txn-delay":
             hi = src.pick((5000, 20000, 40000))
             if self.txn_producers and src.chance(85):

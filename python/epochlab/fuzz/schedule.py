@@ -58,7 +58,8 @@ DEFAULT_HEALING_MS = 60000
 MAX_VALUES = 1000
 
 #: op -> {parameter: (type tag, required, default)}. Types: ``broker``, ``node``, ``producer``,
-#: ``consumer``, ``bool``, ``int`` (>= 0), ``pos_int`` (>= 1), ``fraction``, ``delay``
+#: ``consumer``, ``bool``, ``int`` (>= 0), ``pos_int`` (>= 1), ``fraction``, ``spec``
+#: (``"latest"`` or ``"earliest"``), ``delay``
 #: (``[lo, hi]``), ``groups`` (list of lists of nodes), ``values`` (ints >= 0).
 OPS: dict[str, dict[str, tuple[str, bool, Any]]] = {
     "produce": {"producer": ("producer", True, None), "count": ("pos_int", False, None),
@@ -85,11 +86,12 @@ OPS: dict[str, dict[str, tuple[str, bool, Any]]] = {
     "abort_transaction": {"producer": ("producer", True, None)},
     "crash_coordinator": {},
     "restart_coordinator": {},
+    "list_offsets": {"consumer": ("consumer", True, None), "spec": ("spec", False, "latest")},
 }
 
 #: Operations that need schedule format version 2.
 V2_OPS = frozenset({"begin_transaction", "commit_transaction", "abort_transaction",
-                    "crash_coordinator", "restart_coordinator"})
+                    "crash_coordinator", "restart_coordinator", "list_offsets"})
 
 #: Fault classes for swarm testing and reports: op -> class.
 FAULT_CLASS: dict[str, str] = {
@@ -101,6 +103,7 @@ FAULT_CLASS: dict[str, str] = {
     "restart_consumer": "client-restart", "begin_transaction": "client",
     "commit_transaction": "client", "abort_transaction": "client",
     "crash_coordinator": "coordinator", "restart_coordinator": "coordinator",
+    "list_offsets": "list-offsets",
 }
 
 
@@ -343,6 +346,10 @@ class _Validator:
             return value
         if type_ in ("int", "pos_int"):
             return self.int_(path, value, 1 if type_ == "pos_int" else 0)
+        if type_ == "spec":
+            if value not in ("latest", "earliest"):
+                raise self.fail(path, '"latest" or "earliest"', value)
+            return value
         if type_ == "fraction":
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
                 raise self.fail(path, "a number in [0, 1]", value)

@@ -356,6 +356,36 @@ class RecordingConsumer:
         self.history.record(self.name, "ok", "commit", value=self.position)
         return True
 
+    def list_offsets(self, spec: str = "latest", timeout_s: float = 60.0) -> int | None:
+        """ListOffsets at the leader (librdkafka's ``query_watermark_offsets``: the earliest and
+        the latest offset, the latter the LSO for read_committed), retried every 100 ms on an
+        error (OFFSET_NOT_AVAILABLE from a new leader, KIP-207; no leader) for up to
+        ``timeout_s``, as the model's consumer does. History: ``invoke`` ``list_offsets`` with
+        the spec, then ``ok`` ``[spec, offset]`` or ``info`` with the last error."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        if spec not in ("latest", "earliest"):
+            raise ConfigError(f"list_offsets: spec must be 'latest' or 'earliest', got {spec!r}",
+                              where=self.name, field="spec", expected="latest or earliest", got=spec)
+        if spec == "latest" and self.config.isolation_level == "read_committed":
+            spec = "latest-committed"
+        self.history.record(self.name, "invoke", "list_offsets", value=spec)
+        deadline, error = time.monotonic() + timeout_s, "TIMEOUT"
+        while time.monotonic() < deadline:
+            try:
+                low, high = self._consumer.get_watermark_offsets(
+                    TopicPartition(self.topic, self.partition), timeout=max(0.1, min(5.0, deadline - time.monotonic())),
+                    cached=False)
+            except KafkaException as exc:
+                error = exc.args[0].name()
+                time.sleep(0.1)
+                continue
+            offset = low if spec == "earliest" else high
+            self.history.record(self.name, "ok", "list_offsets", value=[spec, offset])
+            return offset
+        self.history.record(self.name, "info", "list_offsets", value=spec, error=error)
+        return None
+
     def read_to_end(self, timeout_s: float = 30.0) -> list[tuple[int, int]]:
         """Poll until the position reaches the partition's high watermark (as it is when each
         poll returns nothing) or ``timeout_s`` passes; every pair read."""

@@ -27,6 +27,8 @@ wait / wait_until   sleep / poll the condition through the Admin API and the dat
 transactions        ``begin`` / ``commit`` / ``abort`` (commit blocks until it has an outcome)
 crash_consumer      drop the consumer without a commit; ``restart_consumer``: a new one in the
                     same group, from the committed offset
+list_offsets        ``RecordingConsumer.list_offsets`` (librdkafka's ``query_watermark_offsets``,
+                    retried until answered; it blocks, the model's answer comes later)
 =================== ==========================================================================
 
 Not mapped (the scenario is *not runnable on real Kafka*, :func:`unmappable` says why):

@@ -266,6 +266,11 @@ def _consume(d: Driver, p: dict[str, Any]) -> str:
     return "polled " + (" ".join(f"{o}:m{v}" for o, v in got) if got else "nothing")
 
 
+def _list_offsets(d: Driver, p: dict[str, Any]) -> str:
+    got = d.consumer(p["consumer"]).list_offsets(p["spec"])
+    return f"the {p['spec']} offset is {got}" if got is not None else f"no {p['spec']} offset within 60 s"
+
+
 def _commit(d: Driver, p: dict[str, Any]) -> str:
     return "committed" if d.consumer(p["consumer"]).commit() else "nothing to commit / commit failed"
 
@@ -389,6 +394,7 @@ ACTIONS: dict[str, Callable[[Driver, dict[str, Any]], str]] = {
     "flush": _flush,
     "consume": _consume,
     "commit": _commit,
+    "list_offsets": _list_offsets,
     "crash": _crash,
     "restart": _restart,
     "partition": lambda d, p: d.set_partition(p["groups"]) or "partitioned",

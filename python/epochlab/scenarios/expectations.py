@@ -196,6 +196,12 @@ def _consumer_did_not_see(p: dict, facts: Facts) -> tuple[bool, str]:
     return not bad, (f"saw {bad}; " if bad else "") + detail
 
 
+def _listed_offsets(p: dict, facts: Facts) -> tuple[bool, str]:
+    got = [op["value"][1] for op in facts.history if op.get("process") == p["consumer"]
+           and op.get("f") == "list_offsets" and op.get("type") == "ok"]
+    return got == list(p["offsets"]), f"{p['consumer']}'s ListOffsets answers: {got}"
+
+
 def _consumer_saw_twice(p: dict, facts: Facts) -> tuple[bool, str]:
     counts = Counter(v for _t, _o, v in facts.polled(p["consumer"]))
     once = [v for v in p["values"] if counts[v] < 2]
@@ -412,6 +418,7 @@ _KINDS: dict[str, Callable[..., tuple[bool, str]]] = {
     "consumer_saw": _consumer_saw,
     "consumer_did_not_see": _consumer_did_not_see,
     "consumer_saw_twice": _consumer_saw_twice,
+    "listed_offsets": _listed_offsets,
     "consumer_within_hw": _consumer_within_hw,
     "consumer_saw_truncated": _consumer_saw_truncated,
     "leader": _leader,

@@ -378,6 +378,12 @@ def _measure(v: Any, path: str, ctx: _Context) -> str:
     return v
 
 
+def _spec(v: Any, path: str, ctx: _Context) -> str:
+    if v not in ("latest", "earliest"):
+        raise _err(ctx.where, path, "\"latest\" or \"earliest\"", v)
+    return v
+
+
 def _step_ref(v: Any, path: str, ctx: _Context, n_steps: int) -> int:
     if isinstance(v, str):
         if v not in ctx.labels:
@@ -407,6 +413,7 @@ _CHECKERS = {
     "errors": _errors,
     "condition": lambda v, path, ctx: v,  # validated by _condition (needs the table form)
     "measure": _measure,
+    "spec": _spec,
 }
 
 

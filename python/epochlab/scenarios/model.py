@@ -78,6 +78,10 @@ ACTIONS: dict[str, tuple[Param, ...]] = {
     ),
     "consume": (_p("consumer", "consumer", "one poll", required=True),),
     "commit": (_p("consumer", "consumer", required=True),),
+    "list_offsets": (
+        _p("consumer", "consumer", "who asks the leader (the answer comes later)", required=True),
+        _p("spec", "spec", '"latest" (the HW; the LSO for read_committed) or "earliest"', default="latest"),
+    ),
     "crash": (
         _p("broker", "broker", required=True),
         _p("lose_unflushed", "bool", "power loss: the unflushed suffix is gone", default=False),
@@ -177,6 +181,10 @@ EXPECTATIONS: dict[str, tuple[Param, ...]] = {
         _p("consumer", "consumer", required=True),
         _p("poll", "pos_int", "1 = the consumer's first poll", required=True),
         _p("values", "values", "exactly these values, in order", required=True),
+    ),
+    "listed_offsets": (
+        _p("consumer", "consumer", required=True),
+        _p("offsets", "offsets", "the offsets its list_offsets steps were answered, in order", required=True),
     ),
     "consumer_saw_truncated": (
         _p("consumer", "consumer", required=True),

@@ -204,6 +204,11 @@ def _consume(d: _Driver, p: dict[str, Any]) -> str:
     return "polled " + (" ".join(f"{o}:m{v}" for o, v in got) if got else "nothing")
 
 
+def _list_offsets(d: _Driver, p: dict[str, Any]) -> str:
+    d.clients.consumers[p["consumer"]].list_offsets(p["spec"])
+    return f"asked the leader for the {p['spec']} offset"
+
+
 def _wait_until(d: _Driver, p: dict[str, Any]) -> str:
     cond = p["condition"]
 
@@ -286,6 +291,7 @@ _ACTIONS: dict[str, Callable[[_Driver, dict[str, Any]], str]] = {
     "produce": _produce,
     "flush": _flush,
     "consume": _consume,
+    "list_offsets": _list_offsets,
     "commit": _simple(lambda d, p: d.clients.consumers[p["consumer"]].commit()),
     "crash": _simple(lambda d, p: d.cluster.crash(p["broker"], lose_unflushed=p["lose_unflushed"])),
     "restart": _simple(lambda d, p: d.cluster.restart(p["broker"])),

@@ -10,6 +10,15 @@ does: the fetch response lists the aborted transactions ``(producer id, first of
 range; walking the records in offset order, a producer becomes "aborted" at its first offset
 and stops being so at its ABORT marker, and its transactional records in between are dropped.
 
+ListOffsets (:meth:`Consumer.list_offsets`, Java's ``endOffsets`` / ``beginningOffsets``): a
+request to the leader for the latest offset (the HW; the LSO for read_committed) or the
+earliest (the log start), apart from the fetcher; retried after ``retry.backoff.ms`` on a
+leader error (after a metadata refresh) and on OFFSET_NOT_AVAILABLE (a new leader whose HW is
+still below its epoch's start offset, KIP-207, 2.2+), for up to ``default.api.timeout.ms``.
+History: ``invoke`` ``list_offsets`` with the spec, then ``ok`` with ``[spec, offset]``
+(spec ``"latest"``, ``"latest-committed"`` for read_committed, or ``"earliest"``) or ``info``
+with the error after the timeout.
+
 Offsets: the start position is the committed offset (OffsetFetch; the controller plays the
 group coordinator), else ``auto_offset_reset`` (earliest = log start, latest = HW; ``none``
 records an ``info`` poll with ``NO_OFFSET_FOR_PARTITION`` and stops). Auto-commit commits the
@@ -35,6 +44,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from epochlab.errors import ConfigError
 from epochlab.sim.config import ConsumerConfig
 from epochlab.sim.messages import (
     RECORD_ABORT_MARKER,
@@ -50,6 +60,10 @@ __all__ = ["Consumer"]
 
 REQUEST_TIMEOUT_MS = 30000
 METADATA_TIMEOUT_MS = 1000
+#: ``default.api.timeout.ms``: how long ``endOffsets`` / ``beginningOffsets`` keep retrying.
+API_TIMEOUT_MS = 60000
+#: ``retry.backoff.ms`` of the consumer's ListOffsets retries.
+RETRY_BACKOFF_MS = 100
 
 
 class Consumer:
@@ -81,6 +95,7 @@ class Consumer:
         self._ready = False
         self._pending: int | None = None
         self._fetching_from: tuple[int, int] | None = None  # (leader, request id) of a fetch
+        self._listing: tuple[int, str, int, int] | None = None  # ListOffsets: id, spec, deadline, session
         self._offset_fetch()
         session = self.session
         self._every(self.config.poll_interval_ms, self._fetch, session)
@@ -195,6 +210,10 @@ class Consumer:
 
     def on_metadata_response(self, msg: tuple[int, int | None, int], src: object) -> None:
         request_id, leader, epoch = msg
+        if self._listing is not None and request_id == self._listing[0]:
+            if leader is not None:
+                self._leader, self._leader_epoch = leader, epoch
+            return
         if request_id != self._pending:
             return
         self._pending = None
@@ -244,7 +263,69 @@ class Consumer:
         if self._pending is not None and self._fetching_from == (broker, self._pending):
             self._pending, self._leader = None, None
 
+    # -- ListOffsets --------------------------------------------------------------------------
+    def list_offsets(self, spec: str = "latest") -> None:
+        """Ask the leader for the latest (``"latest"``) or earliest (``"earliest"``) offset,
+        as ``KafkaConsumer.endOffsets`` / ``beginningOffsets`` do (module doc); the answer is
+        recorded in the history when it comes. One request at a time: a second call while
+        one is pending replaces it (the first is recorded ``info`` ``SUPERSEDED``)."""
+        if spec not in ("latest", "earliest"):
+            raise ConfigError(f"list_offsets: spec must be 'latest' or 'earliest', got {spec!r}",
+                              where=f"consumer {self.name}", field="spec",
+                              expected="latest or earliest", got=spec)
+        if not self.alive:
+            return
+        if spec == "latest" and self.config.isolation_level == "read_committed":
+            spec = "latest-committed"
+        if self._listing is not None:
+            self.ctx.record(self.name, "info", "list_offsets", value=self._listing[1], error="SUPERSEDED")
+        self.ctx.record(self.name, "invoke", "list_offsets", value=spec)
+        self._listing = (self._next_id(), spec, self.ctx.now_ms + API_TIMEOUT_MS, self.session)
+        self._send_list_offsets(self._listing[0])
+
+    def _send_list_offsets(self, request_id: int) -> None:
+        listing = self._listing
+        if listing is None or listing[0] != request_id or listing[3] != self.session:
+            return
+        _, spec, deadline, session = listing
+        if self.ctx.now_ms >= deadline:
+            self._listing = None
+            self.ctx.record(self.name, "info", "list_offsets", value=spec, error="TIMEOUT")
+            return
+        rid = self._listing = (self._next_id(), spec, deadline, session)
+        leader = self._leader
+        if leader is not None and not self.ctx.network.is_alive(leader):
+            leader = self._leader = None  # connection refused: look the leader up again
+        if leader is None:
+            self.ctx.post(self.name, "controller", "on_metadata", (self.name, rid[0]))
+        else:
+            current = self._leader_epoch if self.ctx.generation.fences_current_epoch else None
+            req = ConsumerFetchRequest(self.name, rid[0], None, current, 0,
+                                       "earliest" if spec == "earliest" else "latest", None,
+                                       self.config.isolation_level)
+            self.ctx.post(self.name, leader, "on_consumer_fetch", req)
+        # a metadata answer, a retriable error or no answer at all: ask again after the backoff
+        # (an answer cancels this by replacing the request id)
+        wait = RETRY_BACKOFF_MS if leader is None else REQUEST_TIMEOUT_MS
+        self.ctx.kernel.schedule(wait, lambda: self._send_list_offsets(rid[0]))
+
+    def _on_list_offsets_response(self, resp: ConsumerFetchResponse) -> None:
+        assert self._listing is not None
+        _, spec, deadline, session = self._listing
+        if resp.error is None and resp.reset_offset is not None:
+            self._listing = None
+            self.ctx.record(self.name, "ok", "list_offsets", value=[spec, resp.reset_offset])
+            return
+        self.ctx.log_event("client", f"consumer {self.name}: ListOffsets {spec}: {resp.error}, retrying")
+        if resp.error in ("NOT_LEADER_OR_FOLLOWER", "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH"):
+            self._leader = None
+        retry = self._listing = (self._next_id(), spec, deadline, session)
+        self.ctx.kernel.schedule(RETRY_BACKOFF_MS, lambda: self._send_list_offsets(retry[0]))
+
     def on_fetch_response(self, resp: ConsumerFetchResponse, src: object) -> None:
+        if self._listing is not None and resp.request_id == self._listing[0]:
+            self._on_list_offsets_response(resp)
+            return
         if resp.request_id != self._pending:
             return
         self._pending = None

@@ -2,14 +2,20 @@
 1.9, 1.10) for the one simulated partition, plus the coordinators clients need.
 
 * Failure detection: a broker is declared dead ``session_timeout_ms`` after its last
-  heartbeat. A heartbeat from a new incarnation of a broker believed alive is a fast restart:
-  before Kafka 2.2 (G0-G2) it goes unnoticed (ZooKeeper's "ABA" re-registration, 1.10; the
-  controller just resends the partition state). From 2.2 (G3, G4: KIP-380 broker epochs) and in
-  KRaft (G5) the new incarnation cannot register while the old session lives (ZooKeeper: the
-  old session's ephemeral ``/brokers/ids/<id>``, ``KafkaZkClient.registerBroker``; KRaft:
+  heartbeat. In every generation a new incarnation cannot register while the old session
+  lives (ZooKeeper: the old session's ephemeral ``/brokers/ids/<id>``; before 2.2
+  ``ZKCheckedEphemeral`` / ``registerBrokerInZk`` fail the start "... restarted it faster than
+  the zookeeper timeout", from 2.2 ``KafkaZkClient.registerBroker``; KRaft:
   DuplicateBrokerRegistrationException): the failure is handled when the session expires,
-  then the restarted broker registers, and until then it applies no partition state (the
-  states list the registered incarnations: ``LeaderAndIsr.brokers``).
+  then the restarted broker registers. Before 2.2 (G0-G2) the controller learns of the expiry
+  from a child watch and reads ``/brokers/ids`` a moment later (a ``controller_delay_ms``
+  draw); a restarted broker that registers in between is taken for the same broker, and the
+  bounce is missed (ZooKeeper's "ABA" re-registration, 1.10, which KIP-380's broker epochs
+  fixed in 2.2): no failure handling, no state for the new process. ZooKeeper-era
+  heartbeats (session pings) carry no partition state in G0-G2: a broker gets LeaderAndIsr
+  when the controller sees it start and on every partition change. From 2.2 the states list
+  the registered incarnations (``LeaderAndIsr.brokers``) and a broker applies only those
+  addressed to its own.
 * Elections (1.9): clean = first live ISR replica in assignment order; else ELR (KIP-966, G5
   with ``eligible_leader_replicas_enable``); else unclean if enabled (ISR := [leader]); else
   OFFLINE, with the unavailable time recorded. The leader epoch is bumped on every leader
@@ -81,6 +87,9 @@ class Controller:
         self.unclean_shutdown: set[int] = set()
         self._session_timers: dict[int, Timer] = {}
         self._refused: set[int] = set()   # restarted brokers whose registration waits
+        self._informed: dict[int, int] = {}   # G0-G2: incarnation each broker was sent the state
+        self._unnoticed: set[int] = set()     # G0-G2: brokers whose restart the controller missed
+        self._expiring: set[int] = set()      # G0-G2: session gone, controller not yet told
         self.metadata_version = 0
         self.offline_since_ms: int | None = None
         self.unavailable_ms = 0
@@ -121,9 +130,14 @@ class Controller:
                       coalesce="metadata" if self.generation.kraft else None)
 
     def _broadcast(self) -> None:
+        """The new state to the replicas. Before 2.2 only to the brokers the controller counts
+        live (``ControllerChannelManager`` has a queue per live broker; a broker whose session
+        expired gets its state when it registers again, ``onBrokerStartup``); from 2.2 the
+        states carry the registered incarnations and a broker applies only its own's."""
         msg = self.state()
         for r in self.replicas:
-            self._send_state(r, msg)
+            if self.generation.broker_epochs or self.live.get(r):
+                self._send_state(r, msg)
 
     def _order(self, members: set[int] | tuple[int, ...]) -> tuple[int, ...]:
         return tuple(r for r in self.replicas if r in set(members))
@@ -189,9 +203,37 @@ class Controller:
             self.config.session_timeout_ms + 1, lambda: self._session_expired(broker))
 
     def _session_expired(self, broker: int) -> None:
+        if self.live.get(broker) and not self.generation.broker_epochs and broker not in self._expiring:
+            # ZooKeeper before 2.2: the session's ephemeral /brokers/ids/<id> is deleted now;
+            # the controller learns it from a child watch and reads the children a moment
+            # later (KafkaController's BrokerChange handling). A restarted broker that
+            # registers in between is seen as the same broker: the bounce is missed (the
+            # "ABA" restart KIP-380 describes).
+            self._expiring.add(broker)
+            delay = self.ctx.kernel.rng(f"zk-watch-{broker}").randint(*self.config.controller_delay_ms)
+            self.ctx.kernel.schedule(delay, lambda: self._broker_change(broker))
+            return
+        self._fail_broker(broker)
+
+    def _broker_change(self, broker: int) -> None:
+        """G0-G2: the controller reads /brokers/ids after the session of ``broker`` expired."""
+        if broker not in self._expiring:
+            return
+        self._expiring.discard(broker)
+        if broker in self._unnoticed:
+            self.ctx.log_event("controller", f"controller: broker {broker}'s session expired but it "
+                               "registered again before the controller read /brokers/ids: the bounce "
+                               "is missed (ZooKeeper ABA, KIP-380)")
+            self._arm_session(broker)
+            return
+        self._fail_broker(broker)
+
+    def _fail_broker(self, broker: int) -> None:
         if self.live.get(broker):
             self.ctx.log_event("controller", f"controller: broker {broker} session expired")
             self.live[broker] = False
+            self._unnoticed.discard(broker)
+            self._informed.pop(broker, None)
             self._metadata_changed()
             self._handle_broker_failure(broker)
 
@@ -201,13 +243,27 @@ class Controller:
         if b not in self.live:
             return
         known = self.incarnation.get(b)
-        if self.generation.broker_epochs and self.live[b] and known != hb.incarnation:
+        if not self.generation.broker_epochs and b in self._expiring and known != hb.incarnation:
+            # G0-G2: registered while the controller had not yet read the old session's
+            # deletion: it will find the same id (_broker_change) and miss the bounce
+            self.incarnation[b] = hb.incarnation
+            self._unnoticed.add(b)
+            self._refused.discard(b)
+            self.ctx.log_event("controller", f"controller: broker {b} registered again right after "
+                               "its old session expired")
+            return
+        if self.live[b] and known != hb.incarnation:
             # A new incarnation cannot register while the old one's session is valid. KRaft:
             # ClusterControlManager.registerBroker, DuplicateBrokerRegistrationException.
             # ZooKeeper: /brokers/ids/<id> is an ephemeral node of the old session, and
             # KafkaZkClient.registerBroker (checkedEphemeralCreate) fails on it; the broker
             # starts again after the session expired (_session_expired), so the controller
             # handles the failure first (onBrokerFailure), then the startup.
+            # Before 2.2 the registration fails the same way (ZKCheckedEphemeral, later
+            # KafkaZkClient.registerBrokerInZk: "... or else you have shutdown this broker and
+            # restarted it faster than the zookeeper timeout so it appears to be
+            # re-registering") and the process exits; the model keeps it retrying, as a
+            # supervisor restarting it would.
             if b not in self._refused:
                 self._refused.add(b)
                 why = "DuplicateBrokerRegistration" if self.generation.kraft else \
@@ -217,13 +273,22 @@ class Controller:
             return
         self._refused.discard(b)
         if not self.live[b] or known != hb.incarnation:
-            self._register(b, hb, restarted_while_alive=self.live[b] and known != hb.incarnation)
+            self._register(b, hb)
         self._arm_session(b)
-        self._send_state(b, self.state())
+        if self.generation.broker_epochs:
+            self._send_state(b, self.state())
+            return
+        # ZooKeeper era before 2.2: a session ping carries no partition state. The controller
+        # sends LeaderAndIsr on its own events only: a broker it saw start
+        # (``KafkaController.onBrokerStartup``) and every partition change it makes. A bounce
+        # it missed (ABA) leaves the new process without any partition state, leading and
+        # following nothing, until the controller next changes the partition
+        # (``ReplicaManager.becomeLeaderOrFollower`` is the only way to a role).
+        if b not in self._unnoticed and self._informed.get(b) != hb.incarnation:
+            self._informed[b] = hb.incarnation
+            self._send_state(b, self.state())
 
-    def _register(self, b: int, hb: BrokerHeartbeat, restarted_while_alive: bool) -> None:
-        if restarted_while_alive:  # G0-G2 only: later generations refuse it (on_heartbeat)
-            self.ctx.log_event("controller", f"controller: broker {b} restarted unnoticed (ZK ABA)")
+    def _register(self, b: int, hb: BrokerHeartbeat) -> None:
         self.incarnation[b] = hb.incarnation
         self.shutting_down.discard(b)
         if not hb.clean_shutdown and self.elr_enabled and b in self.elr:
