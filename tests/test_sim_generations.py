@@ -219,3 +219,26 @@ def test_zookeeper_era_restart_waits_for_the_session_and_a_missed_bounce_leads_n
     messages = [e.message for e in quick_watch.events if e.kind == "controller"]
     assert "controller: broker 3 session expired" in messages and "controller: broker 3 registered" in messages
     assert quick_watch.brokers[3].replica.role == "follower"
+
+
+@pytest.mark.parametrize(("fixture", "was"), [
+    ("g0-liveness-converge-model-defect.json", "Liveness-Converge"),
+    ("g0-inv-epochmonotone-model-defect.json", "Inv-EpochMonotone"),
+])
+def test_zookeeper_era_findings_that_were_model_defects(fixture: str, was: str) -> None:
+    """Two hw-truncation findings of the session-7 campaign (seed 5101), both model defects:
+    (1) a broker whose bounce had been missed restarted again and was taken for the missed
+    incarnation at every session expiry, so it never registered (Liveness-Converge); (2) a
+    LeaderAndIsr held by a partition reached a broker after the controller had declared it
+    dead and it had registered again, making it leader of an old epoch (Inv-EpochMonotone).
+    A ZooKeeper controller drops a dead broker's request queue (``onBrokerFailure`` ->
+    ``ControllerChannelManager.removeBroker``)."""
+    from pathlib import Path
+
+    from epochlab.fuzz import execute
+    from epochlab.fuzz.schedule import load_schedule
+
+    schedule = load_schedule(Path(__file__).parent / "fixtures" / "schedules" / fixture)
+    verdict = execute(schedule).verdict
+    assert verdict.first(was) is None, [(v.invariant, v.verdict) for v in verdict.violations]
+    assert verdict.ok

@@ -90,6 +90,7 @@ class Controller:
         self._informed: dict[int, int] = {}   # G0-G2: incarnation each broker was sent the state
         self._unnoticed: set[int] = set()     # G0-G2: brokers whose restart the controller missed
         self._expiring: set[int] = set()      # G0-G2: session gone, controller not yet told
+        self._reregistered: set[int] = set()  # G0-G2: registered again inside that window
         self.metadata_version = 0
         self.offline_since_ms: int | None = None
         self.unavailable_ms = 0
@@ -220,7 +221,8 @@ class Controller:
         if broker not in self._expiring:
             return
         self._expiring.discard(broker)
-        if broker in self._unnoticed:
+        if broker in self._reregistered:
+            self._reregistered.discard(broker)
             self.ctx.log_event("controller", f"controller: broker {broker}'s session expired but it "
                                "registered again before the controller read /brokers/ids: the bounce "
                                "is missed (ZooKeeper ABA, KIP-380)")
@@ -231,6 +233,12 @@ class Controller:
     def _fail_broker(self, broker: int) -> None:
         if self.live.get(broker):
             self.ctx.log_event("controller", f"controller: broker {broker} session expired")
+            if not self.generation.kraft:
+                # onBrokerFailure -> ControllerChannelManager.removeBroker: the request queue
+                # of the dead broker and its send thread go; what it had not delivered (held
+                # by a partition) is never sent. The broker gets the current state when it
+                # registers again (onBrokerStartup).
+                self.ctx.network.discard_held("controller", broker)
             self.live[broker] = False
             self._unnoticed.discard(broker)
             self._informed.pop(broker, None)
@@ -248,6 +256,7 @@ class Controller:
             # deletion: it will find the same id (_broker_change) and miss the bounce
             self.incarnation[b] = hb.incarnation
             self._unnoticed.add(b)
+            self._reregistered.add(b)
             self._refused.discard(b)
             self.ctx.log_event("controller", f"controller: broker {b} registered again right after "
                                "its old session expired")

@@ -246,6 +246,20 @@ class Network:
         self.delivered += 1
         msg.deliver()
 
+    def discard_held(self, src: Node, dst: Node) -> int:
+        """Drop what is held on the connection ``src`` -> ``dst`` (the sender gave up on it,
+        e.g. a ZooKeeper-era controller removing a dead broker's request queue); returns how
+        many messages went."""
+        src_key, dst_key = _key(src), _key(dst)
+        gone = 0
+        for direction in list(self._held):
+            first = self._held[direction][0]
+            if first.src_key == src_key and first.dst_key == dst_key:
+                gone += len(self._held[direction])
+                del self._held[direction]
+        self.dropped += gone
+        return gone
+
     def _discard_dead(self) -> None:
         """Held messages die with either end of their connection."""
         for direction in list(self._held):
