@@ -209,6 +209,10 @@ class Broker:
         if not self.alive:
             return
         self._answer_parked_produces(force_error="NOT_LEADER_OR_FOLLOWER")
+        if not self.ctx.generation.kraft:
+            # a ZooKeeper-era broker closes its session on the way out (KafkaServer.shutdown
+            # -> zkClient.close): its /brokers/ids node goes now, not a session timeout later
+            self.ctx.post(self.broker_id, "controller", "on_session_closed", (self.broker_id, self.incarnation))
         self.alive = False
         # KIP-966: the controller takes a restart as clean only if the broker names its
         # previous broker epoch (ClusterControlManager.registerBroker compares

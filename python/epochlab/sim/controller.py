@@ -216,6 +216,18 @@ class Controller:
             return
         self._fail_broker(broker)
 
+    def on_session_closed(self, msg: tuple[int, int], src: object) -> None:
+        """A ZooKeeper-era broker closed its session when it shut down: its registration goes
+        at once (the controller then handles it as a failure, after the watch delay in G0-G2),
+        so its restart registers as a new start instead of waiting out a session timeout."""
+        broker, incarnation = msg
+        if self.incarnation.get(broker) != incarnation:
+            return
+        timer = self._session_timers.pop(broker, None)
+        if timer is not None:
+            timer.cancel()
+        self._session_expired(broker)
+
     def _broker_change(self, broker: int) -> None:
         """G0-G2: the controller reads /brokers/ids after the session of ``broker`` expired."""
         if broker not in self._expiring:
