@@ -325,26 +325,16 @@ def add(ksub: Any) -> None:
                                     "with the cluster's settings (and again with the controller delay set to "
                                     "the measured metadata propagation), and print seed 002's table with all "
                                     "three (docs/kafka-run.md). Exit 2 for a usage or environment problem.")
-    p.add_argument("--runs", type=_count, default=5, help="leader failures on the live cluster (default 5)")
-    p.add_argument("--model-runs", type=_count, default=50, help="model seeds (default 50)")
+    from epochlab.kafka.fuzz import _positive
+
+    p.add_argument("--runs", type=_positive, default=5, help="leader failures on the live cluster (default 5)")
+    p.add_argument("--model-runs", type=_positive, default=50, help="model seeds (default 50)")
     p.add_argument("--cluster-dir", help="use the running cluster recorded in this directory")
     p.add_argument("--dir", default="runs/kafka-downtime.cluster",
                    help="directory of the cluster started for the measurement (default runs/kafka-downtime.cluster)")
     p.add_argument("--out", help="write rows and summaries as JSON to this file")
     p.add_argument("--json", action="store_true", help="print rows and summaries as JSON")
     p.set_defaults(kafka_run=_command)
-
-
-def _count(text: str) -> int:
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if not 1 <= value <= 10_000:
-        raise argparse.ArgumentTypeError(f"expected an integer in 1..10000, got {value}")
-    return value
 
 
 def _command(args: Any) -> int:
