@@ -40,22 +40,24 @@ exit and on SIGINT/SIGTERM, and its JVMs get SIGKILL when this process dies
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from epochlab.errors import ConfigError
 
-__all__ = ["CLIENT", "FAST_FAILOVER", "JVM_OPTIONS", "LOG_PATTERN", "LocalCluster", "Node", "live_pid",
+__all__ = ["CLIENT", "FAST_FAILOVER", "JVM_OPTIONS", "LOG_PATTERN", "LocalCluster", "Node", "cluster_for", "live_pid",
            "log4j2_properties", "netns_available"]
 
 #: The endpoint name of the harness's own side of the network (where its clients run).
@@ -141,6 +143,29 @@ class Node:
         """The node's own log (log4j 2, INFO; releases 4.0+): one line per event, starting
         with the wall-clock time in ms since the epoch (:data:`LOG_PATTERN`)."""
         return Path(self.dir) / "server.log"
+
+
+@contextlib.contextmanager
+def cluster_for(cluster_dir: str | os.PathLike[str] | None, directory: str | os.PathLike[str],
+                overrides: dict[str, str] | None = None, keep: bool = False) -> Iterator[LocalCluster]:
+    """The cluster a command works on: the running one recorded in ``cluster_dir`` (left
+    running), or a new three-broker cluster started under ``directory`` (its start time printed
+    to stderr) and stopped when the block ends, also on an error or Ctrl-C; ``keep`` leaves it
+    running (detached) and says how to stop it."""
+    if cluster_dir:
+        yield LocalCluster.attach(cluster_dir)
+        return
+    cluster = LocalCluster(directory, brokers=3, overrides=overrides, detach=keep)
+    t0 = time.monotonic()
+    cluster.start()  # a failed start stops what it started and raises
+    print(f"cluster started in {time.monotonic() - t0:.1f} s", file=sys.stderr)
+    try:
+        yield cluster
+    finally:
+        if keep:
+            print(f"cluster left running: epochlab kafka cluster down --dir {cluster.dir}", file=sys.stderr)
+        else:
+            cluster.stop()
 
 
 def netns_available() -> bool:

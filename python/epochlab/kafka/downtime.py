@@ -339,39 +339,30 @@ def add(ksub: Any) -> None:
 
 def _command(args: Any) -> int:
     from epochlab.errors import EpochlabError
-    from epochlab.kafka.cluster import LocalCluster
+    from epochlab.kafka.cluster import cluster_for
     from epochlab.kafka.run import cluster_settings
 
-    started = None
+    def show(row: dict[str, Any]) -> None:
+        if not args.json:
+            print(f"run {row['run']}: leader {row['leader']} killed; " +
+                  ", ".join(f"{key} {row[key]}" for _n, key in PHASES), flush=True)
+
     t0 = time.monotonic()
     try:
-        if args.cluster_dir:
-            cluster = LocalCluster.attach(args.cluster_dir)
-        else:
-            cluster = started = LocalCluster(args.dir, brokers=3)
-            cluster.start()
-        cluster_s = time.monotonic() - t0
-        settings = cluster_settings(cluster)
-
-        def show(row: dict[str, Any]) -> None:
-            if not args.json:
-                print(f"run {row['run']}: leader {row['leader']} killed; " +
-                      ", ".join(f"{key} {row[key]}" for _n, key in PHASES), flush=True)
-
-        t1 = time.monotonic()
-        real = measure_real(cluster, args.runs, show)
-        real_s = time.monotonic() - t1
+        with cluster_for(args.cluster_dir, args.dir) as cluster:
+            cluster_s = time.monotonic() - t0
+            settings = cluster_settings(cluster)
+            t1 = time.monotonic()
+            real = measure_real(cluster, args.runs, show)
+            real_s = time.monotonic() - t1
     except EpochlabError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    finally:
-        if started is not None:
-            started.stop()
     t2 = time.monotonic()
     model = measure_model(settings, args.model_runs)
     calibration = calibrated_settings(settings, real)
     calibrated = measure_model(calibration, args.model_runs) if calibration is not None else None
-    result = {"settings": settings, "cluster_start_s": round(cluster_s, 1) if started else None,
+    result = {"settings": settings, "cluster_start_s": None if args.cluster_dir else round(cluster_s, 1),
               "real_seconds": round(real_s, 1), "model_seconds": round(time.monotonic() - t2, 1),
               "real": real, "model": model, "real_summary": summarize(real), "model_summary": summarize(model),
               "calibrated_settings": calibration, "calibrated": calibrated,

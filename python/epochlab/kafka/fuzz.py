@@ -231,22 +231,12 @@ def _command(args: Any) -> int:
     import sys
 
     from epochlab.errors import EpochlabError
-    from epochlab.kafka.cluster import LocalCluster
+    from epochlab.kafka.cluster import cluster_for
     from epochlab.kafka.run import cluster_overrides
 
     out = Path(args.out)
-    started = None
-    try:
-        if args.cluster_dir:
-            cluster = LocalCluster.attach(args.cluster_dir)
-        else:
-            cluster = started = LocalCluster(out.with_name(out.name + ".cluster"), brokers=3,
-                                             overrides=cluster_overrides(real_profile().cluster))
-            t0 = time.monotonic()
-            cluster.start()
-            print(f"cluster started in {time.monotonic() - t0:.1f} s", file=sys.stderr)
 
-        def show(run: KafkaFuzzRun) -> None:
+    def show(run: KafkaFuzzRun) -> None:
             if args.json:
                 return
             what = run.error or ("agree" if run.agree else
@@ -256,13 +246,13 @@ def _command(args: Any) -> int:
             lost += f" model lost {run.model_lost}" if run.model_lost else ""
             print(f"run {run.index:3d} (seed {run.seed}) {run.seconds:5.1f} s: {what}{lost}", flush=True)
 
-        done = fuzz_cluster(cluster, args.runs, args.seed, out, args.actions, args.seconds, show)
+    try:
+        with cluster_for(args.cluster_dir, out.with_name(out.name + ".cluster"),
+                         cluster_overrides(real_profile().cluster)) as cluster:
+            done = fuzz_cluster(cluster, args.runs, args.seed, out, args.actions, args.seconds, show)
     except EpochlabError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    finally:
-        if started is not None:
-            started.stop()
     summary = json.loads((out / "summary.json").read_text())
     if args.json:
         print(json.dumps(summary, sort_keys=True, indent=2))

@@ -136,7 +136,8 @@ def _report(scenario: Any, payload: dict[str, Any], table: str, picture_note: st
 
 def run_command(args: argparse.Namespace) -> int:
     from epochlab.errors import EpochlabError
-    from epochlab.kafka.cluster import LocalCluster
+    from epochlab.kafka.cluster import cluster_for
+    from epochlab.kafka.run import broker_overrides, unmappable
     from epochlab.scenarios import resolve
 
     try:
@@ -145,30 +146,17 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     out = Path(args.out) if args.out else Path("runs") / f"kafka-{scenario.name}"
-    started = None
+    if not args.cluster_dir:
+        why = unmappable(scenario)
+        if why:
+            return _emit(args, 2, {"scenario": scenario.name, "runnable": False, "why": why})
     try:
-        if args.cluster_dir:
-            cluster = LocalCluster.attach(args.cluster_dir)
-        else:
-            from epochlab.kafka.run import broker_overrides, unmappable
-
-            why = unmappable(scenario)
-            if why:
-                return _emit(args, 2, {"scenario": scenario.name, "runnable": False, "why": why})
-            t0 = time.monotonic()
-            cluster = started = LocalCluster(Path(out).with_name(out.name + ".cluster"), brokers=3,
-                                             overrides=broker_overrides(scenario), detach=args.keep_cluster)
-            cluster.start()
-            print(f"cluster started in {time.monotonic() - t0:.1f} s", file=sys.stderr)
-        code, payload = execute(scenario, cluster, args.compare, out)
+        with cluster_for(args.cluster_dir, out.with_name(out.name + ".cluster"), broker_overrides(scenario),
+                         keep=args.keep_cluster) as cluster:
+            code, payload = execute(scenario, cluster, args.compare, out)
     except EpochlabError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    finally:
-        if started is not None and not args.keep_cluster:
-            started.stop()
-        elif started is not None:
-            print(f"cluster left running: epochlab kafka cluster down --dir {started.dir}", file=sys.stderr)
     return _emit(args, code, payload)
 
 
