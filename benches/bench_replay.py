@@ -14,6 +14,8 @@ Groups (the summary prints mean time per operation and ratios):
 * ``trace replay vs copy (per batch)``: the same Rust replay per leader batch against a plain
   NumPy copy of the same columns (every buffer of the table copied once): how far the replay
   is from the cost of touching the data at all.
+* ``import vs replay (per 1,000-row batch)``: the fixed cost of importing a batch (Arrow C
+  Data Interface through arrow-rs, every offset validated) against replaying a 1,000-row group.
 * ``epoch cache lookup, N entries``: ``epoch_for_offset`` and ``end_offset_for`` on caches of
   10 to 1,000,000 entries (``EPOCHLAB_BENCH_CACHE_MAX``), Rust vs reference per lookup.
 * ``divergence_point`` / ``first_mismatch`` at ``EPOCHLAB_BENCH_DIVERGENCE_BATCHES`` (default
@@ -91,6 +93,20 @@ def test_replay_reference(benchmark: Any, record_ratio: Any, generated: Any) -> 
     report = benchmark.pedantic(lambda: trace.reference_replay(part), rounds=1, iterations=1)
     assert report.rows == part.num_rows and report.verdict == "ok"
     record_ratio(benchmark, "trace replay (per event)", "reference", ops=part.num_rows)
+
+
+def test_import_vs_replay_of_a_row_group(benchmark: Any, record_ratio: Any, generated: Any) -> None:
+    """The fixed cost of importing one batch through the C Data Interface (arrow-rs's FFI and
+    ``validate_full``), against replaying a 1,000-row group: what a small row group pays."""
+    group = generated.combine_chunks().to_batches()[0].slice(0, 1000)
+    benchmark.pedantic(lambda: core.check_trace_batch(group), rounds=200, iterations=10)
+    record_ratio(benchmark, "import vs replay (per 1,000-row batch)", "import")
+
+
+def test_replay_of_a_row_group(benchmark: Any, record_ratio: Any, generated: Any) -> None:
+    group = generated.combine_chunks().to_batches()[0].slice(0, 1000)
+    benchmark.pedantic(lambda: core.Replayer().replay_batch(group, 0), rounds=50, iterations=5)
+    record_ratio(benchmark, "import vs replay (per 1,000-row batch)", "replay (import included)")
 
 
 def test_replay_vs_copy_rust(benchmark: Any, record_ratio: Any, generated: Any) -> None:

@@ -68,6 +68,14 @@ def ratio_lines() -> list[str]:
     lines = [f"{'group':<46} {'rust/op':>10} {'reference/op':>13} {'copy/op':>10}  ratio (mean)"]
     for group, impls in RESULTS.items():
         rust, ref, copy = (impls.get(k) for k in ("rust", "reference", "copy"))
+        if not (rust or ref or copy):  # a group of its own parts, e.g. import vs replay
+            parts = list(impls.items())
+            text = "; ".join(f"{name} {_seconds(x['mean_s_per_op'])}/op" for name, x in parts)
+            if len(parts) == 2:
+                text += f"; {parts[0][0]} / {parts[1][0]}: " \
+                        f"{parts[0][1]['mean_s_per_op'] / parts[1][1]['mean_s_per_op']:.2f}"
+            lines.append(f"{group:<46} {text}")
+            continue
         cells = [_seconds(x["mean_s_per_op"]) if x else "-" for x in (rust, ref, copy)]
         ratio = ""
         if rust and ref:

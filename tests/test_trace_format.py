@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,101 @@ def test_c_data_import_type_errors_never_panic() -> None:
     nulls = pa.record_batch({"kind": pa.array([0], pa.uint8()), "broker": pa.array([None], pa.uint32())})
     with pytest.raises(TraceError, match="broker is null"):
         _core.Replayer().replay_batch(nulls, 0)
+
+
+class _ArrowArray(ctypes.Structure):
+    pass
+
+
+class _ArrowSchema(ctypes.Structure):
+    pass
+
+
+_RELEASE_ARRAY = ctypes.CFUNCTYPE(None, ctypes.POINTER(_ArrowArray))
+_RELEASE_SCHEMA = ctypes.CFUNCTYPE(None, ctypes.POINTER(_ArrowSchema))
+_ArrowArray._fields_ = [  # the C Data Interface's struct ArrowArray
+    ("length", ctypes.c_int64), ("null_count", ctypes.c_int64), ("offset", ctypes.c_int64),
+    ("n_buffers", ctypes.c_int64), ("n_children", ctypes.c_int64),
+    ("buffers", ctypes.POINTER(ctypes.c_void_p)), ("children", ctypes.POINTER(ctypes.POINTER(_ArrowArray))),
+    ("dictionary", ctypes.POINTER(_ArrowArray)), ("release", _RELEASE_ARRAY), ("private_data", ctypes.c_void_p)]
+_ArrowSchema._fields_ = [
+    ("format", ctypes.c_char_p), ("name", ctypes.c_char_p), ("metadata", ctypes.c_char_p),
+    ("flags", ctypes.c_int64), ("n_children", ctypes.c_int64),
+    ("children", ctypes.POINTER(ctypes.POINTER(_ArrowSchema))), ("dictionary", ctypes.POINTER(_ArrowSchema)),
+    ("release", _RELEASE_SCHEMA), ("private_data", ctypes.c_void_p)]
+
+
+class _LyingBatch:
+    """A record batch exported through the C Data Interface, its structs then edited to
+    contradict their own type, handed over in capsules as ``__arrow_c_array__`` does."""
+
+    def __init__(self, batch, damage) -> None:
+        self.array, self.schema = _ArrowArray(), _ArrowSchema()
+        batch._export_to_c(ctypes.addressof(self.array), ctypes.addressof(self.schema))
+        self.saved = damage(self.array)
+
+    def __arrow_c_array__(self, requested_schema=None):
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        return (new(ctypes.addressof(self.schema), b"arrow_schema", None),
+                new(ctypes.addressof(self.array), b"arrow_array", None))
+
+    def release(self) -> None:
+        """Undo the damage and release what the importer did not take."""
+        self.saved()
+        if self.array.release:
+            self.array.release(ctypes.pointer(self.array))
+        if self.schema.release:
+            self.schema.release(ctypes.pointer(self.schema))
+
+
+def _fewer_children(array):
+    array.n_children -= 1
+    return lambda: setattr(array, "n_children", array.n_children + 1)
+
+
+def _column_without_data_buffer(array):
+    child = array.children[1].contents
+    child.n_buffers = 1
+    return lambda: setattr(child, "n_buffers", 2)
+
+
+def _list_without_items(array):
+    child = array.children[2].contents
+    child.n_children = 0
+    return lambda: setattr(child, "n_children", 1)
+
+
+def _offsets_past_the_items(array):
+    offsets = ctypes.cast(array.children[2].contents.buffers[1], ctypes.POINTER(ctypes.c_int32))
+    old = offsets[2]
+    offsets[2] = 1 << 20
+    return lambda: offsets.__setitem__(2, old)
+
+
+@pytest.mark.parametrize("damage", [_fewer_children, _column_without_data_buffer, _list_without_items,
+                                    _offsets_past_the_items])
+def test_c_data_import_of_structs_that_lie_is_a_typed_error(damage) -> None:
+    """Structs that contradict their own type (a producer's bug or a hostile object) are a
+    TraceError naming the problem, never a panic or a read outside the buffers; the replayer
+    stays usable."""
+    batch = pa.record_batch({"kind": pa.array([0, 0, 0], pa.uint8()), "broker": pa.array([1, 1, 1], pa.uint32()),
+                             "values": pa.array([[1], [2], [3]], pa.list_(pa.uint64()))})
+    lying = _LyingBatch(batch, damage)
+    try:
+        with pytest.raises(TraceError) as e:
+            _core.check_trace_batch(lying, 7)
+        assert e.value.row == 7 and ("buffers" in e.value.reason or "children" in e.value.reason
+                                     or "invalid Arrow data" in e.value.reason), e.value.reason
+    finally:
+        lying.release()
+    assert _core.check_trace_batch(batch) == 3
+    consumed = _LyingBatch(batch, lambda array: (lambda: None))
+    capsules = consumed.__arrow_c_array__()
+    consumed.array.release(ctypes.pointer(consumed.array))  # as if another reader took it
+    with pytest.raises(ValueError, match="already consumed"):
+        _core.check_trace_batch(type("Taken", (), {"__arrow_c_array__": lambda self, s=None: capsules})())
+    consumed.release()
 
 
 def _damage(path: Path, at_fraction: float) -> None:
