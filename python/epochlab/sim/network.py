@@ -53,8 +53,16 @@ __all__ = ["LinkConfig", "Network", "Node"]
 Node = int | str
 
 
+_KEYS: dict[tuple[type, Node], str] = {}
+
+
 def _key(node: Node) -> str:
-    return f"b{node}" if isinstance(node, int) else f"n{node}"
+    """The node's name in the network's tables: ``b<id>`` for a broker, ``n<name>`` else
+    (memoised: it is asked for several times per message)."""
+    key = _KEYS.get((type(node), node))
+    if key is None:
+        key = _KEYS[(type(node), node)] = f"b{node}" if isinstance(node, int) else f"n{node}"
+    return key
 
 
 @dataclass(frozen=True)
@@ -81,7 +89,7 @@ default, ``NetworkClient.handleTimedOutRequests``) and send again on a new one, 
 never waits behind TCP's backed-off retransmission timer for longer than that."""
 
 
-@dataclass
+@dataclass(slots=True)
 class _Message:
     seq: int
     src: Node
@@ -105,6 +113,7 @@ class Network:
         self._default = LinkConfig(default_delay_ms)
         self._controller = LinkConfig(controller_delay_ms)
         self._links: dict[tuple[str, str], LinkConfig] = {}
+        self._link_of: dict[tuple[Node, Node], LinkConfig] = {}  # memo of _link, per direction
         self._groups: dict[str, int] | None = None
         self._alive: dict[str, bool] = {}
         self._incarnation: dict[str, int] = {}
@@ -167,6 +176,7 @@ class Network:
         lo, hi = delay_ms if delay_ms is not None else base.delay_ms
         self._links[self._pair(a, b)] = LinkConfig((int(lo), int(hi)), float(drop),
                                                    float(duplicate), bool(reorder))
+        self._link_of.clear()
         self._release()
         return applicable
 
@@ -295,7 +305,10 @@ class Network:
         return (ka, kb) if ka <= kb else (kb, ka)
 
     def _link(self, a: Node, b: Node) -> LinkConfig:
-        custom = self._links.get(self._pair(a, b))
-        if custom is not None:
-            return custom
-        return self._controller if "controller" in (a, b) else self._default
+        link = self._link_of.get((a, b))
+        if link is None:
+            link = self._links.get(self._pair(a, b))
+            if link is None:
+                link = self._controller if "controller" in (a, b) else self._default
+            self._link_of[(a, b)] = link
+        return link
