@@ -246,3 +246,34 @@ def test_zookeeper_era_findings_that_were_model_defects(fixture: str, was: str) 
     verdict = execute(schedule).verdict
     assert verdict.first(was) is None, [(v.invariant, v.verdict) for v in verdict.violations]
     assert verdict.ok
+
+
+@pytest.mark.parametrize("backend", ["rust", "python", "reference"])
+def test_a_fetcher_ignores_answers_to_requests_it_gave_up_on(backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A latest-generation finding of the session-8 campaign (seed 8101, transactions on),
+    reported as Inv-StrongIsr and matched by signature to the catalogued KRaft bug, was a
+    model defect: a follower cut from its leader timed out fetch after fetch; when the link
+    came back the leader served every held request and the follower applied each answer, so an
+    old DivergingEpoch answer truncated records it had meanwhile fetched legitimately, while
+    the leader, having seen its newer fetch, had put it back into the ISR. A Kafka fetcher
+    has one request in flight and closes the connection of one that timed out
+    (``NetworkClient.handleTimedOutRequests``): answers to abandoned requests never reach it.
+    With stale answers applied again (the old behaviour) the violation comes back."""
+    from pathlib import Path
+
+    from epochlab.fuzz import execute
+    from epochlab.fuzz.schedule import load_schedule
+    from epochlab.sim import broker
+
+    schedule = load_schedule(Path(__file__).parent / "fixtures" / "schedules"
+                             / "g5-inv-strongisr-stale-fetch-answer-model-defect.json")
+    verdict = execute(schedule, backend=backend).verdict
+    assert verdict.ok, [(v.invariant, v.verdict) for v in verdict.violations]
+    original = broker.Broker._answers_request_in_flight
+
+    def every_answer(self: broker.Broker, resp: object) -> bool:
+        original(self, resp)
+        return True
+    monkeypatch.setattr(broker.Broker, "_answers_request_in_flight", every_answer)
+    stale = execute(schedule, backend=backend).verdict
+    assert stale.first("Inv-StrongIsr") is not None

@@ -127,6 +127,13 @@ class Generation(enum.IntEnum):
         return self >= Generation.KIP_320
 
     @property
+    def client_exponential_backoff(self) -> bool:
+        """G5: clients back off exponentially with jitter, retries and metadata requests alike
+        (KIP-580, KAFKA-9800, Java clients 3.7.0+; :mod:`epochlab.sim.backoff`); before, every
+        wait is ``retry.backoff.ms``."""
+        return self == Generation.STRICT_MIN_ISR
+
+    @property
     def elr_default(self) -> bool:
         """Default of eligible leader replicas (KIP-966): on in the latest generation, as a
         cluster formatted by Kafka 4.1+ has it (``EligibleLeaderReplicasVersion.ELRV_1``

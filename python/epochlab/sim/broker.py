@@ -116,6 +116,7 @@ class Broker:
         self._fetch_timer: Timer | None = None
         self._last_heartbeat_ms: int | None = None
         self._fetch_dst: tuple[int, int] | None = None  # (leader, token) of the fetch in flight
+        self._fetch_sent: object | None = None  # that request itself (answers echo it)
         self._parked_fetches: list[tuple[int, FetchRequest, Timer]] = []
         self._parked_produces: list[tuple[int, ProduceRequest, Timer, ProduceResponse]] = []
         self._parked_markers: list[tuple[int, WriteTxnMarkersRequest, Timer, str]] = []
@@ -376,7 +377,7 @@ class Broker:
             self.ctx.post(self.broker_id, leader, "on_fetch", req, kind="fetch")
         else:
             self.ctx.post(self.broker_id, leader, "on_offsets_for_leader_epoch", req, kind="fetch")
-        self._fetch_dst = (leader, token)
+        self._fetch_dst, self._fetch_sent = (leader, token), req
         self._fetch_timer = self.ctx.kernel.schedule(
             REPLICA_REQUEST_TIMEOUT_MS, lambda: self._if_alive(inc, lambda: self._fetch_timeout(token)))
 
@@ -415,12 +416,26 @@ class Broker:
         elif action == "backoff":
             self._backoff(self._fetch_token)
 
+    def _answers_request_in_flight(self, resp: FetchResponse | OffsetsForLeaderEpochResponse) -> bool:
+        """Whether ``resp`` answers the request this fetcher is waiting for. A fetcher has one
+        request in flight (``AbstractFetcherThread``); one it gave up on (request timeout,
+        leader change, restart) went with its connection: ``NetworkClient`` closes the
+        connection of a timed-out request (``handleTimedOutRequests``), so its answer, even if
+        the leader served it after a partition healed, never reaches the fetcher, and TCP
+        delivers no duplicates. Answers echo their request object, so identity tells."""
+        if resp.request is not self._fetch_sent:
+            return False
+        self._fetch_sent = None
+        return True
+
     def on_fetch_response(self, resp: FetchResponse, src: object) -> None:
-        self._after_response(self.replica.handle_fetch_response(resp))
+        if self._answers_request_in_flight(resp):
+            self._after_response(self.replica.handle_fetch_response(resp))
 
     def on_offsets_for_leader_epoch_response(self, resp: OffsetsForLeaderEpochResponse,
                                              src: object) -> None:
-        self._after_response(self.replica.handle_offsets_for_leader_epoch_response(resp))
+        if self._answers_request_in_flight(resp):
+            self._after_response(self.replica.handle_offsets_for_leader_epoch_response(resp))
 
     # -- leader: fetch serving --------------------------------------------------------------
     def on_fetch(self, req: FetchRequest, src: object) -> None:

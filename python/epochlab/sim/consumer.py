@@ -45,6 +45,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from epochlab.errors import ConfigError
+from epochlab.sim.backoff import RETRY_BACKOFF_MAX_MS, ExponentialBackoff, MetadataBackoff
 from epochlab.sim.config import ConsumerConfig
 from epochlab.sim.messages import (
     RECORD_ABORT_MARKER,
@@ -96,6 +97,13 @@ class Consumer:
         self._pending: int | None = None
         self._fetching_from: tuple[int, int] | None = None  # (leader, request id) of a fetch
         self._listing: tuple[int, str, int, int] | None = None  # ListOffsets: id, spec, deadline, session
+        # G5 (Java clients 3.7+, KIP-580): metadata requests back off exponentially; the
+        # consumer's retry.backoff.ms is the default 100 ms
+        self._metadata_backoff = (
+            MetadataBackoff(ExponentialBackoff(RETRY_BACKOFF_MS, RETRY_BACKOFF_MAX_MS,
+                                               self.ctx.kernel.rng(f"{self.name}:backoff")))
+            if self.ctx.generation.client_exponential_backoff else None)
+        self._metadata_id: int | None = None
         self._offset_fetch()
         session = self.session
         self._every(self.config.poll_interval_ms, self._fetch, session)
@@ -202,6 +210,8 @@ class Consumer:
         def expire() -> None:
             if session == self.session and self._pending == request_id:
                 self._pending = None
+                if request_id == self._metadata_id and self._metadata_backoff is not None:
+                    self._metadata_backoff.failed(self.ctx.now_ms)  # Metadata.failedUpdate
                 if not self._ready:
                     self._offset_fetch()
                 elif self._leader is not None:
@@ -217,6 +227,8 @@ class Consumer:
         if request_id != self._pending:
             return
         self._pending = None
+        if self._metadata_backoff is not None:
+            self._metadata_backoff.answered(self.ctx.now_ms, epoch)
         if leader is None:
             return
         if self._leader_epoch is not None and epoch > self._leader_epoch \
@@ -231,8 +243,12 @@ class Consumer:
             return
         if len(self._buffer) >= self.config.fetch_max_records:
             return
+        if (self._leader is None and self._metadata_backoff is not None
+                and self._metadata_backoff.wait_ms(self.ctx.now_ms) > 0):
+            return  # Metadata.timeToAllowUpdate: not yet (G5, KIP-580)
         request_id = self._pending = self._next_id()
         if self._leader is None:
+            self._metadata_id = request_id
             self.ctx.post(self.name, "controller", "on_metadata", (self.name, request_id))
             self._arm_timeout(request_id, METADATA_TIMEOUT_MS)
             return

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from epochlab.generations import Generation
+from epochlab.sim.backoff import RETRY_BACKOFF_MAX_MS, ExponentialBackoff, MetadataBackoff
 from epochlab.sim.config import ProducerConfig
 from epochlab.sim.kernel import Timer
 from epochlab.sim.messages import ProduceRequest, ProduceResponse
@@ -93,6 +94,10 @@ class Producer(TransactionalMixin):
         #: Values of batches sent at least once and then renumbered under a new producer epoch
         #: or id (an earlier attempt may have been written: see :meth:`_resolve_sequences`).
         self.rewritten_values: set[int] = set()
+        # G5 (Java clients 3.7+, KIP-580): retries and metadata requests back off exponentially
+        self._backoff = (ExponentialBackoff(config.retry_backoff_ms, RETRY_BACKOFF_MAX_MS,
+                                            ctx.kernel.rng(f"{name}:backoff"))
+                         if ctx.generation.client_exponential_backoff else None)
         self._start_session()
 
     # -- public API -------------------------------------------------------------------------
@@ -168,6 +173,8 @@ class Producer(TransactionalMixin):
         self._gap = False                 # the leader answered OUT_OF_ORDER_SEQUENCE_NUMBER
         self._leader: int | None = None
         self._metadata_pending: int | None = None
+        self._metadata_backoff = MetadataBackoff(self._backoff) if self._backoff else None
+        self._metadata_timer: Timer | None = None
         self._init_pending: int | None = None
         self._linger_timer: Timer | None = None
         self._backoff_until = 0
@@ -452,7 +459,11 @@ class Producer(TransactionalMixin):
         retriable = error in _RETRIABLE or (
             error == "OUT_OF_ORDER_SEQUENCE_NUMBER" and self._out_of_order_retriable(batch))
         now, c = self.ctx.now_ms, self.config
-        within = now + c.retry_backoff_ms < batch.created_ms + c.delivery_timeout_ms
+        # the wait before this retry: retry.backoff.ms, or from G5 exponential in the batch's
+        # attempts (RecordAccumulator.shouldBackoff: backoff(attempts - 1), KIP-580)
+        wait = (self._backoff.backoff(max(batch.attempts - 1, 0)) if self._backoff is not None
+                else c.retry_backoff_ms)
+        within = now + wait < batch.created_ms + c.delivery_timeout_ms
         if not retriable or batch.attempts > c.retries or not within:
             self._fail(batch, error)
             return
@@ -460,9 +471,9 @@ class Producer(TransactionalMixin):
             self._leader = None
         self._ready.append(batch)
         self._ready.sort(key=lambda b: b.batch_id)
-        self._backoff_until = now + c.retry_backoff_ms
+        self._backoff_until = now + wait
         session = self.session
-        self.ctx.kernel.schedule(c.retry_backoff_ms, lambda: self._wake(session))
+        self.ctx.kernel.schedule(wait, lambda: self._wake(session))
 
     def _out_of_order_retriable(self, batch: _Batch) -> bool:
         """``TransactionManager.canRetry`` for OUT_OF_ORDER_SEQUENCE_NUMBER. From G4
@@ -498,7 +509,17 @@ class Producer(TransactionalMixin):
 
     # -- metadata and producer id -----------------------------------------------------------
     def _refresh_metadata(self) -> None:
-        if self._metadata_pending is not None:
+        if self._metadata_pending is not None or self._metadata_timer is not None:
+            return
+        wait = self._metadata_backoff.wait_ms(self.ctx.now_ms) if self._metadata_backoff else 0
+        if wait > 0:  # Metadata.timeToAllowUpdate (G5, KIP-580)
+            session = self.session
+
+            def allowed() -> None:
+                if session == self.session:
+                    self._metadata_timer = None
+                    self._drain()
+            self._metadata_timer = self.ctx.kernel.schedule(wait, allowed)
             return
         request_id = self._metadata_pending = self._next_id()
         self.ctx.post(self.name, "controller", "on_metadata", (self.name, request_id))
@@ -508,13 +529,20 @@ class Producer(TransactionalMixin):
     def _metadata_timeout(self, session: int, request_id: int) -> None:
         if session == self.session and self._metadata_pending == request_id:
             self._metadata_pending = None
+            if self._metadata_backoff is not None:
+                self._metadata_backoff.failed(self.ctx.now_ms)
             self._drain()
 
     def on_metadata_response(self, msg: tuple[int, int | None, int], src: object) -> None:
-        request_id, leader, _epoch = msg
+        request_id, leader, epoch = msg
         if request_id != self._metadata_pending:
             return
         self._metadata_pending = None
+        if self._metadata_backoff is not None:
+            self._metadata_backoff.answered(self.ctx.now_ms, epoch)
+            if leader is None:  # OFFLINE: ask again when Metadata allows (G5, KIP-580)
+                self._drain()
+                return
         if leader is None:  # OFFLINE: ask again after the backoff
             session = self.session
             self.ctx.kernel.schedule(self.config.retry_backoff_ms, lambda: self._wake(session))
