@@ -105,7 +105,8 @@ def shrink_violations(spec: CampaignSpec, summary: dict[str, Any], out: Path,
             continue
         from epochlab.checks.catalogue import match
 
-        entry["known_bugs"] = sorted({b.id for g in entry["generations"] for b in match(g, violation.invariant)})
+        entry["known_bugs"] = sorted({b.id for g in entry["generations"]
+                                      for b in match(g, violation.invariant, result.events)})
         write_finding(out, violation, schedule, None, first["seed"], "campaign")
         deadline = time.monotonic() + SHRINK_SECONDS
         try:

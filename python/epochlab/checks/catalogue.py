@@ -6,17 +6,24 @@ Each entry names the bug (JIRA or KIP), the generations whose releases had it, t
 its runs break and where the project shows it (a built-in scenario or a document). A finding
 *matches* an entry when its generation is one of the entry's and its invariant one of the
 entry's invariants: a signature match, which says which known bug a finding most likely is,
-not a proof. A finding that matches none is a candidate for a new report (its run directory
+not a proof. Where a bug's mechanism leaves a mark in the engine events, the entry names a
+*witness* (:data:`WITNESSES`), and a finding whose run lacks it does not match: the session-8
+campaign's false Inv-StrongIsr in strict-min-isr (stale fetch answers, a model defect) had the
+signature of the KRaft re-elected-leader bug and was matched to it by signature alone. A
+finding that matches none is a candidate for a new report (its run directory
 has everything to attach).
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from epochlab.generations import Generation
 
-__all__ = ["BUGS", "KnownBug", "describe_match", "markdown", "match"]
+__all__ = ["BUGS", "WITNESSES", "KnownBug", "describe_match", "markdown", "match"]
 
 
 @dataclass(frozen=True)
@@ -30,11 +37,37 @@ class KnownBug:
     note: str = ""
     #: fuzz fault classes a run needs to reach the bug (``epochlab.fuzz.generator.FAULT_CLASSES``)
     needs: tuple[str, ...] = ()
+    #: a mechanism the run's events must show for a finding to be this bug, beyond its
+    #: signature (a key of :data:`WITNESSES`); empty: the signature alone
+    witness: str = ""
 
     def to_dict(self) -> dict[str, object]:
         return {"id": self.id, "title": self.title, "generations": list(self.generations),
                 "invariants": list(self.invariants), "fixed_in": self.fixed_in,
-                "shown_by": self.shown_by, "note": self.note, "needs": list(self.needs)}
+                "shown_by": self.shown_by, "note": self.note, "needs": list(self.needs),
+                "witness": WITNESSES[self.witness][0] if self.witness else None}
+
+
+_LEADER_AGAIN = re.compile(r"broker (\d+) is leader in epoch (\d+) \(was leader in epoch (\d+)\)")
+
+
+def _leader_skips_epochs(events: Iterable[Any]) -> bool:
+    """A broker that led in epoch E0 becomes leader in epoch E > E0 + 1 without having been
+    anything in between: ``Partition.makeLeader`` with ``isNewLeader == false``."""
+    for event in events:
+        kind, message = (event["kind"], event["message"]) if isinstance(event, dict) else (event.kind, event.message)
+        found = _LEADER_AGAIN.search(message) if kind == "role" else None
+        if found and int(found.group(2)) > int(found.group(3)) + 1:
+            return True
+    return False
+
+
+#: Mechanisms a finding's events must show (see :attr:`KnownBug.witness`): a description and
+#: the test over the run's engine events.
+WITNESSES: dict[str, tuple[str, Callable[[Iterable[Any]], bool]]] = {
+    "leader-skips-epochs": ("a broker leads again in an epoch more than one above the one it "
+                            "led in, never having followed in between", _leader_skips_epochs),
+}
 
 
 BUGS: tuple[KnownBug, ...] = (
@@ -87,23 +120,35 @@ BUGS: tuple[KnownBug, ...] = (
              "acknowledge an acks=all write a clean election then loses", ("strict-min-isr",),
              ("Inv-StrongIsr", "Inv-Durability", "Inv-LeaderCompleteness", "lost-write"),
              "not fixed as of 4.3.1 (no report known)", "docs/kafka-findings/",
-             "found by this project; real per Kafka's code, not yet shown on a live cluster"),
+             "found by this project; real per Kafka's code, not yet shown on a live cluster",
+             witness="leader-skips-epochs"),
 )
 
 
-def match(generation: Generation | str, invariant: str) -> list[KnownBug]:
-    """Entries whose generations include ``generation`` and whose invariants ``invariant``."""
+def match(generation: Generation | str, invariant: str,
+          events: Iterable[Any] | None = None) -> list[KnownBug]:
+    """Entries whose generations include ``generation`` and whose invariants ``invariant``;
+    given the run's engine ``events``, only those whose witness (if any) the run shows."""
     label = Generation.parse(generation).label
-    return [b for b in BUGS if label in b.generations and invariant in b.invariants]
+    hits = [b for b in BUGS if label in b.generations and invariant in b.invariants]
+    if events is not None:
+        events = list(events)
+        hits = [b for b in hits if not b.witness or WITNESSES[b.witness][1](events)]
+    return hits
 
 
-def describe_match(generation: Generation | str, invariant: str) -> str:
-    """One sentence for a finding's README."""
-    hits = match(generation, invariant)
+def describe_match(generation: Generation | str, invariant: str,
+                   events: Iterable[Any] | None = None) -> str:
+    """One sentence for a finding's README (``events``: the run's, to check witnesses)."""
+    events = list(events) if events is not None else None
+    hits = match(generation, invariant, events)
     if not hits:
+        lookalikes = [b for b in match(generation, invariant) if b not in hits]
+        unlike = "".join(f" Its signature is that of {b.id}, but the run does not show that "
+                         f"bug's mechanism ({WITNESSES[b.witness][0]})." for b in lookalikes)
         return (f"Known bugs: none of `docs/bugs.md` matches {invariant} in "
-                f"{Generation.parse(generation).label}: a candidate for a new Kafka bug report "
-                "(attach this run directory), or a model defect to fix.")
+                f"{Generation.parse(generation).label}.{unlike} A candidate for a new Kafka bug "
+                "report (attach this run directory), or a model defect to fix.")
     names = "; ".join(f"{b.id} ({b.title}; fixed in {b.fixed_in})" for b in hits)
     return (f"Known bugs with this signature ({invariant} in {Generation.parse(generation).label}, "
             f"`docs/bugs.md`): {names}. A signature match says which known bug this most likely "
@@ -116,6 +161,8 @@ def markdown() -> str:
              "|---|---|---|---|---|---|"]
     for b in BUGS:
         title = b.title + (f" ({b.note})" if b.note else "")
+        if b.witness:
+            title += f"; a finding matches only if its run shows it: {WITNESSES[b.witness][0]}"
         lines.append(f"| {b.id} | {title} | {', '.join(b.generations)} | {', '.join(b.invariants)} "
                      f"| {b.fixed_in} | {b.shown_by} |")
     return "\n".join(lines) + "\n"

@@ -123,11 +123,13 @@ def _targets(generation: Generation, bugs: tuple[KnownBug, ...]) -> set[str]:
 
 
 def _note(record: CampaignRecord, invariant: str, run: int, seconds: float,
-          run_seed: int | None, message: str) -> set[str]:
-    """Add the first finding of ``invariant`` (if new); the ids of the bugs it matches."""
-    if any(f.invariant == invariant for f in record.findings):
+          run_seed: int | None, message: str, events: list[Any] | None = None) -> set[str]:
+    """Add the first finding of ``invariant`` matching these bugs (if new); the ids of the
+    bugs it matches (witnesses checked when the run's ``events`` are given: the random
+    engine's; atheris's findings are matched by signature)."""
+    known = [b.id for b in match(record.generation, invariant, events)]
+    if any(f.invariant == invariant and f.known_bugs == known for f in record.findings):
         return set()
-    known = [b.id for b in match(record.generation, invariant)]
     record.findings.append(FindingRecord(invariant, run, round(seconds, 3), known, run_seed,
                                          message[:300]))
     return set(known)
@@ -158,7 +160,7 @@ def hunt_random(generation: Generation | str, seed: int, budget: Budget,
         record.runs += 1
         for v in result.verdict.protocol_violations:
             matched |= _note(record, v.invariant, record.runs, time.monotonic() - start,
-                             this_seed, v.message)
+                             this_seed, v.message, result.events)
         if wanted <= matched:
             record.stopped = "all-matched"
             break

@@ -72,8 +72,22 @@ class Finding:
                 "seconds_to_first": round(self.seconds, 3), "seed": self.seed,
                 "original_actions": self.original_actions, "minimal_actions": self.minimal_actions,
                 "shrink_runs": self.shrink_runs,
-                "known_bugs": [b.id for b in match(self.generation, self.violation.invariant)],
+                "known_bugs": known_bugs(self.directory, self.generation, self.violation.invariant),
                 "schedule": str(self.directory / "schedule.json") if self.directory else None}
+
+
+KNOWN_BUGS_FILE = "known-bugs.json"
+
+
+def known_bugs(directory: Path | None, generation: Generation, invariant: str) -> list[str]:
+    """The catalogued bugs a finding matches: as its run directory recorded them (signature
+    and witness, :func:`write_finding`), else by signature alone."""
+    if directory is not None:
+        try:
+            return list(json.loads((directory / KNOWN_BUGS_FILE).read_text(encoding="utf-8"))["matches"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    return [b.id for b in match(generation, invariant)]
 
 
 def _write(path: Path, text: str) -> None:
@@ -102,7 +116,7 @@ def write_finding(out: Path, violation: Violation, original: Schedule, minimal: 
         f"Found by the {engine} engine: {violation.invariant} ({violation.verdict}) at step "
         f"{shown.step} ({shown.time_ms} ms): {shown.message}.",
         "",
-        describe_match(original.generation, violation.invariant),
+        describe_match(original.generation, violation.invariant, shown_run.events),
         "",
         f"Campaign run seed {seed if seed is not None else original.seed}; "
         f"{len(best.actions)} actions (the original had {len(original.actions)})"
@@ -112,9 +126,12 @@ def write_finding(out: Path, violation: Violation, original: Schedule, minimal: 
         f"epochlab shrink {directory / 'original.json'}",
         "```",
     ]
+    known = {"signature": [b.id for b in match(original.generation, violation.invariant)],
+             "matches": [b.id for b in match(original.generation, violation.invariant, shown_run.events)]}
     write_schedule_run(shown_run, directory, rerun=f"epochlab replay {directory}",
                        title=f"{violation.invariant} in {original.generation.label}",
-                       notes=notes, extra_files={"original.json": original.to_json()},
+                       notes=notes, extra_files={"original.json": original.to_json(),
+                                                 KNOWN_BUGS_FILE: json.dumps(known, indent=1) + "\n"},
                        picture=minimal is not None)
     return directory
 

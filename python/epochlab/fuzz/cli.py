@@ -169,8 +169,7 @@ def _atheris(args: argparse.Namespace, generation: Any, out: Path) -> dict[str, 
     import importlib.util
     import time
 
-    from epochlab.checks.catalogue import match
-    from epochlab.fuzz.campaign import write_finding
+    from epochlab.fuzz.campaign import known_bugs, write_finding
     from epochlab.fuzz.executor import execute
     from epochlab.fuzz.schedule import load_schedule
     from epochlab.fuzz.shrink import shrink
@@ -240,7 +239,7 @@ def _atheris(args: argparse.Namespace, generation: Any, out: Path) -> dict[str, 
         violations.append({"signature": first.signature, "invariant": first.invariant,
                            "message": first.message, "runs_to_first": to_first[0],
                            "seconds_to_first": to_first[1], "seed": None,
-                           "known_bugs": [b.id for b in match(generation, first.invariant)],
+                           "known_bugs": known_bugs(out / "violations" / first.signature, generation, first.invariant),
                            "original_actions": len(original.actions),
                            "minimal_actions": len(shrunk.schedule.actions),
                            "schedule": str(directory / "schedule.json")})
