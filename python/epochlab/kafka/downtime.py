@@ -200,15 +200,16 @@ def _seen(cluster: Any, leader: int, topic: str, since_ms: int) -> tuple[int | N
 
 
 def _recovery(ops: list[dict[str, Any]], fault_ms: float) -> tuple[int | None, int | None]:
-    """(first acknowledgement of a send made after the fault, first poll with records after
-    it) as ms after ``fault_ms`` (history ms). Only a send made after the fault counts: an
-    acknowledgement the dead leader sent just before it died is reported by librdkafka up to a
-    poll later, and would read as a recovery in milliseconds."""
+    """(first acknowledgement of a send made after the fault, first poll returning a record of
+    such a send) as ms after ``fault_ms`` (history ms). Only sends made after the fault count:
+    an acknowledgement the dead leader sent just before it died is reported by librdkafka up to
+    a poll later, and records fetched before the fault wait in the consumer's queue; either
+    would read as a recovery in milliseconds (session 8 saw a consumer "recover" in 13 ms)."""
     after = {op["value"] for op in ops if op["f"] == "send" and op["type"] == "invoke" and op["time_ms"] > fault_ms}
     ack = next((op["time_ms"] for op in ops if op["f"] == "send" and op["type"] == "ok"
                 and op["value"] in after), None)
     poll = next((op["time_ms"] for op in ops if op["f"] == "poll" and op["type"] == "ok"
-                 and op["value"] and op["time_ms"] > fault_ms), None)
+                 and op["time_ms"] > fault_ms and any(pair[1] in after for pair in op["value"] or ())), None)
     return (None if ack is None else round(ack - fault_ms), None if poll is None else round(poll - fault_ms))
 
 
