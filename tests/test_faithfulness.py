@@ -253,3 +253,69 @@ def test_kip207_latest_offset_is_not_available_while_the_new_leaders_hw_lags(gen
     c.run_for(10000)
     assert late.position is not None and late.position >= (10 if generation >= Generation.KIP_320 else stale_hw)
 
+
+
+# Client backoff: KIP-580 (Java clients 3.7+, G5), every wait retry.backoff.ms before.
+def test_exponential_backoff_is_kafkas():
+    """``ExponentialBackoff(100, 2, 1000, 0.2)``: attempt n waits 100 * 2**n ms times a factor
+    in [0.8, 1.2), at most 1000 ms (from attempt 4 on: 2**log2(10) * 100 = 1000 * factor)."""
+    from random import Random
+
+    from epochlab.sim.backoff import ExponentialBackoff
+
+    b = ExponentialBackoff(100, 1000, Random(1))
+    for attempts, term in [(0, 100), (1, 200), (2, 400), (3, 800)]:
+        waits = [b.backoff(attempts) for _ in range(200)]
+        assert int(0.8 * term) <= min(waits) and max(waits) < int(1.2 * term) + 1
+    capped = [b.backoff(n) for n in (4, 10, 1000) for _ in range(100)]
+    assert max(capped) == 1000 and min(capped) >= 800
+    assert ExponentialBackoff(100, 100, Random(1)).backoff(7) == 100  # no range: no growth
+
+
+def test_metadata_backoff_counts_equivalent_answers_and_failures():
+    """``Metadata.timeToAllowUpdate``: after an answer the next request waits by the number of
+    equivalent answers in a row (no higher leader epoch); a higher epoch or a failure resets
+    that count; failures back off by their own count."""
+    from random import Random
+
+    from epochlab.sim.backoff import ExponentialBackoff, MetadataBackoff
+
+    m = MetadataBackoff(ExponentialBackoff(100, 1000, Random(2)))
+    assert m.wait_ms(0) == 0                      # nothing asked yet
+    m.answered(0, 5)                              # first answer: new information
+    assert m.wait_ms(0) == 0
+    m.answered(10, 5)                             # the same epoch again: backoff(0)
+    assert 80 <= m.wait_ms(10) <= 120
+    m.answered(200, 5)
+    m.answered(500, 5)                            # third equivalent answer in a row: backoff(2)
+    assert 320 <= m.wait_ms(500) <= 480
+    m.answered(600, 6)                            # a newer leader epoch resets the count
+    assert m.wait_ms(600) == 0
+    m.failed(700)
+    m.failed(800)                                 # two failures: backoff(1)
+    assert 160 <= m.wait_ms(800) <= 240
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("generation", [Generation.DIVERGING_EPOCH, Generation.STRICT_MIN_ISR])
+def test_a_producer_waiting_for_a_leader_backs_off_from_3_7(generation, backend):
+    """With every broker down and fenced (no leader, the same epoch in every answer) the
+    producer asks the controller for a leader: every
+    ``retry.backoff.ms`` (100 ms) up to 3.6, about 100, 200, 400, 800 then 1,000 ms apart from
+    3.7 (KIP-580). Over 10 s that is about 100 requests against about 14."""
+    c = Cluster(ClusterConfig(broker_startup_ms=INSTANT), generation, seed=3, backend=backend)
+    p = c.producer("p", ProducerConfig(acks="all", delivery_timeout_ms=60000))
+    p.send(1)
+    assert p.flush(10000)
+    for b in (1, 2, 3):
+        c.crash(b)
+    c.run_for(c.config.session_timeout_ms + 3000)   # every broker fenced: no leader at all
+    assert c.state().leader is None
+    p.send(2)
+    before = c.network.sent
+    c.run_for(10000)
+    requests = (c.network.sent - before) // 2   # each request and its answer
+    if generation == Generation.STRICT_MIN_ISR:
+        assert 8 <= requests <= 20, requests
+    else:
+        assert 80 <= requests <= 110, requests
