@@ -277,3 +277,29 @@ def test_a_fetcher_ignores_answers_to_requests_it_gave_up_on(backend: str, monke
     monkeypatch.setattr(broker.Broker, "_answers_request_in_flight", every_answer)
     stale = execute(schedule, backend=backend).verdict
     assert stale.first("Inv-StrongIsr") is not None
+
+
+def test_a_fetch_given_up_on_is_not_answered_during_the_backoff() -> None:
+    """After a fetch times out the fetcher backs off (``replica.fetch.backoff.ms``) before it
+    sends the next one; an answer to the timed-out request arriving in that window is not
+    taken either (its connection was closed), nor one to a fetch abandoned by a leader change."""
+    from types import SimpleNamespace
+
+    from epochlab.sim import Cluster, ClusterConfig
+
+    c = Cluster(ClusterConfig(broker_startup_ms=(0, 0)), "strict-min-isr", seed=1)
+    c.run_for(3000)
+    follower = c.brokers[2]
+
+    def in_flight() -> object:
+        while follower._fetch_sent is None:
+            assert c.kernel.step()
+        return follower._fetch_sent
+
+    abandoned = in_flight()
+    follower._fetch_timeout(follower._fetch_token)
+    assert not follower._answers_request_in_flight(SimpleNamespace(request=abandoned))
+    current = in_flight()
+    assert current is not abandoned
+    follower._start_fetcher()
+    assert not follower._answers_request_in_flight(SimpleNamespace(request=current))

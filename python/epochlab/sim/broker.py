@@ -355,6 +355,7 @@ class Broker:
     # -- follower fetcher -------------------------------------------------------------------
     def _start_fetcher(self) -> None:
         self._fetch_token += 1
+        self._fetch_sent = None  # a fetch to the previous leader is abandoned
         if self._fetch_timer is not None:
             self._fetch_timer.cancel()
         self._send_next_fetch()
@@ -383,6 +384,7 @@ class Broker:
 
     def _fetch_timeout(self, token: int) -> None:
         if token == self._fetch_token:
+            self._fetch_sent = None  # given up: its connection is closed
             self._backoff(token)
 
     def on_connection_reset(self, peer: object, src: object) -> None:
@@ -393,7 +395,7 @@ class Broker:
         if self._fetch_dst == (peer, self._fetch_token) and self.alive:
             if self._fetch_timer is not None:
                 self._fetch_timer.cancel()
-            self._fetch_dst = None
+            self._fetch_dst = self._fetch_sent = None
             self._backoff(self._fetch_token)
 
     def _backoff(self, token: int) -> None:
