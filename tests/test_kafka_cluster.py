@@ -263,3 +263,29 @@ def _cli_process(argv: list[str], timeout: float) -> subprocess.CompletedProcess
               f"sys.exit(dispatch_cluster(p.parse_args(['cluster', *{argv!r}])))\n")
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, "PYTHONUNBUFFERED": "1"}, check=False)
+
+
+def test_a_start_that_fails_after_the_spawn_is_retried_once_and_leaves_its_evidence(tmp_path: Path, capsys) -> None:
+    """A real start that cannot be ready in time (no time at all): the attempt is stopped, its evidence
+    written, a second attempt from scratch fails the same way, the error is the second one's,
+    and nothing is left running."""
+    from epochlab.errors import ConfigError
+
+    c = LocalCluster(tmp_path / "c", brokers=1, grace_s=5, ready_timeout_s=0.0)
+    try:
+        with pytest.raises(ConfigError, match="not ready after"):
+            c.start()
+    finally:
+        c.stop(grace_s=0)
+    assert c.start_attempts == 2
+    assert "cluster start attempt 1 failed" in capsys.readouterr().err
+    for attempt in (1, 2):
+        report = (tmp_path / "c" / f"start-failure-{attempt}.txt").read_text()
+        assert f"start attempt {attempt} of the cluster" in report
+        assert "node 1 (broker" in report and "node 100 (controller" in report
+        assert "server.log" in report or "stdout.log" in report
+    assert json.loads((tmp_path / "c" / "cluster.json").read_text())["start_attempts"] == 2
+    assert [p for p in c.pids().values() if p is not None] == []
+    if c.network == "netns":
+        listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert f"el{c.tag}-" not in listed

@@ -103,6 +103,9 @@ _PORT_BROKER = 9092
 _PORT_CONTROLLER = 9093
 _SUBNET_PREFIX = "10.213"
 _STATE = "cluster.json"
+_START_ATTEMPTS = 2  # a start that fails after the spawn is tried once more (see LocalCluster.start)
+_STALL_S = 30.0  # a node not yet the JVM, or without its first log line, this long after the spawn is stuck
+_NSENTER = "nsenter"  # util-linux, like setpriv
 
 
 @dataclass
@@ -170,7 +173,7 @@ def cluster_for(cluster_dir: str | os.PathLike[str] | None, directory: str | os.
 
 def netns_available() -> bool:
     """Whether this process may create network namespaces (root, and ``ip`` on PATH)."""
-    return os.geteuid() == 0 and shutil.which("ip") is not None
+    return os.geteuid() == 0 and shutil.which("ip") is not None and shutil.which(_NSENTER) is not None
 
 
 def live_pid(pid: int | None, marker: str | None = None) -> bool:
@@ -215,7 +218,7 @@ class LocalCluster:
             raise ConfigError(f"network: expected auto, netns or loopback, got {network!r}",
                               where="network", field="network", expected="auto|netns|loopback", got=network)
         if network == "netns" and not netns_available():
-            raise ConfigError("network namespaces need root and iproute2 (ip)", where="network",
+            raise ConfigError("network namespaces need root, iproute2 (ip) and util-linux (nsenter)", where="network",
                               field="network", expected="root", got=os.geteuid())
         self.dir = Path(directory).resolve()
         self.version = version or DEFAULT_KAFKA_VERSION
@@ -235,6 +238,7 @@ class LocalCluster:
         self.nodes: dict[int, Node] = {}
         self.started_at_s: float | None = None
         self.ready_after_s: float | None = None
+        self.start_attempts = 0
         self._procs: dict[int, subprocess.Popen[bytes]] = {}
         self._lock = threading.RLock()
 
@@ -275,16 +279,45 @@ class LocalCluster:
 
     def start(self) -> LocalCluster:
         """Lay out, format and start every node, then wait until the Admin API lists every
-        broker. On any failure everything started so far is stopped again."""
+        broker. On any failure everything started so far is stopped again.
+
+        A start that fails after the JVMs were spawned (a node exited, stalled before its first
+        log line, or the brokers never all registered) is tried once more from scratch, with a
+        new network; the failed attempt's evidence (each node's process state, log tail and
+        namespace addresses) stays in ``DIR/start-failure-<n>.txt``, is named on stderr, and the
+        attempts are counted in ``cluster.json`` (``start_attempts``). Errors before the spawn
+        (a bad configuration, a format failure) are not retried."""
         from epochlab.kafka.jars import jar_dir
 
         jars = jar_dir(self.version, resolve=False)
         self._refuse_live()
         self.dir.mkdir(parents=True, exist_ok=True)
-        for old in self.dir.glob("node-*"):
-            shutil.rmtree(old, ignore_errors=True)
+        for old in [*self.dir.glob("node-*"), *self.dir.glob("start-failure-*.txt")]:
+            if old.is_dir():
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                old.unlink(missing_ok=True)
+        self.start_attempts = 0
+        while True:
+            self.start_attempts += 1
+            try:
+                self._start_once(jars)
+                return self
+            except _StartFailed as failed:
+                report = self.dir / f"start-failure-{self.start_attempts}.txt"
+                report.write_text(failed.report)
+                if self.start_attempts >= _START_ATTEMPTS:
+                    raise failed.error from None
+                print(f"epochlab: cluster start attempt {self.start_attempts} failed ({failed.error}); "
+                      f"evidence in {report}; starting again", file=sys.stderr)
+                for old in self.dir.glob("node-*"):
+                    shutil.rmtree(old, ignore_errors=True)
+
+    def _start_once(self, jars: Path) -> None:
+        self.nodes = {}
         self.cluster_id = _cluster_id()
         self.tag = uuid.uuid4().hex[:6]
+        spawned = False
         try:
             self._plan()
             if self.network == "netns":
@@ -293,15 +326,47 @@ class LocalCluster:
             self._format(jars)
             self._register()
             self.started_at_s = time.monotonic()
+            spawned = True
             for node_id in sorted(self.nodes, reverse=True):  # controllers (100+) first
                 self._spawn(node_id, jars)
             self._save()
             self.wait_ready(self.ready_timeout_s)
             self.ready_after_s = time.monotonic() - self.started_at_s
+        except ConfigError as exc:
+            report = self._start_report(exc) if spawned else ""
+            self.stop(grace_s=0)
+            if spawned:
+                raise _StartFailed(exc, report) from exc
+            raise
         except BaseException:
             self.stop(grace_s=0)
             raise
-        return self
+
+    def _start_report(self, error: ConfigError) -> str:
+        """What a failed start leaves to read: the error, each node's process (its program,
+        state, kernel wait channel, CPU ticks), whether it wrote a log and the log's tail, and
+        the addresses in its namespace."""
+        lines = [f"start attempt {self.start_attempts} of the cluster in {self.dir} failed "
+                 f"{time.monotonic() - (self.started_at_s or time.monotonic()):.1f} s after the spawn:",
+                 f"  {error}", ""]
+        for node_id, n in sorted(self.nodes.items()):
+            lines.append(f"node {node_id} ({n.roles}, {n.address}, netns {n.netns}): {_process_report(n.pid)}")
+            log = n.server_log if n.server_log.exists() else n.log_path
+            try:
+                tail = log.read_text(errors="replace").splitlines()[-12:]
+            except OSError:
+                tail = []
+            lines.append(f"  {log.name}: {'(absent or empty)' if not tail else ''}")
+            lines.extend(f"    {t[:400]}" for t in tail)
+            if n.netns:
+                addrs = subprocess.run(["ip", "-n", n.netns, "-br", "addr"], capture_output=True, text=True,
+                                       check=False)
+                lines.append("  addresses: " + " | ".join((addrs.stdout or addrs.stderr).strip().splitlines()))
+        if self.bridge:
+            ports = subprocess.run(["ip", "-br", "link", "show", "master", self.bridge], capture_output=True,
+                                   text=True, check=False)
+            lines.append(f"bridge {self.bridge} ports: " + " | ".join((ports.stdout or ports.stderr).strip().splitlines()))
+        return "\n".join(lines) + "\n"
 
     def _refuse_live(self) -> None:
         state = self.dir / _STATE
@@ -407,11 +472,13 @@ class LocalCluster:
             extra = [f"-Dlog4j2.configurationFile={config}"]
         java = ["java", *self.jvm_options, *extra, f"-Depochlab.node={n.node_id}", "-cp", classpath,
                 "kafka.Kafka", str(n.config_path)]
-        return (["ip", "netns", "exec", n.netns] + java) if n.netns else java
+        # nsenter joins the node's network namespace and execs java: nothing else (``ip netns
+        # exec`` also makes a mount namespace and remounts /sys, which no broker needs)
+        return ([_NSENTER, f"--net=/run/netns/{n.netns}", "--"] + java) if n.netns else java
 
     def _spawn(self, node_id: int, jars: Path | None = None) -> None:
-        """Start node ``node_id``'s JVM (its own session and process group; ``ip netns exec``
-        execs java, so the pid is the JVM's)."""
+        """Start node ``node_id``'s JVM (its own session and process group; setpriv and
+        nsenter exec on, so the pid is the JVM's)."""
         n = self.nodes[node_id]
         if jars is not None:
             n.argv = self._argv(n, jars)
@@ -441,6 +508,11 @@ class LocalCluster:
             if dead:
                 raise ConfigError(f"node(s) {dead} exited during start: {self._tails(dead)}",
                                   where=str(self.dir), field="start", expected="running", got=dead)
+            stalled = self._stalled()
+            if stalled:
+                raise ConfigError(f"node(s) {stalled} stalled during start: no JVM or no log line "
+                                  f"{_STALL_S:.0f} s after the spawn ({'; '.join(_process_report(self.nodes[i].pid) for i in stalled)})",
+                                  where=str(self.dir), field="start", expected="running", got=stalled)
             try:
                 seen = set(admin.list_topics(timeout=2).brokers)
             except Exception:  # noqa: BLE001 - KafkaException while the brokers come up
@@ -451,6 +523,25 @@ class LocalCluster:
         raise ConfigError(f"cluster not ready after {timeout_s:.0f} s: brokers {sorted(seen)} of "
                           f"{sorted(want)} in the metadata; {self._tails(list(self.nodes))}",
                           where=str(self.dir), field="start", expected=sorted(want), got=sorted(seen))
+
+    def _stalled(self) -> list[int]:
+        """Nodes that show no sign of starting :data:`_STALL_S` seconds after the spawn: the
+        process is still not the JVM (stuck in the launcher), or a release that logs through
+        log4j 2 has not written its first log line."""
+        if self.started_at_s is None or time.monotonic() - self.started_at_s < _STALL_S:
+            return []
+        out = []
+        for i, n in self.nodes.items():
+            if n.pid is None or not self.is_running(i):
+                continue
+            try:
+                comm = Path(f"/proc/{n.pid}/comm").read_text().strip()
+            except OSError:
+                continue
+            logs = (Path(n.dir) / "log4j2.properties").exists()
+            if comm != "java" or (logs and not n.server_log.exists()):
+                out.append(i)
+        return out
 
     def _tails(self, node_ids: list[int]) -> str:
         out = []
@@ -527,7 +618,8 @@ class LocalCluster:
                 "cluster_id": self.cluster_id, "tag": self.tag, "subnet": self.subnet,
                 "bridge": self.bridge, "client_host": self.client_host,
                 "bootstrap_servers": self.bootstrap_servers, "owner_pid": os.getpid(),
-                "detached": self.detach, "nodes": [asdict(n) for _, n in sorted(self.nodes.items())]}
+                "detached": self.detach,
+                "start_attempts": self.start_attempts, "nodes": [asdict(n) for _, n in sorted(self.nodes.items())]}
 
     def _save(self) -> None:
         tmp = self.dir / f"{_STATE}.tmp"
@@ -593,6 +685,30 @@ def _install_handlers() -> None:
                 os.kill(os.getpid(), signum)
 
         signal.signal(sig, handler)
+
+
+class _StartFailed(Exception):
+    """A start attempt that failed after the spawn, with its evidence (internal)."""
+
+    def __init__(self, error: ConfigError, report: str) -> None:
+        super().__init__(str(error))
+        self.error, self.report = error, report
+
+
+def _process_report(pid: int | None) -> str:
+    """``comm``, state, kernel wait channel and CPU ticks of a process, from ``/proc``."""
+    if pid is None:
+        return "no process"
+    try:
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
+    except OSError:
+        return f"pid {pid} gone"
+    try:
+        wchan = Path(f"/proc/{pid}/wchan").read_text().strip() or "-"
+    except OSError:
+        wchan = "?"
+    return f"pid {pid} {comm} state {fields[0]} wchan {wchan} cpu {int(fields[11]) + int(fields[12])} ticks"
 
 
 def _ip(*args: str) -> None:
