@@ -154,7 +154,7 @@ METHODS = {
         "pending_alter_partition": 0, "handle_alter_partition_response": 2,
         "checkpoint_high_watermark": 0, "flush": 0, "crash": 1, "clean_shutdown": 0,
         "next_request": 0, "handle_fetch": 2, "handle_offsets_for_leader_epoch": 1,
-        "handle_consumer_fetch": 1, "handle_fetch_response": 1,
+        "handle_consumer_fetch": 1, "handle_fetch_response": 1, "preferred_read_replica": 2,
         "handle_offsets_for_leader_epoch_response": 1,
     },
 }

@@ -25,7 +25,7 @@ pub(crate) fn field<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<
     })
 }
 
-fn broker(v: Int, name: &'static str) -> PyResult<BrokerId> {
+pub(crate) fn broker(v: Int, name: &'static str) -> PyResult<BrokerId> {
     match v {
         Int::Fits(x) => BrokerId::try_new(x, name).py(),
         Int::Huge(_) => Err(ArgumentError::OutOfDomain { argument: name, value: i128::MAX, domain: "0..=2^31-1" }).py(),
@@ -225,6 +225,7 @@ pub(crate) fn consumer_fetch_request(obj: &Bound<'_, PyAny>) -> PyResult<Consume
         reset,
         validate_epoch: opt_epoch(obj, "validate_epoch")?,
         isolation_level,
+        client_rack: attr::<Option<Int>>(obj, "rack")?.map(|v| broker(v, "rack")).transpose()?,
     })
 }
 

@@ -254,6 +254,14 @@ impl PyReplica {
         Builder::new(py)?.consumer_fetch_response(&msg::field(req, "request_id")?, resp)
     }
 
+    /// The follower a consumer in rack `client_rack` should read from at `fetch_offset`
+    /// (KIP-392, rack-aware selector), or `None` for the leader.
+    fn preferred_read_replica(&self, py: Python<'_>, fetch_offset: Int, client_rack: Int) -> PyResult<Option<u32>> {
+        let offset = args::offset(fetch_offset, "fetch_offset")?;
+        let rack = msg::broker(client_rack, "client_rack")?;
+        Ok(self.with(py, |rep, _| rep.preferred_read_replica(offset, rack)).map(|b| b.0))
+    }
+
     fn handle_fetch_response(&self, py: Python<'_>, resp: &Bound<'_, PyAny>) -> PyResult<&'static str> {
         let req = msg::fetch_request(&msg::field(resp, "request")?)?;
         let r = msg::fetch_response(resp)?;

@@ -20,7 +20,15 @@ impl Replica {
 
     /// Not-leader and KIP-320 current-epoch checks (G3+; an absent field always passes).
     fn epoch_error(&self, current_leader_epoch: Option<LeaderEpoch>) -> Option<KafkaError> {
-        let Some(epoch) = self.leader_epoch.filter(|_| self.role == Role::Leader) else {
+        self.epoch_error_as(current_leader_epoch, true)
+    }
+
+    /// As `epoch_error`; with `require_leader` false a follower passes too
+    /// (`Partition.localLogWithEpochOrThrow(currentLeaderEpoch, requireLeader)`: a consumer
+    /// fetch with client metadata, KIP-392, is served by any replica of the current epoch).
+    fn epoch_error_as(&self, current_leader_epoch: Option<LeaderEpoch>, require_leader: bool) -> Option<KafkaError> {
+        let serves = self.role == Role::Leader || (!require_leader && self.role == Role::Follower);
+        let Some(epoch) = self.leader_epoch.filter(|_| serves) else {
             return Some(KafkaError::NotLeaderOrFollower);
         };
         let requested = current_leader_epoch.filter(|_| self.generation.fences_current_epoch())?;
@@ -153,12 +161,34 @@ impl Replica {
     /// capped at the HW: `Partition.lastOffsetForLeaderEpoch`). G3+ fence the current epoch.
     /// From G3 (2.2+, KIP-207) a latest-offset lookup while the HW is below the leader epoch
     /// start offset answers OFFSET_NOT_AVAILABLE (`Partition.fetchOffsetForTimestamp`).
+    /// KIP-392 (2.4+, G3 on): `FetchParams.fetchOnlyLeader` is false for a consumer fetch
+    /// with client metadata, so a follower answers it from its own log up to its own HW / LSO.
+    /// ListOffsets and position validation always go to the leader (no rack on them here).
+    fn follower_may_serve(&self, req: &ConsumerFetchRequest) -> bool {
+        req.client_rack.is_some() && req.fetch_offset.is_some() && req.validate_epoch.is_none() && self.generation.fences_current_epoch()
+    }
+
+    /// `ReplicaManager.findPreferredReadReplica` with `RackAwareReplicaSelector` (KIP-392),
+    /// each broker its own rack: on the leader, for a consumer in `client_rack` fetching at
+    /// `fetch_offset`, the follower in that rack if it is a candidate (in the ISR, from G4 as
+    /// since KAFKA-14372 in 3.3.2 / 3.4.0; G3 takes any follower, as 2.4 - 2.7 did; its LEO as
+    /// the leader last saw it at or past the fetch offset), else `None` (read from the leader;
+    /// also when the client is in the leader's rack).
+    pub fn preferred_read_replica(&self, fetch_offset: Offset, client_rack: BrokerId) -> Option<BrokerId> {
+        if self.role != Role::Leader || client_rack == self.broker_id || !self.generation.fences_current_epoch() {
+            return None;
+        }
+        let st = self.followers.get(&client_rack)?;
+        let in_isr = self.generation < Generation::DivergingEpoch || self.isr.contains(&client_rack);
+        (in_isr && st.log_end_offset.is_some_and(|leo| leo >= fetch_offset)).then_some(client_rack)
+    }
+
     pub fn handle_consumer_fetch(&self, log: &ReplicaLog, req: &ConsumerFetchRequest) -> ConsumerFetchResponse {
         let (hw, lso) = (log.high_watermark(), log.last_stable_offset());
         let committed = req.isolation_level == IsolationLevel::ReadCommitted;
         let bound = if committed { lso } else { hw };
         let mut resp = ConsumerFetchResponse {
-            error: self.epoch_error(req.current_leader_epoch),
+            error: self.epoch_error_as(req.current_leader_epoch, !self.follower_may_serve(req)),
             leader_epoch: self.leader_epoch,
             records: Vec::new(),
             high_watermark: Offset(0),

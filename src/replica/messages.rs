@@ -234,6 +234,9 @@ pub struct ConsumerFetchRequest {
     pub reset: OffsetReset,
     pub validate_epoch: Option<LeaderEpoch>,
     pub isolation_level: IsolationLevel,
+    /// The consumer's rack (a broker id: each broker is its own rack) when it sends client
+    /// metadata (KIP-392, G3+): a follower may then serve the fetch.
+    pub client_rack: Option<BrokerId>,
 }
 
 /// What a consumer record is (the last element of a fetched record).

@@ -204,6 +204,7 @@ fn committed_fetch(n: &Node, from: u64) -> ConsumerFetchResponse {
         reset: OffsetReset::Earliest,
         validate_epoch: None,
         isolation_level: IsolationLevel::ReadCommitted,
+        client_rack: None,
     };
     n.replica.handle_consumer_fetch(&n.log, &req)
 }
@@ -231,4 +232,46 @@ fn read_committed_stops_at_the_lso_and_gets_the_aborted_list() {
     assert_eq!(stale.error, Some(KafkaError::TransactionCoordinatorFenced));
     let zombie = a.replica.handle_write_txn_markers(&mut a.log, &marker(0, 3, true), 50).expect("valid request");
     assert_eq!(zombie.error, Some(KafkaError::InvalidProducerEpoch));
+}
+
+/// KIP-392: the leader names the follower in the client's rack once it has seen the follower's
+/// LEO cover the fetch offset; from G4 only while that follower is in the ISR (KAFKA-14372),
+/// G3 takes it anyway (2.4 - 2.7); never the leader's own rack, never before G3. A follower
+/// serves a consumer fetch with a rack in the current epoch, not one without.
+#[test]
+fn preferred_read_replica_by_generation() {
+    for (g, out_of_isr) in [(Generation::Kip320, Some(BrokerId(2))), (Generation::DivergingEpoch, None), (Generation::StrictMinIsr, None)] {
+        let (mut a, mut b) = (node(1, g), node(2, g));
+        a.replica.apply_leader_and_isr(&mut a.log, &decision(1, 1, &[1, 2], 0), 0);
+        b.replica.apply_leader_and_isr(&mut b.log, &decision(1, 1, &[1, 2], 0), 0);
+        produce(&mut a, &[1, 2]);
+        assert_eq!(a.replica.preferred_read_replica(Offset(0), BrokerId(2)), None, "{g:?}: LEO not seen yet");
+        sync(&mut a, &mut b, 10);
+        assert_eq!(a.replica.preferred_read_replica(Offset(2), BrokerId(2)), Some(BrokerId(2)), "{g:?}");
+        assert_eq!(a.replica.preferred_read_replica(Offset(3), BrokerId(2)), None, "{g:?}: past its LEO");
+        assert_eq!(a.replica.preferred_read_replica(Offset(0), BrokerId(1)), None, "{g:?}: the leader's rack");
+        assert_eq!(b.replica.preferred_read_replica(Offset(0), BrokerId(2)), None, "{g:?}: only a leader names one");
+        let mut req = ConsumerFetchRequest {
+            fetch_offset: Some(Offset(0)),
+            current_leader_epoch: Some(LeaderEpoch(1)),
+            max_records: 10,
+            reset: OffsetReset::Earliest,
+            validate_epoch: None,
+            isolation_level: IsolationLevel::ReadUncommitted,
+            client_rack: Some(BrokerId(2)),
+        };
+        let served = b.replica.handle_consumer_fetch(&b.log, &req);
+        assert_eq!((served.error, served.records.len()), (None, 2), "{g:?}: the follower serves up to its HW");
+        req.client_rack = None;
+        assert_eq!(b.replica.handle_consumer_fetch(&b.log, &req).error, Some(KafkaError::NotLeaderOrFollower));
+        // the ISR without broker 2 (same leader, new partition epoch)
+        a.replica.apply_leader_and_isr(&mut a.log, &decision(1, 1, &[1], 1), 20);
+        assert_eq!(a.replica.preferred_read_replica(Offset(2), BrokerId(2)), out_of_isr, "{g:?}: out of the ISR");
+    }
+    let (mut a, mut b) = (node(1, Generation::Kip279), node(2, Generation::Kip279));
+    a.replica.apply_leader_and_isr(&mut a.log, &decision(1, 1, &[1, 2], 0), 0);
+    b.replica.apply_leader_and_isr(&mut b.log, &decision(1, 1, &[1, 2], 0), 0);
+    produce(&mut a, &[1]);
+    sync(&mut a, &mut b, 10);
+    assert_eq!(a.replica.preferred_read_replica(Offset(0), BrokerId(2)), None, "no KIP-392 before 2.4");
 }

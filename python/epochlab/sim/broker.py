@@ -481,6 +481,21 @@ class Broker:
         self.ctx.post(self.broker_id, req.replica_id, "on_offsets_for_leader_epoch_response", resp)
 
     def on_consumer_fetch(self, req: ConsumerFetchRequest, src: object) -> None:
+        """Answer a consumer fetch (on a follower too when it carries a rack, KIP-392). With
+        ``replica.selector.class`` set, the leader first asks the selector; when it names a
+        follower the read is skipped and the answer carries only the offsets and that
+        replica (``ReplicaManager.readFromLocalLog``: "If a preferred read-replica is set,
+        skip the read")."""
+        if self.config.replica_selector_class is not None and req.rack is not None \
+                and req.fetch_offset is not None and req.validate_epoch is None:
+            preferred = self.replica.preferred_read_replica(req.fetch_offset, req.rack)
+            if preferred is not None:
+                resp = self.replica.handle_consumer_fetch(replace(req, max_records=0))
+                if resp.error is None:
+                    resp = replace(resp, records=(), aborted_transactions=(),
+                                               preferred_read_replica=preferred)
+                self.ctx.post(self.broker_id, req.client, "on_fetch_response", resp)
+                return
         resp = self.replica.handle_consumer_fetch(req)
         self.ctx.post(self.broker_id, req.client, "on_fetch_response", resp)
 

@@ -67,6 +67,7 @@ class Cluster:
         self.config = config
         self.backend = backend
         self.generation = Generation.parse(generation)
+        _check_generation_settings(config, self.generation)
         self.seed = seed
         self.topic_partition = partition
         self.kernel = Kernel(seed)
@@ -286,3 +287,13 @@ class Cluster:
                 tuple((x.base_offset, x.producer_id, x.control_type)
                       for x in batches if x.is_control))
         return ClusterState(self.now_ms, controller, replicas)
+
+
+def _check_generation_settings(config: ClusterConfig, generation: Generation) -> None:
+    """Settings that exist only in some generations' releases: fetch from follower (KIP-392,
+    Kafka 2.4+, so G3 on)."""
+    if config.replica_selector_class is not None and generation < Generation.KIP_320:
+        raise ConfigError(f"replica.selector.class needs fetch from follower (KIP-392, Kafka 2.4+), "
+                          f"which {generation.label} ({generation.kafka_versions}) does not have",
+                          where="cluster", field="replica.selector.class",
+                          expected="null before kip-320", got=config.replica_selector_class)

@@ -101,6 +101,10 @@ class ClusterConfig:
     Kafka 4.0 with transaction.version 2; ``None`` = generation default (KIP-890 only in the
     latest generation). ``transaction_abort_timed_out_transaction_cleanup_interval_ms`` is how
     often the coordinator looks for transactions past ``transaction.timeout.ms``.
+    ``replica_selector_class`` (``replica.selector.class``, KIP-392, 2.4+ so G3 on): ``None``
+    (Kafka's default: consumers read from the leader) or ``"RackAwareReplicaSelector"``
+    (consumers with a ``client_rack`` read from the follower in their rack; each broker is its
+    own rack; ``docs/core-semantics.md``).
     """
 
     brokers: tuple[int, ...] = (1, 2, 3)
@@ -120,6 +124,7 @@ class ClusterConfig:
     controller_delay_ms: tuple[int, int] = (1, 10)
     transaction_pre_kip890: bool | None = None
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10000
+    replica_selector_class: str | None = None
     _where: dataclasses.InitVar[str] = "ClusterConfig"
 
     def __post_init__(self, _where: str) -> None:
@@ -151,6 +156,10 @@ class ClusterConfig:
             _bool(w, "eligible_leader_replicas_enable", self.eligible_leader_replicas_enable)
         if self.transaction_pre_kip890 is not None:
             _bool(w, "transaction_pre_kip890", self.transaction_pre_kip890)
+        if self.replica_selector_class is not None:
+            name = self.replica_selector_class
+            if name not in ("RackAwareReplicaSelector", "org.apache.kafka.common.replica.RackAwareReplicaSelector"):
+                raise _fail(w, "replica_selector_class", "null or \"RackAwareReplicaSelector\"", name)
         _int(w, "transaction_abort_timed_out_transaction_cleanup_interval_ms",
              self.transaction_abort_timed_out_transaction_cleanup_interval_ms, 1)
         object.__setattr__(self, "broker_startup_ms", _range(w, "broker_startup_ms", self.broker_startup_ms))
@@ -244,7 +253,10 @@ class ProducerConfig:
 class ConsumerConfig:
     """Consumer settings. ``isolation_level="read_committed"`` reads up to the last stable
     offset and drops aborted transactional data (``PROTOCOL.md`` 1.12); ``read_uncommitted``
-    reads up to the HW. Control records are never delivered."""
+    reads up to the HW. Control records are never delivered. ``client_rack`` (``client.rack``):
+    the broker id whose rack the consumer shares (each broker is its own rack); with a
+    cluster's ``replica_selector_class`` the leader may send it to that follower (KIP-392),
+    for ``metadata_max_age_ms`` (``metadata.max.age.ms``) at most before asking again."""
 
     enable_auto_commit: bool = True
     auto_commit_interval_ms: int = 5000
@@ -252,6 +264,8 @@ class ConsumerConfig:
     isolation_level: str = "read_uncommitted"
     fetch_max_records: int = 500
     poll_interval_ms: int = 100
+    client_rack: int | None = None
+    metadata_max_age_ms: int = 300000
     _where: dataclasses.InitVar[str] = "ConsumerConfig"
 
     def __post_init__(self, _where: str) -> None:
@@ -265,6 +279,9 @@ class ConsumerConfig:
                         self.isolation_level)
         _int(w, "fetch_max_records", self.fetch_max_records, 1)
         _int(w, "poll_interval_ms", self.poll_interval_ms, 1)
+        if self.client_rack is not None:
+            _int(w, "client_rack", self.client_rack)
+        _int(w, "metadata_max_age_ms", self.metadata_max_age_ms, 1)
 
     @classmethod
     def from_dict(cls, mapping: Mapping[str, Any], where: str = "consumer") -> ConsumerConfig:

@@ -1,4 +1,5 @@
-"""The simulated consumer: one partition, fixed assignment, fetch from the leader.
+"""The simulated consumer: one partition, fixed assignment, fetch from the leader (or, with
+fetch from follower, from the replica the leader names).
 
 A background fetcher (every ``poll_interval_ms`` while nothing is in flight and the buffer
 holds fewer than ``fetch_max_records``) fills a buffer; :meth:`Consumer.poll` hands the buffer
@@ -38,6 +39,17 @@ the position means the log was truncated under it (an ``info`` poll op with erro
 position moves back to that end offset, with ``none`` the consumer stops (Java raises
 ``LogTruncationException``). An UNDEFINED answer (the epoch is unknown to the leader) resets
 the position by the policy, or with ``none`` also stops with ``LOG_TRUNCATION``.
+
+Fetch from follower (KIP-392, 2.4+, G3 on; off unless the cluster sets
+``replica.selector.class`` and the consumer a ``client_rack``): fetches carry the rack; a
+leader whose selector picks a follower answers with no records and that
+``preferred_read_replica``; the consumer then fetches from it (its records up to its own HW)
+until ``metadata.max.age.ms`` after it was named (``SubscriptionState.preferredReadReplica``),
+and goes back to the leader on NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH,
+OFFSET_NOT_AVAILABLE (``requestMetadataUpdate`` clears it), OFFSET_OUT_OF_RANGE (cleared
+instead of a reset), a failed request, a replica that is offline, or a new leader or epoch
+(``maybeValidatePosition``), as the Java consumer's ``Fetcher`` does (3.4.0). ListOffsets
+and position validation always go to the leader.
 """
 
 from __future__ import annotations
@@ -95,7 +107,10 @@ class Consumer:
         self._stopped = False
         self._ready = False
         self._pending: int | None = None
-        self._fetching_from: tuple[int, int] | None = None  # (leader, request id) of a fetch
+        self._fetching_from: tuple[int, int] | None = None  # (broker, request id) of a fetch
+        # KIP-392: (replica, expiry ms) the leader named; (leader, epoch) the position is for
+        self._preferred: tuple[int, int] | None = None
+        self._current_leader: tuple[int, int] | None = None
         self._listing: tuple[int, str, int, int] | None = None  # ListOffsets: id, spec, deadline, session
         # G5 (Java clients 3.7+, KIP-580): metadata requests back off exponentially; the
         # consumer's retry.backoff.ms is the default 100 ms
@@ -215,6 +230,7 @@ class Consumer:
                 if not self._ready:
                     self._offset_fetch()
                 elif self._leader is not None:
+                    self._clear_preferred("request timed out")
                     self._leader = None
         self.ctx.kernel.schedule(timeout_ms, expire)
 
@@ -234,7 +250,35 @@ class Consumer:
         if self._leader_epoch is not None and epoch > self._leader_epoch \
                 and self.ctx.generation.fences_current_epoch and self.last_consumed_epoch is not None:
             self._validate = True
+        if self._current_leader is not None and self._current_leader != (leader, epoch):
+            self._clear_preferred(f"new leader {leader} epoch {epoch}")  # maybeValidatePosition
+        self._current_leader = (leader, epoch)
         self._leader, self._leader_epoch = leader, epoch
+
+    # -- fetch from follower (KIP-392) --------------------------------------------------------
+    def _read_target(self) -> int | None:
+        """``Fetcher.selectReadReplica``: the preferred read replica while it has not expired
+        (``SubscriptionState.preferredReadReplica``) and is online, else the leader. Position
+        validation always asks the leader."""
+        pref = self._preferred
+        if pref is None or self._validate:
+            return self._leader
+        if self.ctx.now_ms > pref[1]:
+            self._clear_preferred("preferred read replica expired (metadata.max.age.ms)")
+            return self._leader
+        if not self.ctx.network.is_alive(pref[0]):
+            self._clear_preferred(f"preferred read replica {pref[0]} offline")
+            return self._leader
+        return pref[0]
+
+    def _clear_preferred(self, why: str) -> bool:
+        """``SubscriptionState.clearPreferredReadReplica``; whether there was one."""
+        if self._preferred is None:
+            return False
+        self.ctx.log_event("client", f"consumer {self.name}: reads from the leader again "
+                           f"(was replica {self._preferred[0]}): {why}")
+        self._preferred = None
+        return True
 
     # -- fetching ---------------------------------------------------------------------------
     def _fetch(self) -> None:
@@ -264,12 +308,14 @@ class Consumer:
         reset = "latest" if self.config.auto_offset_reset == "none" else self.config.auto_offset_reset
         req = ConsumerFetchRequest(self.name, request_id, self.position, current,
                                    self.config.fetch_max_records, reset,
-                                   validate, self.config.isolation_level)
-        if not self.ctx.network.is_alive(self._leader):
+                                   validate, self.config.isolation_level, self.config.client_rack)
+        target = self._read_target()
+        assert target is not None
+        if not self.ctx.network.is_alive(target):
             self._pending, self._leader = None, None
             return
-        self.ctx.post(self.name, self._leader, "on_consumer_fetch", req)
-        self._fetching_from = (self._leader, request_id)
+        self.ctx.post(self.name, target, "on_consumer_fetch", req)
+        self._fetching_from = (target, request_id)
         self._arm_timeout(request_id, REQUEST_TIMEOUT_MS)
 
     def on_connection_reset(self, broker: object, src: object) -> None:
@@ -277,7 +323,10 @@ class Consumer:
         the fetch in flight fails at once (``NetworkClient.handleDisconnections``) and the
         next poll looks the leader up again, as for a refused connection."""
         if self._pending is not None and self._fetching_from == (broker, self._pending):
-            self._pending, self._leader = None, None
+            self._pending = None
+            if not (self._preferred is not None and self._preferred[0] == broker
+                    and self._clear_preferred(f"connection to {broker} reset")):
+                self._leader = None
 
     # -- ListOffsets --------------------------------------------------------------------------
     def list_offsets(self, spec: str = "latest") -> None:
@@ -346,11 +395,23 @@ class Consumer:
             return
         self._pending = None
         if resp.error in ("NOT_LEADER_OR_FOLLOWER", "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH"):
+            if resp.error != "UNKNOWN_LEADER_EPOCH":
+                self._clear_preferred(resp.error)  # requestMetadataUpdate clears it
             self._leader = None
         elif resp.error == "OFFSET_OUT_OF_RANGE":
-            self._reset("OFFSET_OUT_OF_RANGE")
+            # from the preferred replica: read from the leader instead of resetting
+            if not self._clear_preferred("OFFSET_OUT_OF_RANGE"):
+                self._reset("OFFSET_OUT_OF_RANGE")
         elif resp.error == "OFFSET_NOT_AVAILABLE":
-            pass  # KIP-207: the new leader's HW is behind its epoch start; ask again next tick
+            self._clear_preferred(resp.error)
+            # KIP-207: the new leader's HW is behind its epoch start; ask again next tick
+        elif resp.error is None and resp.preferred_read_replica is not None:
+            replica = resp.preferred_read_replica
+            if self._preferred is None or self._preferred[0] != replica:
+                # updatePreferredReadReplica: the expiry is set only when the replica changes
+                self._preferred = (replica, self.ctx.now_ms + self.config.metadata_max_age_ms)
+                self.ctx.log_event("client", f"consumer {self.name}: leader names replica {replica} "
+                                   f"as preferred read replica (rack {self.config.client_rack})")
         elif resp.error is None and resp.reset_offset is not None:
             self.position = self.consumed = resp.reset_offset
         elif resp.error is None and self._validate:

@@ -190,6 +190,9 @@ class ConsumerFetchRequest:
     reset: str = "latest"
     validate_epoch: int | None = None
     isolation_level: str = "read_uncommitted"
+    #: the consumer's rack (a broker id; each broker is its own rack) when it sends client
+    #: metadata for fetch-from-follower (KIP-392, G3+); ``None``: a leader-only request
+    rack: int | None = None
 
 
 @dataclass(frozen=True)
@@ -213,6 +216,8 @@ class ConsumerFetchResponse:
     epoch_end: tuple[int, int] | None = None
     last_stable_offset: int = 0
     aborted_transactions: tuple[tuple[int, int], ...] = ()
+    #: KIP-392: the leader names the follower this consumer should read from (no records then)
+    preferred_read_replica: int | None = None
 
 
 @dataclass(frozen=True)

@@ -62,9 +62,12 @@ class LeaderFetchMixin:
     followers: dict[int, FollowerState]
     events: list[str]
 
-    def _epoch_error(self, current_leader_epoch: int | None) -> str | None:
-        """Not-leader and KIP-320 current-epoch checks (G3+; ``None`` field always passes)."""
-        if self.role != "leader" or self.leader_epoch is None:
+    def _epoch_error(self, current_leader_epoch: int | None, require_leader: bool = True) -> str | None:
+        """Not-leader and KIP-320 current-epoch checks (G3+; ``None`` field always passes).
+        With ``require_leader`` false a follower passes too
+        (``Partition.localLogWithEpochOrThrow(currentLeaderEpoch, requireLeader)``)."""
+        serves = self.role == "leader" or (not require_leader and self.role == "follower")
+        if not serves or self.leader_epoch is None:
             return "NOT_LEADER_OR_FOLLOWER"
         if not self.generation.fences_current_epoch or current_leader_epoch is None:
             return None
@@ -166,6 +169,29 @@ class LeaderFetchMixin:
                                                  answer=cache.end_offset_for_kip279(req.leader_epoch, leo))
         return OffsetsForLeaderEpochResponse(req, None, answer=cache.end_offset_for(req.leader_epoch, leo))
 
+    def _follower_may_serve(self, req: ConsumerFetchRequest) -> bool:
+        """KIP-392 (2.4+, G3 on): ``FetchParams.fetchOnlyLeader`` is false for a consumer fetch
+        with client metadata, so a follower answers it from its own log up to its own HW /
+        LSO. ListOffsets and position validation always go to the leader."""
+        return (req.rack is not None and req.fetch_offset is not None and req.validate_epoch is None
+                and self.generation.fences_current_epoch)
+
+    def preferred_read_replica(self, fetch_offset: int, client_rack: int) -> int | None:
+        """``ReplicaManager.findPreferredReadReplica`` with ``RackAwareReplicaSelector``
+        (KIP-392), each broker its own rack: on the leader, the follower in the consumer's rack
+        if it is a candidate (in the ISR from G4, as since KAFKA-14372 in 3.3.2 / 3.4.0; G3
+        takes any follower, as 2.4 - 2.7 did; its LEO as the leader last saw it at or past the
+        fetch offset), else ``None`` (read from the leader, also when the client is in the
+        leader's rack)."""
+        if self.role != "leader" or client_rack == self.broker_id or not self.generation.fences_current_epoch:
+            return None
+        st = self.followers.get(client_rack)
+        if st is None:
+            return None
+        in_isr = self.generation < Generation.DIVERGING_EPOCH or client_rack in self.isr
+        leo = st.log_end_offset
+        return client_rack if in_isr and leo is not None and leo >= fetch_offset else None
+
     def handle_consumer_fetch(self, req: ConsumerFetchRequest) -> ConsumerFetchResponse:
         """A consumer fetch: records strictly below the HW (read_uncommitted) or the LSO
         (read_committed, which also gets the aborted transactions overlapping the range, 1.12);
@@ -176,7 +202,7 @@ class LeaderFetchMixin:
         LEO, not capped at the HW (``Partition.lastOffsetForLeaderEpoch`` answers
         ``UnifiedLog.endOffsetForEpoch`` as is). G3+ fence the current epoch."""
         log, epoch = self.log, self.leader_epoch
-        error = self._epoch_error(req.current_leader_epoch)
+        error = self._epoch_error(req.current_leader_epoch, not self._follower_may_serve(req))
         if error is not None:
             return ConsumerFetchResponse(req.request_id, error, epoch)
         hw, lso = log.high_watermark, log.last_stable_offset

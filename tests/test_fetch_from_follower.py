@@ -1,0 +1,64 @@
+"""Fetch from follower (KIP-392): configuration by generation, where the consumer reads, and
+the three replica backends agreeing. The scenario ``kip-392-fetch-from-follower`` (run by
+tests/test_scenarios.py in kip-320, diverging-epoch and strict-min-isr) shows the whole story."""
+
+from __future__ import annotations
+
+import pytest
+
+from epochlab.errors import ConfigError
+from epochlab.sim.cluster import Cluster
+from epochlab.sim.config import ClusterConfig, ConsumerConfig, ProducerConfig
+
+SELECTOR = {"min.insync.replicas": 2, "broker.startup.ms": [0, 0],
+            "replica.selector.class": "RackAwareReplicaSelector"}
+
+
+@pytest.mark.parametrize("generation", ["hw-truncation", "kip-101", "kip-279"])
+def test_generations_before_kafka_2_4_refuse_a_replica_selector(generation: str) -> None:
+    with pytest.raises(ConfigError, match="KIP-392"):
+        Cluster(ClusterConfig.from_dict(SELECTOR), generation)
+
+
+def test_bad_settings_are_named() -> None:
+    with pytest.raises(ConfigError, match="replica.selector.class"):
+        ClusterConfig.from_dict({"replica.selector.class": "LeaderSelector"})
+    with pytest.raises(ConfigError, match="client_rack"):
+        ConsumerConfig.from_dict({"client.rack": "eu-1"})
+    with pytest.raises(ConfigError, match="metadata_max_age_ms"):
+        ConsumerConfig.from_dict({"metadata.max.age.ms": 0})
+
+
+def _run(generation: str, backend: str, selector: bool, rack: int | None) -> tuple[Cluster, list[str]]:
+    cfg = dict(SELECTOR) if selector else {k: v for k, v in SELECTOR.items() if k != "replica.selector.class"}
+    c = Cluster(ClusterConfig.from_dict(cfg), generation, seed=5, backend=backend)
+    p = c.producer("p", ProducerConfig(acks="all"))
+    consumer = c.consumer("c", ConsumerConfig(auto_offset_reset="earliest", client_rack=rack))
+    c.run_for(200)
+    p.send_many([1, 2, 3, 4])
+    c.run_for(2000)
+    got = consumer.poll()
+    assert [v for _, v in got] == [1, 2, 3, 4]
+    return c, [e.message for e in c.events]
+
+
+@pytest.mark.parametrize("generation", ["kip-320", "diverging-epoch", "strict-min-isr"])
+def test_the_leader_sends_a_consumer_to_the_follower_in_its_rack(generation: str) -> None:
+    c, events = _run(generation, "rust", selector=True, rack=3)
+    assert any("leader names replica 3 as preferred read replica" in e for e in events)
+    assert c.clients["c"]._preferred is not None and c.clients["c"]._preferred[0] == 3
+
+
+@pytest.mark.parametrize(("selector", "rack"), [(False, 3), (True, None), (True, 1)])
+def test_without_selector_rack_or_with_the_leaders_rack_the_consumer_reads_from_the_leader(
+        selector: bool, rack: int | None) -> None:
+    c, events = _run("strict-min-isr", "rust", selector=selector, rack=rack)
+    assert not any("preferred read replica" in e for e in events)
+    assert c.clients["c"]._preferred is None
+
+
+def test_the_backends_give_the_same_run_with_fetch_from_follower() -> None:
+    runs = [_run("diverging-epoch", b, selector=True, rack=2)[0] for b in ("rust", "python", "reference")]
+    histories = {r.history_jsonl() for r in runs}
+    events = {tuple(e.message for e in r.events) for r in runs}
+    assert len(histories) == 1 and len(events) == 1
