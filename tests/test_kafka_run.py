@@ -34,12 +34,15 @@ if firewall_available() is not None:
     pytest.skip(f"the seeds' link faults need it: {firewall_available()}", allow_module_level=True)
 
 SCENARIOS = ("seed-002-acks1-acked-then-lost", "seed-002-manual-commit-reprocessing")
+FETCH_FROM_FOLLOWER = "kip-392-fetch-from-follower"
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory):
-    overrides = broker_overrides(load_builtin(SCENARIOS[0]))
-    assert all(broker_overrides(load_builtin(n)) == overrides for n in SCENARIOS)
+    # the brokers also have the rack-aware replica selector (KIP-392): it acts only for
+    # consumers with a client.rack, which the seed scenarios do not have
+    overrides = broker_overrides(load_builtin(FETCH_FROM_FOLLOWER))
+    assert all(broker_overrides(load_builtin(n)).items() <= overrides.items() for n in SCENARIOS)
     c = LocalCluster(tmp_path_factory.mktemp("kafka-run") / "cluster", brokers=3, grace_s=10, overrides=overrides)
     c.start()
     yield c
@@ -62,6 +65,20 @@ def test_seed_scenario_on_real_kafka_agrees_with_model(cluster: LocalCluster, tm
     for f in ("steps.md", "history.jsonl", "real.json", "model.json", "compare.json", "inspect-broker-1.json"):
         assert (tmp_path / "run" / f).is_file(), f
     json.loads((tmp_path / "run" / "compare.json").read_text())
+
+
+def test_fetch_from_follower_on_real_kafka_agrees_with_model(cluster: LocalCluster, tmp_path: Path) -> None:
+    """KIP-392 on live brokers: librdkafka (client.rack = 2) is sent by leader 1 to follower 2,
+    reads there, goes back to the leader while broker 2 is down and reads everything once; the
+    model's consumer does the same (``consumer_fetched_from``, judged on both runs)."""
+    code, payload = execute(load_builtin(FETCH_FROM_FOLLOWER), cluster, compare=True, out=tmp_path / "run")
+    real = {c["description"]: c for c in payload["real"]["checks"]}
+    fetched = next(c for d, c in real.items() if d.startswith("the consumer fetches from follower 2"))
+    assert fetched["status"] == "passed", fetched
+    assert payload["real"]["expectations_hold"], payload["real"]["checks"]
+    assert payload["model"]["expectations_hold"]
+    assert payload["agree"], [d["text"] for d in payload["differences"]]
+    assert code == 0
 
 
 def test_unmappable_scenario_is_refused_with_its_reason(capsys: pytest.CaptureFixture[str]) -> None:

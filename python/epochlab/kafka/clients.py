@@ -25,6 +25,7 @@ unclean leader election.
 
 from __future__ import annotations
 
+import json
 import logging
 import struct
 import threading
@@ -152,10 +153,19 @@ def producer_settings(config: ProducerConfig) -> dict[str, Any]:
 
 def consumer_settings(config: ConsumerConfig) -> dict[str, Any]:
     """librdkafka settings for a scenario's consumer configuration."""
-    return {"enable.auto.commit": config.enable_auto_commit,
-            "auto.commit.interval.ms": config.auto_commit_interval_ms,
-            "auto.offset.reset": config.auto_offset_reset, "isolation.level": config.isolation_level,
-            "enable.partition.eof": False}
+    out: dict[str, Any] = {
+        "enable.auto.commit": config.enable_auto_commit,
+        "auto.commit.interval.ms": config.auto_commit_interval_ms,
+        "auto.offset.reset": config.auto_offset_reset, "isolation.level": config.isolation_level,
+        "enable.partition.eof": False}
+    if config.client_rack is not None:
+        # KIP-392: the broker ids are the racks (LocalCluster sets broker.rack=<id>)
+        out.update({"client.rack": str(config.client_rack), "statistics.interval.ms": STATS_INTERVAL_MS})
+    return out
+
+
+#: how often a consumer with a rack reads librdkafka's statistics for the broker it fetches from
+STATS_INTERVAL_MS = 100
 
 
 #: librdkafka's client-side limit of a request (``socket.timeout.ms``; its default is 60 s): the
@@ -288,6 +298,9 @@ class RecordingConsumer:
         self.group_id = group_id or f"epochlab-{uuid.uuid4().hex[:8]}"
         settings = {**_base(bootstrap), "group.id": self.group_id, **consumer_settings(self.config),
                     **(extra or {})}
+        self._fetch_from: int | None = None
+        if self.config.client_rack is not None:
+            settings["stats_cb"] = self._on_stats
         self._consumer = Consumer(settings)
         # Without a group of the caller's there is no committed offset to fetch: start where
         # auto.offset.reset points, without waiting for a group coordinator (which may be on a
@@ -295,6 +308,19 @@ class RecordingConsumer:
         reset = OFFSET_BEGINNING if self.config.auto_offset_reset == "earliest" else OFFSET_END
         self._consumer.assign([TopicPartition(topic, partition, OFFSET_STORED if group_id else reset)])
         self.position: int | None = None
+
+    def _on_stats(self, text: str) -> None:
+        """librdkafka's statistics (a consumer with a rack): record ``info fetch_from`` with the
+        broker the partition is fetched from (``toppars[].broker``) each time it changes, as
+        the model's consumer does."""
+        try:
+            part = json.loads(text)["topics"][self.topic]["partitions"][str(self.partition)]
+            broker = int(part["broker"])
+        except (ValueError, KeyError, TypeError):
+            return
+        if broker >= 0 and broker != self._fetch_from:
+            self._fetch_from = broker
+            self.history.record(self.name, "info", "fetch_from", value=broker)
 
     def poll(self, timeout_s: float = 1.0, quiet_s: float | None = None) -> list[tuple[int, int]]:
         """One poll of up to ``fetch_max_records`` records: records ``poll`` ``invoke`` then

@@ -435,9 +435,10 @@ class LocalCluster:
             if n.roles == "controller":
                 props["listeners"] = f"CONTROLLER://{n.address}"
             else:
+                # each broker its own rack, as the model has it (fetch from follower, KIP-392)
                 props.update({"listeners": f"PLAINTEXT://{n.address}",
                               "advertised.listeners": f"PLAINTEXT://{n.address}",
-                              "inter.broker.listener.name": "PLAINTEXT"})
+                              "inter.broker.listener.name": "PLAINTEXT", "broker.rack": str(n.node_id)})
             props.update(FAST_FAILOVER)
             props.update(self.overrides)
             n.config_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))

@@ -93,6 +93,9 @@ def unmappable(scenario: Scenario, cluster: LocalCluster | None = None) -> list[
         missing = [b for b in cfg.brokers if b not in cluster.broker_ids]
         if missing:
             why.append(f"the scenario needs brokers {list(cfg.brokers)}; the cluster has {cluster.broker_ids}")
+        if cfg.replica_selector_class is not None and _broker_property(cluster, "replica.selector.class") is None:
+            why.append("fetch from follower needs brokers started with replica.selector.class "
+                       f"(this cluster's have none; start one for the scenario: {RACK_AWARE_SELECTOR})")
         uses_links = any(s.action in ("partition", "heal", "isolate", "set_link") for s in scenario.steps)
         if uses_links and cluster.network != "netns":
             why.append("link faults need the cluster's netns network (root and nft)")
@@ -148,7 +151,23 @@ def broker_overrides(scenario: Scenario) -> dict[str, str]:
 def cluster_overrides(cluster: dict[str, Any], where: str = "cluster") -> dict[str, str]:
     """:func:`broker_overrides` for a scenario's or schedule's ``cluster`` table alone."""
     cfg = ClusterConfig.from_dict(cluster, where)
-    return {prop: str(getattr(cfg, name)) for name, prop in BROKER_SETTINGS.items()}
+    out = {prop: str(getattr(cfg, name)) for name, prop in BROKER_SETTINGS.items()}
+    if cfg.replica_selector_class is not None:  # KIP-392; the brokers' racks are their ids
+        out["replica.selector.class"] = RACK_AWARE_SELECTOR
+    return out
+
+
+#: the class ``replica.selector.class = "RackAwareReplicaSelector"`` names
+RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+
+
+def _broker_property(cluster: LocalCluster, key: str) -> str | None:
+    """A property of the first broker's ``server.properties`` (``None``: not set)."""
+    for line in cluster.nodes[cluster.broker_ids[0]].config_path.read_text().splitlines():
+        k, sep, value = line.partition("=")
+        if sep and k.strip() == key:
+            return value.strip()
+    return None
 
 
 def cluster_settings(cluster: LocalCluster) -> dict[str, int]:

@@ -170,7 +170,8 @@ class Driver:
             cfg = self.consumer_cfgs[name]
             real_cfg = ConsumerConfig(enable_auto_commit=False, auto_commit_interval_ms=cfg.auto_commit_interval_ms,
                                       auto_offset_reset=cfg.auto_offset_reset, isolation_level=cfg.isolation_level,
-                                      fetch_max_records=cfg.fetch_max_records, poll_interval_ms=cfg.poll_interval_ms)
+                                      fetch_max_records=cfg.fetch_max_records, poll_interval_ms=cfg.poll_interval_ms,
+                                      client_rack=cfg.client_rack, metadata_max_age_ms=cfg.metadata_max_age_ms)
             self.consumers[name] = RecordingConsumer(self.bootstrap_for(name), self.topic, self.history, real_cfg,
                                                      name=name, group_id=f"{self.topic}-{name}",
                                                      value_format="int64")

@@ -219,6 +219,17 @@ def _consumer_within_hw(p: dict, facts: Facts) -> tuple[bool, str]:
     return True, f"all {len(seen)} records read below the leader's HW"
 
 
+def _consumer_fetched_from(p: dict, facts: Facts) -> tuple[bool, str]:
+    """The ``info fetch_from`` ops of a consumer with a rack (the model's consumer records its
+    fetch target; a real one the broker librdkafka's statistics say it fetches from)."""
+    sources = [op["value"] for op in facts.history if op.get("process") == p["consumer"]
+               and op.get("f") == "fetch_from" and op.get("type") == "info"]
+    if not sources:
+        raise _Unsupported(f"{p['consumer']} recorded no fetch source (no client.rack?)")
+    it = iter(sources)  # a subsequence: sampled statistics may miss a short stay anywhere
+    return all(b in it for b in p["brokers"]), f"{p['consumer']} fetched from {sources}"
+
+
 def _consumer_saw_truncated(p: dict, facts: Facts) -> tuple[bool, str]:
     r = facts.final.leader_replica()
     if r is None:
@@ -420,6 +431,7 @@ _KINDS: dict[str, Callable[..., tuple[bool, str]]] = {
     "consumer_saw_twice": _consumer_saw_twice,
     "listed_offsets": _listed_offsets,
     "consumer_within_hw": _consumer_within_hw,
+    "consumer_fetched_from": _consumer_fetched_from,
     "consumer_saw_truncated": _consumer_saw_truncated,
     "leader": _leader,
     "offline": _offline,

@@ -177,6 +177,11 @@ EXPECTATIONS: dict[str, tuple[Param, ...]] = {
         _p("values", "values", required=True),
     ),
     "consumer_within_hw": (_p("consumer", "consumer", required=True),),
+    "consumer_fetched_from": (
+        _p("consumer", "consumer", "a consumer with a client.rack", required=True),
+        _p("brokers", "brokers", "brokers it fetched from, in this order (others may come between)",
+           required=True),
+    ),
     "consumer_polled": (
         _p("consumer", "consumer", required=True),
         _p("poll", "pos_int", "1 = the consumer's first poll", required=True),

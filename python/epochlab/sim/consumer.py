@@ -49,7 +49,8 @@ and goes back to the leader on NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH,
 OFFSET_NOT_AVAILABLE (``requestMetadataUpdate`` clears it), OFFSET_OUT_OF_RANGE (cleared
 instead of a reset), a failed request, a replica that is offline, or a new leader or epoch
 (``maybeValidatePosition``), as the Java consumer's ``Fetcher`` does (3.4.0). ListOffsets
-and position validation always go to the leader.
+and position validation always go to the leader. A consumer with a rack records ``info``
+``fetch_from`` with the broker id in the history each time the broker it fetches from changes.
 """
 
 from __future__ import annotations
@@ -111,6 +112,7 @@ class Consumer:
         # KIP-392: (replica, expiry ms) the leader named; (leader, epoch) the position is for
         self._preferred: tuple[int, int] | None = None
         self._current_leader: tuple[int, int] | None = None
+        self._fetch_from: int | None = None  # the broker fetched from last (recorded with a rack)
         self._listing: tuple[int, str, int, int] | None = None  # ListOffsets: id, spec, deadline, session
         # G5 (Java clients 3.7+, KIP-580): metadata requests back off exponentially; the
         # consumer's retry.backoff.ms is the default 100 ms
@@ -316,6 +318,11 @@ class Consumer:
             return
         self.ctx.post(self.name, target, "on_consumer_fetch", req)
         self._fetching_from = (target, request_id)
+        if self.config.client_rack is not None and target != self._fetch_from:
+            # history: ``info fetch_from`` with the broker, each time the fetch source changes
+            # (only for a consumer with a rack, so runs without one keep their history)
+            self._fetch_from = target
+            self.ctx.record(self.name, "info", "fetch_from", value=target)
         self._arm_timeout(request_id, REQUEST_TIMEOUT_MS)
 
     def on_connection_reset(self, broker: object, src: object) -> None:
