@@ -62,3 +62,36 @@ def test_the_backends_give_the_same_run_with_fetch_from_follower() -> None:
     histories = {r.history_jsonl() for r in runs}
     events = {tuple(e.message for e in r.events) for r in runs}
     assert len(histories) == 1 and len(events) == 1
+
+
+def test_the_preferred_replica_expires_after_metadata_max_age_and_is_asked_for_again() -> None:
+    c = Cluster(ClusterConfig.from_dict(SELECTOR), "strict-min-isr", seed=5)
+    p = c.producer("p", ProducerConfig(acks="all"))
+    consumer = c.consumer("c", ConsumerConfig(auto_offset_reset="earliest", client_rack=2, metadata_max_age_ms=500))
+    c.run_for(200)
+    p.send_many([1, 2])
+    c.run_for(3000)
+    events = [e.message for e in c.events]
+    named = [e for e in events if "leader names replica 2" in e]
+    expired = [e for e in events if "preferred read replica expired (metadata.max.age.ms)" in e]
+    assert len(named) >= 3 and len(expired) >= 2  # named, expired, named again, ...
+    assert [v for _, v in consumer.poll()] == [1, 2]
+
+
+def test_a_new_leader_sends_the_consumer_back_to_ask_it() -> None:
+    """``maybeValidatePosition``: a new leader or epoch in the metadata clears the preferred
+    replica; the new leader names its own choice."""
+    c = Cluster(ClusterConfig.from_dict(SELECTOR), "strict-min-isr", seed=5)
+    p = c.producer("p", ProducerConfig(acks="all"))
+    consumer = c.consumer("c", ConsumerConfig(auto_offset_reset="earliest", client_rack=3))
+    c.run_for(200)
+    p.send_many([1, 2])
+    c.run_for(1000)
+    assert consumer._preferred is not None and consumer._preferred[0] == 3
+    c.crash(1)
+    assert c.run_until(lambda cl: cl.controller.leader not in (None, 1), 30_000)
+    p.send_many([3])
+    c.run_for(20_000)
+    events = [e.message for e in c.events]
+    assert any("reads from the leader again (was replica 3)" in e for e in events)
+    assert [v for _, v in consumer.poll()] == [1, 2, 3]
