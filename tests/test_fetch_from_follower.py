@@ -4,6 +4,8 @@ tests/test_scenarios.py in kip-320, diverging-epoch and strict-min-isr) shows th
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from epochlab.errors import ConfigError
@@ -95,3 +97,22 @@ def test_a_new_leader_sends_the_consumer_back_to_ask_it() -> None:
     events = [e.message for e in c.events]
     assert any("reads from the leader again (was replica 3)" in e for e in events)
     assert [v for _, v in consumer.poll()] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("generation", ["kip-320", "strict-min-isr"])
+def test_the_documented_fuzz_profile_runs_and_finds_no_protocol_violation(generation: str) -> None:
+    """docs/profiles/fetch-from-follower.json (docs/fuzzing.md): a few fuzz runs, consumers
+    reading from followers (their histories say so), no protocol violation."""
+    from pathlib import Path
+
+    from epochlab.fuzz import execute, generate_schedule
+    from epochlab.fuzz.generator import load_profile
+
+    profile = load_profile(Path(__file__).resolve().parents[1] / "docs" / "profiles" / "fetch-from-follower.json")
+    sources = set()
+    for seed in range(6):
+        result = execute(generate_schedule(seed, generation, profile))
+        assert result.verdict.ok, result.verdict_json()
+        ops = [json.loads(line) for line in result.history_jsonl.splitlines()]
+        sources |= {(op["process"], op["value"]) for op in ops if op["f"] == "fetch_from"}
+    assert {s for s in sources if s[1] != 1}, sources  # some consumer fetched from a follower
