@@ -5,7 +5,7 @@
 //! modelled.
 
 use super::ReplicaLog;
-use crate::producer_state::{ProducerSnapshot, ProducerStateManager, SnapshotEntry};
+use crate::producer_state::{ProducerSnapshot, SnapshotEntry};
 use crate::types::Offset;
 
 impl ReplicaLog {
@@ -73,7 +73,7 @@ impl ReplicaLog {
     /// producer with its one batch, ongoing transactions from `currentTxnFirstOffset`, no
     /// unreplicated one; aborted transactions below it kept, as the `.txnindex` files keep
     /// them), or start empty from the log start without one; replay the batches from there
-    /// into a state merged into the loaded one ([`ProducerStateManager::merge`]);
+    /// into a state merged into the loaded one ([`ProducerStateManager::merge`](crate::producer_state::ProducerStateManager::merge));
     /// take a snapshot at `target` (`updateMapEndOffset(lastOffset); takeSnapshot()`).
     pub(super) fn reload_producer_state(&mut self, target: Offset) {
         self.retain_producer_snapshots(target);
