@@ -303,3 +303,29 @@ def test_a_fetch_given_up_on_is_not_answered_during_the_backoff() -> None:
     assert current is not abandoned
     follower._start_fetcher()
     assert not follower._answers_request_in_flight(SimpleNamespace(request=current))
+
+
+@pytest.mark.parametrize("backend", ["rust", "python", "reference"])
+def test_a_batch_renumbered_after_a_stateless_leader_took_it_first_is_allowed_out_of_order(backend: str) -> None:
+    """Session-9 campaign finding (strict-min-isr, fetch-from-follower profile, seed 11004):
+    idempotent p3 sends 4 (seq 0) and 5 (seq 1) to a leader that has just been elected; 4 is
+    answered NOT_LEADER_OR_FOLLOWER (the broker had not applied its leadership yet), 5 arrives
+    a moment later and is written (a leader with no state for the producer takes a first
+    batch at any sequence: ``ProducerAppendInfo.checkSequence``); its answer is lost to a
+    partition. The retry of 4 is answered OUT_OF_ORDER_SEQUENCE_NUMBER, which for the next
+    sequence bumps the epoch (``TransactionManager.canRetry``) and renumbers both batches
+    (``startSequencesAtBeginning``, KAFKA-14034): the log holds 5, 4, 5. Kafka's Java client
+    does exactly this, so the duplicate and the order are classified as allowed, with the
+    mechanism named; the renumbered copies keep the send order."""
+    from pathlib import Path
+
+    from epochlab.fuzz import execute
+    from epochlab.fuzz.schedule import load_schedule
+
+    schedule = load_schedule(Path(__file__).parent / "fixtures" / "schedules"
+                             / "g5-nonmonotonic-send-renumbered-batch-written-first-by-a-stateless-leader.json")
+    verdict = execute(schedule, backend=backend).verdict
+    assert verdict.ok, [(v.invariant, v.verdict, v.message) for v in verdict.violations]
+    order = next(v for v in verdict.violations if v.invariant == "nonmonotonic-send")
+    assert "ProducerAppendInfo.checkSequence" in (order.reason or "") and "KAFKA-14034" in (order.reason or "")
+    assert {v.invariant for v in verdict.allowed} == {"duplicate", "nonmonotonic-send"}

@@ -23,7 +23,9 @@ name                          holds when
 Classification: an acks=1 value that was never committed may vanish or be overwritten; a
 non-idempotent producer may duplicate or reorder on retry, an idempotent one may duplicate a
 batch it renumbered under a bumped epoch after sending it once (the Java client's
-``startSequencesAtBeginning``); ``auto.offset.reset`` may move a
+``startSequencesAtBeginning``, KAFKA-14034), and the first copy of such a batch may stand
+before an earlier send when a leader without the producer's state took it first (its
+renumbered copy then follows in order); ``auto.offset.reset`` may move a
 consumer; loss after an unclean election or too many lossy crashes is allowed (``allowance``).
 Inv-ClientHWMonotone (17) reads the consumers' ``list_offsets`` answers: from 2.2 (KIP-207) a
 new leader answers OFFSET_NOT_AVAILABLE until its HW reaches its epoch's start offset, so the
@@ -195,6 +197,17 @@ def check_history(history: Sequence[Mapping[str, Any]], final_log: Mapping[int, 
                         f"{process}'s earlier send of {failed} ended without an acknowledgement: "
                         "the idempotent producer renumbers its waiting batches, and the order is "
                         "kept only up to the first failed send (KIP-360)")
+                    if reason is None and rewritten and v2 in rewritten and max(positions[v2]) > o1:
+                        # the copy out of order is the one written under the old epoch; the
+                        # renumbered copy follows v1, as sent
+                        reason = (
+                            f"{process} renumbered the batch of value {v2} under a bumped epoch after "
+                            f"a leader had already written it once under the old epoch, ahead of {v1} "
+                            "(a leader with no state for the producer takes a first batch at any "
+                            "sequence: ProducerAppendInfo.checkSequence); its renumbered copy at "
+                            f"{max(positions[v2])} follows {v1}: the Java client does the same "
+                            "(TransactionManager.canRetry, bumpIdempotentProducerEpoch, "
+                            "TxnPartitionEntry.startSequencesAtBeginning; KAFKA-14034, unfixed)")
                     rep.add("nonmonotonic-send", end_ms, f"{process} sent {v1} before {v2} but the "
                             f"log has {v2} at {o2} before {v1} at {o1}",
                             {"process": process, "values": [v1, v2], "offsets": [o1, o2]},
