@@ -116,3 +116,45 @@ def test_the_documented_fuzz_profile_runs_and_finds_no_protocol_violation(genera
         ops = [json.loads(line) for line in result.history_jsonl.splitlines()]
         sources |= {(op["process"], op["value"]) for op in ops if op["f"] == "fetch_from"}
     assert {s for s in sources if s[1] != 1}, sources  # some consumer fetched from a follower
+
+
+def _consumer_reading_from(replica: int):
+    """A consumer of a running cluster whose leader named ``replica`` (a real Consumer; the
+    answers below are fed as a broker would send them)."""
+    c = Cluster(ClusterConfig.from_dict(SELECTOR), "strict-min-isr", seed=5)
+    consumer = c.consumer("c", ConsumerConfig(auto_offset_reset="earliest", client_rack=replica))
+    c.run_for(2000)
+    assert consumer._preferred is not None and consumer._preferred[0] == replica
+    return c, consumer
+
+
+def _answer(consumer, error: str | None) -> None:
+    from epochlab.sim.messages import ConsumerFetchResponse
+
+    consumer._pending = rid = 10_000
+    consumer.on_fetch_response(ConsumerFetchResponse(rid, error, 0), 2)
+
+
+@pytest.mark.parametrize(("error", "cleared", "reset", "leader_forgotten"), [
+    ("OFFSET_OUT_OF_RANGE", True, False, False),    # Fetcher: clear it instead of resetting
+    ("NOT_LEADER_OR_FOLLOWER", True, False, True),  # requestMetadataUpdate clears it
+    ("FENCED_LEADER_EPOCH", True, False, True),
+    ("OFFSET_NOT_AVAILABLE", True, False, False),
+    ("UNKNOWN_LEADER_EPOCH", False, False, True),   # retried as it is, the replica kept
+])
+def test_errors_from_the_preferred_replica(error: str, cleared: bool, reset: bool, leader_forgotten: bool) -> None:
+    _, consumer = _consumer_reading_from(2)
+    position = consumer.position
+    _answer(consumer, error)
+    assert (consumer._preferred is None) == cleared
+    assert (consumer.position is None) == reset and (reset or consumer.position == position)
+    assert (consumer._leader is None) == leader_forgotten
+
+
+def test_offset_out_of_range_from_the_leader_still_resets() -> None:
+    c = Cluster(ClusterConfig.from_dict(SELECTOR), "strict-min-isr", seed=5)
+    consumer = c.consumer("c", ConsumerConfig(auto_offset_reset="earliest"))
+    c.run_for(1000)
+    assert consumer._preferred is None and consumer.position is not None
+    _answer(consumer, "OFFSET_OUT_OF_RANGE")
+    assert consumer.position is None  # auto.offset.reset applies
