@@ -289,3 +289,26 @@ def test_a_start_that_fails_after_the_spawn_is_retried_once_and_leaves_its_evide
     if c.network == "netns":
         listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
         assert f"el{c.tag}-" not in listed
+
+
+def test_a_node_just_spawned_counts_as_running_while_it_execs(tmp_path: Path) -> None:
+    """``is_running`` of a node this process spawned asks the kernel (``Popen.poll``): a check
+    of ``/proc`` while the child execs from ``setpriv`` to ``nsenter`` to ``java`` misses the
+    node's command line and said "not running" (the session-9 CI flake). Spawned, checked in a
+    tight loop for 50 ms, never reported gone; killed, reported gone."""
+    c = LocalCluster(tmp_path / "c", brokers=1)
+    c._plan()
+    if c.network == "netns":
+        c._make_network()
+    try:
+        c._write_configs()
+        node = c.broker_ids[0]
+        from epochlab.kafka.jars import jar_dir
+
+        c._spawn(node, jar_dir(c.version, resolve=False))
+        deadline = time.monotonic() + 0.05
+        while time.monotonic() < deadline:
+            assert c.is_running(node)
+    finally:
+        c.stop(grace_s=0)
+    assert not c.is_running(node)
