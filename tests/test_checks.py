@@ -364,3 +364,24 @@ def test_the_bug_catalogue_in_docs_is_the_code_and_findings_name_their_match(tmp
     assert finding.to_dict()["known_bugs"] == [b.id for b in match("kip-279", finding.violation.invariant)]
     readme = (finding.directory / "README.md").read_text()
     assert "Known bugs" in readme and "docs/bugs.md" in readme
+
+
+def test_the_outdated_control_request_witness() -> None:
+    """KAFKA-7235's witness: a broker that registered again takes a partition state of an epoch
+    older than the controller's at that registration (events as the engine words them)."""
+    from epochlab.checks.catalogue import WITNESSES, match
+
+    seen = WITNESSES["outdated-control-request"][1]
+
+    def ev(kind: str, message: str) -> dict[str, str]:
+        return {"kind": kind, "message": message}
+
+    base = [ev("election", "controller: elect 1 (operator): leader 1 epoch 2 ISR [1, 2, 3] partition epoch 2"),
+            ev("controller", "controller: broker 1 session expired"),
+            ev("controller", "controller: broker 1 removed from ISR: leader 3 epoch 4 ISR [2, 3] partition epoch 4"),
+            ev("controller", "controller: broker 1 registered")]
+    late = ev("role", "broker 1 is leader in epoch 2 (was follower in epoch 1), ISR [1, 2, 3], LEO 30")
+    current = ev("role", "broker 1 is follower in epoch 4 (was follower in epoch 1), ISR [2, 3], LEO 30")
+    assert seen(base + [late]) and not seen(base + [current]) and not seen(base[:3] + [late])
+    assert [b.id for b in match("kip-101", "Inv-EpochMonotone", base + [late])] == ["KAFKA-7415", "KAFKA-7235 (KIP-380)"]
+    assert [b.id for b in match("kip-101", "Inv-EpochMonotone", base)] == ["KAFKA-7415"]

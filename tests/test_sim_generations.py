@@ -329,3 +329,34 @@ def test_a_batch_renumbered_after_a_stateless_leader_took_it_first_is_allowed_ou
     order = next(v for v in verdict.violations if v.invariant == "nonmonotonic-send")
     assert "ProducerAppendInfo.checkSequence" in (order.reason or "") and "KAFKA-14034" in (order.reason or "")
     assert {v.invariant for v in verdict.allowed} == {"duplicate", "nonmonotonic-send"}
+
+
+def test_hw_truncation_has_no_epochs_in_its_batches_to_check() -> None:
+    """Session-9 bughunt (hw-truncation, random engine, seed 1): Inv-EpochMonotone with no
+    catalogued match, shrunk to 8 actions: a slow controller link delivers LeaderAndIsr of
+    epochs 2, 3, 4 to broker 1 seconds late and in order, so broker 1 leads in epoch 2 after
+    fetching records leader 3 wrote in epoch 3, and its batches' epoch labels go back. Kafka
+    0.10.2 acts on a LeaderAndIsr of a higher epoch the same way, but its batches (formats
+    v0 / v1) carry no leader epoch and it has no epoch cache (both came with 0.11, KIP-101):
+    the label is the model's. The checker evaluates Inv-EpochMonotone from kip-101 on."""
+    import re
+    from pathlib import Path
+
+    from epochlab.fuzz import execute
+    from epochlab.fuzz.schedule import load_schedule
+
+    schedule = load_schedule(Path(__file__).parent / "fixtures" / "schedules"
+                             / "g0-stale-leaderandisr-epoch-label-only.json")
+    result = execute(schedule)
+    assert result.verdict.ok and result.verdict.first("Inv-EpochMonotone") is None
+    # the late LeaderAndIsr is there: broker 1 leads in epoch 2 after the controller reached 4
+    late = [e["message"] for e in result.events if e["kind"] == "role"
+            and re.search(r"broker 1 is leader in epoch 2 ", e["message"])]
+    assert late and result.events.index(next(e for e in result.events if "epoch 4" in e["message"]
+                                              and e["kind"] == "election")) < \
+        result.events.index(next(e for e in result.events if e["message"] == late[0]))
+    from epochlab.checks.state import StateChecker
+    from epochlab.sim import Cluster, ClusterConfig
+
+    assert [StateChecker(Cluster(ClusterConfig(), g)).epochs_in_batches
+            for g in ("hw-truncation", "kip-101", "strict-min-isr")] == [False, True, True]

@@ -62,11 +62,40 @@ def _leader_skips_epochs(events: Iterable[Any]) -> bool:
     return False
 
 
+_REGISTERED = re.compile(r"controller: broker (\d+) registered")
+_CONTROLLER_EPOCH = re.compile(r"leader (?:\d+|None) epoch (\d+)")
+_ROLE = re.compile(r"broker (\d+) is (?:leader|follower) in epoch (\d+)")
+
+
+def _outdated_control_request(events: Iterable[Any]) -> bool:
+    """A broker registered again (a new session) and then took a partition state of an epoch
+    older than the controller's at that registration: a LeaderAndIsr sent to its previous
+    session, which before KIP-380's broker epochs nothing fenced."""
+    latest = 0
+    at_registration: dict[int, int] = {}
+    for event in events:
+        kind, message = (event["kind"], event["message"]) if isinstance(event, dict) else (event.kind, event.message)
+        if kind in ("controller", "election", "isr"):
+            registered = _REGISTERED.search(message)
+            if registered:
+                at_registration[int(registered.group(1))] = latest
+            for found in _CONTROLLER_EPOCH.finditer(message):
+                latest = max(latest, int(found.group(1)))
+        elif kind == "role":
+            found = _ROLE.search(message)
+            if found and int(found.group(2)) < at_registration.get(int(found.group(1)), -1):
+                return True
+    return False
+
+
 #: Mechanisms a finding's events must show (see :attr:`KnownBug.witness`): a description and
 #: the test over the run's engine events.
 WITNESSES: dict[str, tuple[str, Callable[[Iterable[Any]], bool]]] = {
     "leader-skips-epochs": ("a broker leads again in an epoch more than one above the one it "
                             "led in, never having followed in between", _leader_skips_epochs),
+    "outdated-control-request": ("a broker that registered again takes a partition state of an "
+                                 "epoch older than the controller's at its registration",
+                                 _outdated_control_request),
 }
 
 
@@ -114,6 +143,20 @@ BUGS: tuple[KnownBug, ...] = (
              # partition does not converge until the controller next changes it
              ("Inv-UncleanExclusion", "Inv-StrongIsr", "Inv-Durability", "lost-write", "Liveness-Converge"),
              "2.2.0 (KIP-380 broker epochs)", "PROTOCOL.md 1.10, docs/fuzzing.md (open problems)"),
+    KnownBug("KAFKA-7235 (KIP-380)", "a LeaderAndIsr the controller sent before a broker's "
+             "session expired reaches the broker after it registered again, and the broker, which "
+             "cannot tell the request is outdated, leads or follows in that older epoch",
+             # session 9, bughunt of hw-truncation (random engine, seed 1, run 174): broker 1's
+             # session expired with requests of epochs 2 and 3 on their way; it registered again
+             # and then became leader in epoch 2 while the controller was at epoch 5, appending
+             # after records of epoch 4 it had fetched. Releases before 0.11 carry no epochs in
+             # their batches, so hw-truncation has the mechanism but no Inv-EpochMonotone to
+             # break (the checker does not evaluate it there); from 0.11 the stale leader's
+             # batches are really out of order
+             ("kip-101", "kip-279"),
+             ("Inv-EpochMonotone",),
+             "2.2.0 (KIP-380: controller requests carry the broker epoch, a stale one is refused)",
+             "docs/bugs.md", witness="outdated-control-request"),
     KnownBug("KAFKA-2334", "a new leader answers ListOffsets(latest) with its own high watermark, which "
              "followers learn one fetch late, so the latest offset a client is told can go back after "
              "a leader change", ("hw-truncation", "kip-101", "kip-279"), ("Inv-ClientHWMonotone",),

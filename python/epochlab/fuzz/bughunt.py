@@ -309,7 +309,9 @@ def new_results(seeds: list[int], engines: list[str], generations: list[str], bu
     return {"format": FORMAT, "version": 1, "plan": {
         "seeds": seeds, "engines": engines, "generations": generations,
         "budget": {"runs": budget.runs, "seconds": budget.seconds},
-        "profile": profile or "default (FuzzProfile())"}, "sessions": [], "campaigns": []}
+        "profile": profile or "default (FuzzProfile())",
+        # the catalogue the campaigns hunted for: a bug added later has no measurement
+        "bugs": [b.id for b in BUGS]}, "sessions": [], "campaigns": []}
 
 
 def put_campaign(results: dict[str, Any], record: CampaignRecord) -> None:
@@ -420,7 +422,11 @@ def markdown(results: dict[str, Any], bugs: tuple[KnownBug, ...] = BUGS) -> str:
     default_profile = str(plan.get("profile", "")).startswith("default")
     off = {name for name, weight in FuzzProfile().fault_classes.items() if weight <= 0}
     unhunted = [b for b in bugs if default_profile and set(b.needs) & off]
+    hunted_ids = plan.get("bugs")
+    later = [b for b in bugs if hunted_ids is not None and b.id not in hunted_ids]
     for bug in bugs:
+        if bug in later:
+            continue
         if bug in unhunted:
             continue
         for generation in bug.generations:
@@ -434,7 +440,8 @@ def markdown(results: dict[str, Any], bugs: tuple[KnownBug, ...] = BUGS) -> str:
     lines += _findings_rows(results)
     missing = _missing(results)
     missing += [f"{b.id} (needs the {', '.join(b.needs)} fault class, off in the default profile)"
-                for b in unhunted]
+                for b in unhunted if b not in later]
+    missing += [f"{b.id} (catalogued after these campaigns ran)" for b in later]
     done = "; ".join(missing) if missing else "nothing (the whole plan ran)"
     lines += ["", f"Not measured: {done}."]
     return "\n".join(lines) + "\n"
