@@ -93,7 +93,7 @@ def unmappable(scenario: Scenario, cluster: LocalCluster | None = None) -> list[
         missing = [b for b in cfg.brokers if b not in cluster.broker_ids]
         if missing:
             why.append(f"the scenario needs brokers {list(cfg.brokers)}; the cluster has {cluster.broker_ids}")
-        if cfg.replica_selector_class is not None and _broker_property(cluster, "replica.selector.class") is None:
+        if cfg.replica_selector_class is not None and "replica.selector.class" not in _broker_properties(cluster):
             why.append("fetch from follower needs brokers started with replica.selector.class "
                        f"(this cluster's have none; start one for the scenario: {RACK_AWARE_SELECTOR})")
         uses_links = any(s.action in ("partition", "heal", "isolate", "set_link") for s in scenario.steps)
@@ -161,24 +161,20 @@ def cluster_overrides(cluster: dict[str, Any], where: str = "cluster") -> dict[s
 RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
 
 
-def _broker_property(cluster: LocalCluster, key: str) -> str | None:
-    """A property of the first broker's ``server.properties`` (``None``: not set)."""
+def _broker_properties(cluster: LocalCluster) -> dict[str, str]:
+    """The first broker's ``server.properties``."""
+    props: dict[str, str] = {}
     for line in cluster.nodes[cluster.broker_ids[0]].config_path.read_text().splitlines():
-        k, sep, value = line.partition("=")
-        if sep and k.strip() == key:
-            return value.strip()
-    return None
+        key, sep, value = line.partition("=")
+        if sep:
+            props[key.strip()] = value.strip()
+    return props
 
 
 def cluster_settings(cluster: LocalCluster) -> dict[str, int]:
     """The scenario setting names with the values a running cluster's brokers use (read from
     the first broker's ``server.properties``)."""
-    props: dict[str, str] = {}
-    path = cluster.nodes[cluster.broker_ids[0]].config_path
-    for line in path.read_text().splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            props[key.strip()] = value.strip()
+    props = _broker_properties(cluster)
     return {name: int(props[prop]) for name, prop in BROKER_SETTINGS.items() if prop in props}
 
 

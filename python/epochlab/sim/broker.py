@@ -490,10 +490,10 @@ class Broker:
                 and req.fetch_offset is not None and req.validate_epoch is None:
             preferred = self.replica.preferred_read_replica(req.fetch_offset, req.rack)
             if preferred is not None:
+                # the offsets without the read: no records, so no aborted transactions either
                 resp = self.replica.handle_consumer_fetch(replace(req, max_records=0))
                 if resp.error is None:
-                    resp = replace(resp, records=(), aborted_transactions=(),
-                                               preferred_read_replica=preferred)
+                    resp = replace(resp, preferred_read_replica=preferred)
                 self.ctx.post(self.broker_id, req.client, "on_fetch_response", resp)
                 return
         resp = self.replica.handle_consumer_fetch(req)
