@@ -9,6 +9,7 @@ table of what each does on the cluster.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any, Callable
 
@@ -168,10 +169,9 @@ class Driver:
     def consumer(self, name: str) -> RecordingConsumer:
         if name not in self.consumers:
             cfg = self.consumer_cfgs[name]
-            real_cfg = ConsumerConfig(enable_auto_commit=False, auto_commit_interval_ms=cfg.auto_commit_interval_ms,
-                                      auto_offset_reset=cfg.auto_offset_reset, isolation_level=cfg.isolation_level,
-                                      fetch_max_records=cfg.fetch_max_records, poll_interval_ms=cfg.poll_interval_ms,
-                                      client_rack=cfg.client_rack, metadata_max_age_ms=cfg.metadata_max_age_ms)
+            # the scenario's settings, every one of them, with librdkafka's own auto-commit off
+            # (the driver commits as the Java consumer does, in poll)
+            real_cfg = dataclasses.replace(cfg, enable_auto_commit=False)
             self.consumers[name] = RecordingConsumer(self.bootstrap_for(name), self.topic, self.history, real_cfg,
                                                      name=name, group_id=f"{self.topic}-{name}",
                                                      value_format="int64")
