@@ -16,7 +16,7 @@ def lossy_schedule():  # type: ignore[no-untyped-def]
     """A random hw-truncation schedule that loses committed data (a protocol violation: the
     seed-004 scenario's loss now comes from an unclean election, which the configuration
     allows), padded with irrelevant actions."""
-    base = generate_schedule(4, "hw-truncation")
+    base = generate_schedule(44, "hw-truncation")
     noise = [Action(a.at_ms, "set_link", {"a": "controller", "b": 1, "delay_ms": None, "drop": 0.0,
                                           "duplicate": 0.0, "reorder": True}) for a in base.actions[:3]]
     actions = sorted([*base.actions, *noise], key=lambda a: a.at_ms)

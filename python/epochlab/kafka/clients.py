@@ -157,7 +157,7 @@ def consumer_settings(config: ConsumerConfig) -> dict[str, Any]:
         "enable.auto.commit": config.enable_auto_commit,
         "auto.commit.interval.ms": config.auto_commit_interval_ms,
         "auto.offset.reset": config.auto_offset_reset, "isolation.level": config.isolation_level,
-        "enable.partition.eof": False}
+        "fetch.wait.max.ms": config.fetch_max_wait_ms, "enable.partition.eof": False}
     if config.client_rack is not None:
         # KIP-392: the broker ids are the racks (LocalCluster sets broker.rack=<id>)
         out.update({"client.rack": str(config.client_rack), "statistics.interval.ms": STATS_INTERVAL_MS})

@@ -5,14 +5,22 @@ Timers: heartbeat to the controller at the start (registration), then every
 ``heartbeat_interval_ms`` from a phase drawn per boot from the run's seed; the others
 phase-aligned from the broker's start: ISR expiration every ``replica_lag_time_max_ms / 2``; HW checkpoint
 every ``high_watermark_checkpoint_interval_ms``; fsync every ``flush_interval_ms`` if set;
-AlterPartition resent every ``heartbeat_interval_ms`` until answered.
+AlterPartition resent every ``heartbeat_interval_ms`` until answered. A tick that would find
+nothing to do is not scheduled (the same grid points, fewer events): ISR expiration runs
+only while the broker leads, the checkpoint only after the HW moved, the fsync only after the
+log end moved (``_note_state``, called after everything that can move them).
 
 Purgatories: acks=all produce requests wait until HW >= their last offset + 1 (or time out
 with REQUEST_TIMED_OUT after the request's timeout, or fail with NOT_LEADER_OR_FOLLOWER when
 leadership is lost); follower fetches that find no data wait up to
 ``replica_fetch_wait_max_ms`` or until new data is appended (Kafka's DelayedFetch with
 minBytes = 1: a HW change alone does not complete it, so followers learn the HW one round
-trip late).
+trip late); consumer fetches that find nothing to read wait up to the consumer's
+``fetch.max.wait.ms`` (carried in the request) until the HW (LSO for read_committed) moves past
+the fetch offset, the replica's role or epoch changes, or the offset is above the HW
+(``DelayedFetch.tryComplete`` cases A-G; re-checked whenever the leader's HW may have moved,
+``Partition.tryCompleteDelayedRequests``, and on a follower serving a fetch-from-follower read
+when its HW moved, ``ReplicaFetcherThread.completeDelayedFetchRequests``).
 
 Transactions (1.12): WriteTxnMarkers from the coordinator is appended by the replica and
 answered, like an acks=all produce, once the HW is past the marker (or with
@@ -48,6 +56,7 @@ from epochlab.sim.messages import (
     AlterPartitionResponse,
     BrokerHeartbeat,
     ConsumerFetchRequest,
+    ConsumerFetchResponse,
     ControlledShutdownRequest,
     FetchRequest,
     FetchResponse,
@@ -86,6 +95,8 @@ def make_replica(backend: str, broker_id: int, replicas: tuple[int, ...], genera
                       where="Cluster", field="backend", expected=" | ".join(BACKENDS), got=backend)
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from epochlab.sim.context import SimContext
 
 __all__ = ["Broker"]
@@ -118,6 +129,8 @@ class Broker:
         self._fetch_dst: tuple[int, int] | None = None  # (leader, token) of the fetch in flight
         self._fetch_sent: object | None = None  # that request itself (answers echo it)
         self._parked_fetches: list[tuple[int, FetchRequest, Timer]] = []
+        self._parked_reads: list[tuple[ConsumerFetchRequest, Timer]] = []  # consumer fetches
+        self._parked_reads_key: tuple[object, ...] | None = None
         self._parked_produces: list[tuple[int, ProduceRequest, Timer, ProduceResponse]] = []
         self._parked_markers: list[tuple[int, WriteTxnMarkersRequest, Timer, str]] = []
         self._alter_sent_ms: int | None = None            # the AlterPartition in flight
@@ -126,6 +139,10 @@ class Broker:
         self._verifying: dict[int, tuple[ProduceRequest, int, Timer]] = {}
         self._tokens = 0
         self._boot_timer: Timer | None = None  # a restart's process start, until it registers
+        # the periodic tasks that sleep while idle (``_arm``): task name -> its next tick
+        self._ticks: dict[str, Timer] = {}
+        self._started_ms = 0
+        self._seen_state: tuple[int, int] | None = None  # (LEO, HW) at the last _note_state
         # One request of a client connection at a time (Kafka's SocketServer mutes a channel
         # from a request's receipt until its response is sent): clients with a produce request
         # being handled, and the requests of theirs that arrived meanwhile, in order.
@@ -176,11 +193,12 @@ class Broker:
         phase = self.ctx.kernel.rng(f"broker-{self.broker_id}-heartbeat").randrange(c.heartbeat_interval_ms) + 1
         self.ctx.kernel.schedule(phase, lambda: self._if_alive(inc, lambda: self._every(
             c.heartbeat_interval_ms, self._heartbeat, inc, now=True)))
-        self._every(max(1, c.replica_lag_time_max_ms // 2), self._isr_expiration, inc)
-        self._every(c.high_watermark_checkpoint_interval_ms, self.replica.checkpoint_high_watermark, inc)
         self._every(c.heartbeat_interval_ms, self._resend_alter_partition, inc)
-        if c.flush_interval_ms is not None:
-            self._every(c.flush_interval_ms, self.replica.flush, inc)
+        self._started_ms = self.ctx.now_ms
+        self._stop_ticks()
+        self._note_state()
+        if self.replica.role == "leader":
+            self._arm("isr", max(1, c.replica_lag_time_max_ms // 2), self._isr_expiration)
 
     def crash(self, lose_unflushed: bool) -> None:
         """Stop at once; in-memory state, parked requests and timers are gone."""
@@ -198,6 +216,8 @@ class Broker:
         self.ctx.network.set_alive(self.broker_id, False)
         self._parked_fetches.clear()
         self._parked_produces.clear()
+        self._drop_parked_reads()
+        self._stop_ticks()
         self._reset_connections()
         self._clear_transactional()
         lost = self.replica.crash(lose_unflushed)
@@ -210,6 +230,9 @@ class Broker:
         if not self.alive:
             return
         self._answer_parked_produces(force_error="NOT_LEADER_OR_FOLLOWER")
+        # the process exits: its sockets close, and every peer's requests in flight to it fail
+        # at once (a consumer fetch held in the purgatory, a follower's fetch)
+        self.ctx.reset_connections(self.broker_id)
         if not self.ctx.generation.kraft:
             # a ZooKeeper-era broker closes its session on the way out (KafkaServer.shutdown
             # -> zkClient.close): its /brokers/ids node goes now, not a session timeout later
@@ -223,6 +246,8 @@ class Broker:
         self.clean_shutdown = self.registered
         self.ctx.network.set_alive(self.broker_id, False)
         self._parked_fetches.clear()
+        self._drop_parked_reads()
+        self._stop_ticks()
         self._answer_parked_markers(force_error="NOT_LEADER_OR_FOLLOWER")
         self._clear_transactional()
         self.replica.clean_shutdown()
@@ -264,6 +289,45 @@ class Broker:
                 action()  # type: ignore[operator]
                 self.ctx.kernel.schedule(period_ms, tick)
         self.ctx.kernel.schedule(0 if now else period_ms, tick)
+
+    def _arm(self, name: str, period_ms: int, action: Callable[[], None]) -> None:
+        """Run ``action`` once at the next point after now of a ``period_ms`` grid aligned
+        with this incarnation's start, unless that task is armed already. The periodic tasks
+        that have nothing to do while idle are armed by what gives them work
+        (:meth:`_note_state`, leadership) instead of ticking all along."""
+        if name in self._ticks:
+            return
+        start, inc = self._started_ms, self.incarnation
+        due = start + ((self.ctx.now_ms - start) // period_ms + 1) * period_ms
+
+        def tick() -> None:
+            if self._ticks.get(name) is timer:
+                del self._ticks[name]
+                if self.alive and self.incarnation == inc:
+                    action()
+        timer = self.ctx.kernel.schedule_at(due, tick)
+        self._ticks[name] = timer
+
+    def _stop_ticks(self) -> None:
+        for timer in self._ticks.values():
+            timer.cancel()
+        self._ticks.clear()
+        self._seen_state = None
+
+    def _note_state(self) -> None:
+        """After anything that can append, truncate or move the HW: arm the fsync when the log
+        end moved and the HW checkpoint when the HW moved."""
+        log = self.replica.log
+        state = (log.log_end_offset, log.high_watermark)
+        seen, self._seen_state = self._seen_state, state
+        if seen == state:
+            return
+        c = self.config
+        if c.flush_interval_ms is not None and (seen is None or seen[0] != state[0]):
+            self._arm("flush", c.flush_interval_ms, self.replica.flush)
+        if seen is None or seen[1] != state[1]:
+            self._arm("checkpoint", c.high_watermark_checkpoint_interval_ms,
+                      self.replica.checkpoint_high_watermark)
 
     def _if_alive(self, inc: int, action: object) -> None:
         if self.alive and self.incarnation == inc:
@@ -312,14 +376,20 @@ class Broker:
             self._answer_parked_fetches()
         if outcome == "follower":
             self._start_fetcher()
+        if self.replica.role == "leader":
+            self._arm("isr", max(1, self.config.replica_lag_time_max_ms // 2), self._isr_expiration)
         self._check_parked_produces()
 
     def _isr_expiration(self) -> None:
+        """``ReplicaManager.maybeShrinkIsr``, every ``replica.lag.time.max.ms / 2`` while this
+        broker leads (on a follower it has nothing to do)."""
         proposal = self.replica.maybe_shrink_isr(self.ctx.now_ms)
         if proposal is not None:
             self._send_alter_partition(proposal)
         if self.replica.maybe_increment_high_watermark(self.ctx.now_ms):
             self._check_parked_produces()
+        if self.replica.role == "leader":
+            self._arm("isr", max(1, self.config.replica_lag_time_max_ms // 2), self._isr_expiration)
 
     def _send_alter_partition(self, req: AlterPartitionRequest) -> None:
         self.ctx.log_event("isr", f"broker {self.broker_id} proposes ISR {list(req.new_isr)} "
@@ -408,6 +478,7 @@ class Broker:
 
     def _after_response(self, action: str) -> None:
         self._drain_events()
+        self._note_state()
         if action == "discard":
             return
         self._fetch_dst = None
@@ -433,6 +504,7 @@ class Broker:
     def on_fetch_response(self, resp: FetchResponse, src: object) -> None:
         if self._answers_request_in_flight(resp):
             self._after_response(self.replica.handle_fetch_response(resp))
+            self._check_parked_reads()  # a follower's HW moved: its fetch-from-follower reads
 
     def on_offsets_for_leader_epoch_response(self, resp: OffsetsForLeaderEpochResponse,
                                              src: object) -> None:
@@ -481,11 +553,26 @@ class Broker:
         self.ctx.post(self.broker_id, req.replica_id, "on_offsets_for_leader_epoch_response", resp)
 
     def on_consumer_fetch(self, req: ConsumerFetchRequest, src: object) -> None:
-        """Answer a consumer fetch (on a follower too when it carries a rack, KIP-392). With
-        ``replica.selector.class`` set, the leader first asks the selector; when it names a
-        follower the read is skipped and the answer carries only the offsets and that
-        replica (``ReplicaManager.readFromLocalLog``: "If a preferred read-replica is set,
-        skip the read")."""
+        """Answer a consumer fetch (on a follower too when it carries a rack, KIP-392), or
+        hold it while it finds nothing to read (``ReplicaManager.fetchMessages``: answered at
+        once when ``maxWaitMs`` is 0, with data, an error, a diverging epoch or a preferred
+        read replica; else a ``DelayedFetch``)."""
+        resp = self._read_for_consumer(req)
+        if req.max_wait_ms > 0 and self._nothing_to_read(req, resp):
+            inc = self.incarnation
+            timer = self.ctx.kernel.schedule(
+                req.max_wait_ms, lambda: self._if_alive(inc, lambda: self._expire_read(req)))
+            if not self._parked_reads:
+                self._parked_reads_key = self._reads_key()
+            self._parked_reads.append((req, timer))
+            return
+        self.ctx.post(self.broker_id, req.client, "on_fetch_response", resp)
+
+    def _read_for_consumer(self, req: ConsumerFetchRequest) -> ConsumerFetchResponse:
+        """One read for a consumer. With ``replica.selector.class`` set, the leader first asks
+        the selector; when it names a follower the read is skipped and the answer carries only
+        the offsets and that replica (``ReplicaManager.readFromLocalLog``: "If a preferred
+        read-replica is set, skip the read")."""
         if self.config.replica_selector_class is not None and req.rack is not None \
                 and req.fetch_offset is not None and req.validate_epoch is None:
             preferred = self.replica.preferred_read_replica(req.fetch_offset, req.rack)
@@ -494,10 +581,56 @@ class Broker:
                 resp = self.replica.handle_consumer_fetch(replace(req, max_records=0))
                 if resp.error is None:
                     resp = replace(resp, preferred_read_replica=preferred)
-                self.ctx.post(self.broker_id, req.client, "on_fetch_response", resp)
+                return resp
+        return self.replica.handle_consumer_fetch(req)
+
+    @staticmethod
+    def _nothing_to_read(req: ConsumerFetchRequest, resp: ConsumerFetchResponse) -> bool:
+        """Whether a consumer fetch keeps waiting (``DelayedFetch.tryComplete`` would not
+        complete it): no error, no records, no redirect, and the fetch offset is exactly the
+        end of what it may read (the HW, or the LSO for read_committed); an offset above it
+        completes at once (case F: a truncated or new leader whose HW is still behind)."""
+        if resp.error is not None or resp.records or resp.preferred_read_replica is not None \
+                or req.fetch_offset is None or req.validate_epoch is not None:
+            return False
+        end = resp.last_stable_offset if req.isolation_level == "read_committed" else resp.high_watermark
+        return req.fetch_offset == end
+
+    def _reads_key(self) -> tuple[object, ...]:
+        r = self.replica
+        return (r.role, r.leader_epoch, r.log.high_watermark, r.log.log_end_offset)
+
+    def _check_parked_reads(self) -> None:
+        """Complete the held consumer fetches that now have something to answer; a read is
+        tried again only when the replica's role, epoch, HW or log end moved since the last
+        check (every completion condition depends on those)."""
+        if not self._parked_reads:
+            return
+        key = self._reads_key()
+        if key == self._parked_reads_key:
+            return
+        self._parked_reads_key = key
+        waiting: list[tuple[ConsumerFetchRequest, Timer]] = []
+        for req, timer in self._parked_reads:
+            resp = self._read_for_consumer(req)
+            if self._nothing_to_read(req, resp):
+                waiting.append((req, timer))
+                continue
+            timer.cancel()
+            self.ctx.post(self.broker_id, req.client, "on_fetch_response", resp)
+        self._parked_reads = waiting
+
+    def _expire_read(self, req: ConsumerFetchRequest) -> None:
+        for i, (parked, _timer) in enumerate(self._parked_reads):
+            if parked is req:
+                del self._parked_reads[i]
+                self.ctx.post(self.broker_id, req.client, "on_fetch_response", self._read_for_consumer(req))
                 return
-        resp = self.replica.handle_consumer_fetch(req)
-        self.ctx.post(self.broker_id, req.client, "on_fetch_response", resp)
+
+    def _drop_parked_reads(self) -> None:
+        for _req, timer in self._parked_reads:
+            timer.cancel()
+        self._parked_reads.clear()
 
     # -- leader: produce --------------------------------------------------------------------
     def on_produce(self, req: ProduceRequest, src: object) -> None:
@@ -666,9 +799,13 @@ class Broker:
                 return
 
     def _check_parked_produces(self) -> None:
+        """Complete what the purgatories hold that can now complete (after anything that may
+        move the HW or change the replica's role: ``Partition.tryCompleteDelayedRequests``)."""
         self._answer_parked_produces(force_error=None)
         if self._parked_markers:
             self._answer_parked_markers(force_error=None)
+        self._check_parked_reads()
+        self._note_state()
 
     def _answer_parked_produces(self, force_error: str | None) -> None:
         waiting: list[tuple[int, ProduceRequest, Timer, ProduceResponse]] = []

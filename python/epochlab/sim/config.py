@@ -256,7 +256,12 @@ class ConsumerConfig:
     reads up to the HW. Control records are never delivered. ``client_rack`` (``client.rack``):
     the broker id whose rack the consumer shares (each broker is its own rack); with a
     cluster's ``replica_selector_class`` the leader may send it to that follower (KIP-392),
-    for ``metadata_max_age_ms`` (``metadata.max.age.ms``) at most before asking again."""
+    for ``metadata_max_age_ms`` (``metadata.max.age.ms``) at most before asking again.
+    ``fetch_max_wait_ms`` (``fetch.max.wait.ms``): how long a broker holds a fetch that finds
+    nothing new to read (``fetch.min.bytes`` is Kafka's default, one byte: any record
+    completes it); 0 answers every fetch at once. ``poll_interval_ms``: how soon the fetcher
+    tries again when it cannot fetch (no leader known, an error, an answer that came back
+    empty without waiting)."""
 
     enable_auto_commit: bool = True
     auto_commit_interval_ms: int = 5000
@@ -266,6 +271,7 @@ class ConsumerConfig:
     poll_interval_ms: int = 100
     client_rack: int | None = None
     metadata_max_age_ms: int = 300000
+    fetch_max_wait_ms: int = 500
     _where: dataclasses.InitVar[str] = "ConsumerConfig"
 
     def __post_init__(self, _where: str) -> None:
@@ -282,6 +288,7 @@ class ConsumerConfig:
         if self.client_rack is not None:
             _int(w, "client_rack", self.client_rack)
         _int(w, "metadata_max_age_ms", self.metadata_max_age_ms, 1)
+        _int(w, "fetch_max_wait_ms", self.fetch_max_wait_ms, 0)
 
     @classmethod
     def from_dict(cls, mapping: Mapping[str, Any], where: str = "consumer") -> ConsumerConfig:

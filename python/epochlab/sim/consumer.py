@@ -1,9 +1,18 @@
 """The simulated consumer: one partition, fixed assignment, fetch from the leader (or, with
 fetch from follower, from the replica the leader names).
 
-A background fetcher (every ``poll_interval_ms`` while nothing is in flight and the buffer
-holds fewer than ``fetch_max_records``) fills a buffer; :meth:`Consumer.poll` hands the buffer
-to the application and advances the consumed position. Reads stop below the leader's HW
+A background fetcher fills a buffer; :meth:`Consumer.poll` hands the buffer to the application
+and advances the consumed position. The fetcher has one request in flight at a time and sends
+the next one as soon as an answer has been taken (records, a redirect, a reset, a validation),
+while the buffer holds fewer than ``fetch_max_records`` (a poll that makes room sends it), as
+the Java consumer's poll loop does (``Fetcher.sendFetches`` in every ``poll``). Fetches long
+poll: the broker holds one that finds nothing to read for up to ``fetch_max_wait_ms``
+(``fetch.max.wait.ms``, ``DelayedFetch``), so an idle consumer costs one round trip per wait
+instead of a stream of empty fetches. After an error, a failed request, no known leader or an
+empty answer that came back sooner than ``poll_interval_ms`` (the broker answers at once when
+the position is above its HW, ``DelayedFetch`` case F, e.g. a new leader whose HW is still
+catching up), the next attempt waits ``poll_interval_ms``: Java's consumer asks again at once,
+a busy loop bounded by the round trip; the pause keeps the same reads at fewer events. Reads stop below the leader's HW
 (read_uncommitted) or its last stable offset (``isolation_level="read_committed"``,
 ``PROTOCOL.md`` 1.12). Control records (transaction markers) are never delivered; the
 position steps over them. A read_committed consumer drops aborted data as Kafka's fetcher
@@ -69,6 +78,7 @@ from epochlab.sim.messages import (
 
 if TYPE_CHECKING:
     from epochlab.sim.context import SimContext
+    from epochlab.sim.kernel import Timer
 
 __all__ = ["Consumer"]
 
@@ -121,9 +131,11 @@ class Consumer:
                                                self.ctx.kernel.rng(f"{self.name}:backoff")))
             if self.ctx.generation.client_exponential_backoff else None)
         self._metadata_id: int | None = None
+        self._fetch_timer: Timer | None = None     # the fetcher's next turn
+        self._timeout_timer: Timer | None = None   # the request timeout of ``_pending``
+        self._sent_ms = 0                          # when the pending fetch was sent
         self._offset_fetch()
         session = self.session
-        self._every(self.config.poll_interval_ms, self._fetch, session)
         if self.config.enable_auto_commit:
             self._every(self.config.auto_commit_interval_ms, self._auto_commit, session)
 
@@ -134,6 +146,9 @@ class Consumer:
         self.ctx.record(self.name, "info", "crash")
         self.alive = False
         self.session += 1
+        for timer in (self._fetch_timer, self._timeout_timer):
+            if timer is not None:
+                timer.cancel()
         self.ctx.network.set_alive(self.name, False)
 
     def restart(self) -> None:
@@ -168,6 +183,8 @@ class Consumer:
             self.last_consumed_epoch = out[-1][2]
         records = [(o, v) for o, v, _ in out]
         self.ctx.record(self.name, "ok", "poll", value=[[o, v] for o, v in records])
+        if out:
+            self._arm_fetcher(0)  # room in the buffer: a fetcher that had stopped goes on
         return records
 
     def seek(self, offset: int) -> None:
@@ -180,6 +197,7 @@ class Consumer:
         self.last_consumed_epoch = None
         self._validate = self._stopped = False
         self._buffer.clear()
+        self._arm_fetcher(0)
 
     def commit(self) -> None:
         """Commit the consumed position now (``invoke``, then ``ok`` when acknowledged)."""
@@ -210,10 +228,10 @@ class Consumer:
     def on_offset_fetch_response(self, msg: tuple[int, tuple[int, int | None] | None],
                                  src: object) -> None:
         request_id, committed = msg
-        if request_id != self._pending:
+        if not self._answered(request_id):
             return
-        self._pending = None
         self._ready = True
+        self._arm_fetcher(0)
         offset, epoch = committed if committed is not None else (None, None)
         self.committed = offset
         self.position = self.consumed = offset
@@ -226,15 +244,48 @@ class Consumer:
 
         def expire() -> None:
             if session == self.session and self._pending == request_id:
-                self._pending = None
+                self._pending = self._timeout_timer = None
                 if request_id == self._metadata_id and self._metadata_backoff is not None:
                     self._metadata_backoff.failed(self.ctx.now_ms)  # Metadata.failedUpdate
                 if not self._ready:
                     self._offset_fetch()
-                elif self._leader is not None:
+                    return
+                if self._leader is not None:
                     self._clear_preferred("request timed out")
                     self._leader = None
-        self.ctx.kernel.schedule(timeout_ms, expire)
+                self._arm_fetcher(self.config.poll_interval_ms)
+        self._timeout_timer = self.ctx.kernel.schedule(timeout_ms, expire)
+
+    def _answered(self, request_id: int) -> bool:
+        """Whether ``request_id`` is the request in flight; if so it is settled (no longer
+        pending, its timeout cancelled)."""
+        if request_id != self._pending:
+            return False
+        self._pending = None
+        if self._timeout_timer is not None:
+            self._timeout_timer.cancel()
+            self._timeout_timer = None
+        return True
+
+    def _arm_fetcher(self, delay_ms: int) -> None:
+        """Give the fetcher a turn ``delay_ms`` from now, unless one comes sooner. At most one
+        turn is pending; a turn that sends no request and is not waiting for an answer or for
+        room in the buffer schedules the next itself (:meth:`_fetch`)."""
+        if not self.alive or self._stopped:
+            return
+        timer = self._fetch_timer
+        due = self.ctx.now_ms + max(0, delay_ms)
+        if timer is not None and not timer.cancelled:
+            if timer.time_ms <= due:
+                return
+            timer.cancel()
+        session = self.session
+
+        def turn() -> None:
+            if self.session == session:
+                self._fetch_timer = None
+                self._fetch()
+        self._fetch_timer = self.ctx.kernel.schedule_at(due, turn)
 
     def on_metadata_response(self, msg: tuple[int, int | None, int], src: object) -> None:
         request_id, leader, epoch = msg
@@ -242,13 +293,14 @@ class Consumer:
             if leader is not None:
                 self._leader, self._leader_epoch = leader, epoch
             return
-        if request_id != self._pending:
+        if not self._answered(request_id):
             return
-        self._pending = None
         if self._metadata_backoff is not None:
             self._metadata_backoff.answered(self.ctx.now_ms, epoch)
         if leader is None:
+            self._arm_fetcher(self.config.poll_interval_ms)
             return
+        self._arm_fetcher(0)
         if self._leader_epoch is not None and epoch > self._leader_epoch \
                 and self.ctx.generation.fences_current_epoch and self.last_consumed_epoch is not None:
             self._validate = True
@@ -284,14 +336,18 @@ class Consumer:
 
     # -- fetching ---------------------------------------------------------------------------
     def _fetch(self) -> None:
-        """One fetcher tick: metadata, reset, validation or a fetch, one request at a time."""
+        """One fetcher turn: metadata, reset, validation or a fetch, one request at a time.
+        The answer to what it sends (or the request's timeout) gives the next turn; a poll
+        that makes room in a full buffer does."""
         if self._pending is not None or not self._ready or self._stopped:
             return
         if len(self._buffer) >= self.config.fetch_max_records:
             return
-        if (self._leader is None and self._metadata_backoff is not None
-                and self._metadata_backoff.wait_ms(self.ctx.now_ms) > 0):
-            return  # Metadata.timeToAllowUpdate: not yet (G5, KIP-580)
+        if self._leader is None and self._metadata_backoff is not None:
+            wait = self._metadata_backoff.wait_ms(self.ctx.now_ms)
+            if wait > 0:  # Metadata.timeToAllowUpdate: not yet (G5, KIP-580)
+                self._arm_fetcher(wait)
+                return
         request_id = self._pending = self._next_id()
         if self._leader is None:
             self._metadata_id = request_id
@@ -308,16 +364,21 @@ class Consumer:
         # ``reset`` is read only for a ListOffsets request (no position), which a consumer
         # without a reset policy never sends.
         reset = "latest" if self.config.auto_offset_reset == "none" else self.config.auto_offset_reset
+        # only a fetch of records waits at the broker (not a ListOffsets, not a validation)
+        wait = self.config.fetch_max_wait_ms if self.position is not None and validate is None else 0
         req = ConsumerFetchRequest(self.name, request_id, self.position, current,
                                    self.config.fetch_max_records, reset,
-                                   validate, self.config.isolation_level, self.config.client_rack)
+                                   validate, self.config.isolation_level, self.config.client_rack,
+                                   wait)
         target = self._read_target()
         assert target is not None
         if not self.ctx.network.is_alive(target):
             self._pending, self._leader = None, None
+            self._arm_fetcher(self.config.poll_interval_ms)
             return
         self.ctx.post(self.name, target, "on_consumer_fetch", req)
         self._fetching_from = (target, request_id)
+        self._sent_ms = self.ctx.now_ms
         if self.config.client_rack is not None and target != self._fetch_from:
             # history: ``info fetch_from`` with the broker, each time the fetch source changes
             # (only for a consumer with a rack, so runs without one keep their history)
@@ -330,10 +391,11 @@ class Consumer:
         the fetch in flight fails at once (``NetworkClient.handleDisconnections``) and the
         next poll looks the leader up again, as for a refused connection."""
         if self._pending is not None and self._fetching_from == (broker, self._pending):
-            self._pending = None
+            self._answered(self._pending)
             if not (self._preferred is not None and self._preferred[0] == broker
                     and self._clear_preferred(f"connection to {broker} reset")):
                 self._leader = None
+            self._arm_fetcher(self.config.poll_interval_ms)
 
     # -- ListOffsets --------------------------------------------------------------------------
     def list_offsets(self, spec: str = "latest") -> None:
@@ -398,9 +460,19 @@ class Consumer:
         if self._listing is not None and resp.request_id == self._listing[0]:
             self._on_list_offsets_response(resp)
             return
-        if resp.request_id != self._pending:
+        if not self._answered(resp.request_id):
             return
-        self._pending = None
+        # the next turn: at once after an answer that moved things on (records, a redirect, a
+        # reset, a validation) or an empty one the broker held; else after poll_interval_ms
+        # from the send (module doc)
+        retry_ms = self._sent_ms + self.config.poll_interval_ms - self.ctx.now_ms
+        if resp.error is not None:
+            self._arm_fetcher(max(retry_ms, 0))
+        elif resp.records or resp.preferred_read_replica is not None \
+                or resp.reset_offset is not None or self._validate or retry_ms <= 0:
+            self._arm_fetcher(0)
+        else:
+            self._arm_fetcher(retry_ms)
         if resp.error in ("NOT_LEADER_OR_FOLLOWER", "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH"):
             if resp.error != "UNKNOWN_LEADER_EPOCH":
                 self._clear_preferred(resp.error)  # requestMetadataUpdate clears it

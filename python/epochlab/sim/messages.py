@@ -193,6 +193,9 @@ class ConsumerFetchRequest:
     #: the consumer's rack (a broker id; each broker is its own rack) when it sends client
     #: metadata for fetch-from-follower (KIP-392, G3+); ``None``: a leader-only request
     rack: int | None = None
+    #: ``fetch.max.wait.ms``: how long the broker may hold a fetch that finds nothing to read
+    #: (``DelayedFetch``); 0 for ListOffsets, validation and a consumer that does not wait
+    max_wait_ms: int = 0
 
 
 @dataclass(frozen=True)
