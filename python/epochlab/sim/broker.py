@@ -558,6 +558,18 @@ class Broker:
         once when ``maxWaitMs`` is 0, with data, an error, a diverging epoch or a preferred
         read replica; else a ``DelayedFetch``)."""
         resp = self._read_for_consumer(req)
+        if req.max_wait_ms > 0 and self.ctx.generation < Generation.DIVERGING_EPOCH:
+            # kip-320 (2.4-2.7, fetch from follower): a redirect to the preferred replica sat
+            # in the purgatory until the wait ended (its partition has no offset for
+            # DelayedFetch.tryComplete to look at; KAFKA-13767, fixed in 3.2.0), and a read held
+            # by a follower was completed by nothing but the wait's end (KAFKA-14334, fixed in
+            # 3.3.2 / 3.4.0). diverging-epoch on takes 3.4's rules, as for KAFKA-14372.
+            if (resp.error is None and resp.preferred_read_replica is not None) or (
+                    self.replica.role != "leader" and self._nothing_to_read(req, resp)):
+                inc = self.incarnation
+                self.ctx.kernel.schedule(req.max_wait_ms, lambda: self._if_alive(inc, lambda: self.ctx.post(
+                    self.broker_id, req.client, "on_fetch_response", self._read_for_consumer(req))))
+                return
         if req.max_wait_ms > 0 and self._nothing_to_read(req, resp):
             inc = self.incarnation
             timer = self.ctx.kernel.schedule(
