@@ -12,11 +12,12 @@ instead of a stream of empty fetches. After an error, a failed request, no known
 empty answer that came back sooner than ``poll_interval_ms`` (the broker answers at once when
 the position is above its HW, ``DelayedFetch`` case F, e.g. a new leader whose HW is still
 catching up), the next attempt waits ``poll_interval_ms``: Java's consumer asks again at once,
-a busy loop bounded by the round trip; the pause keeps the same reads at fewer events. Reads stop below the leader's HW
-(read_uncommitted) or its last stable offset (``isolation_level="read_committed"``,
-``PROTOCOL.md`` 1.12). Control records (transaction markers) are never delivered; the
-position steps over them. A read_committed consumer drops aborted data as Kafka's fetcher
-does: the fetch response lists the aborted transactions ``(producer id, first offset)`` of the
+a busy loop bounded by the round trip; the pause keeps the same reads at fewer events.
+
+Reads stop below the leader's HW (read_uncommitted) or its last stable offset
+(``isolation_level="read_committed"``, ``PROTOCOL.md`` 1.12). Control records (transaction
+markers) are never delivered; the position steps over them. A read_committed consumer drops
+aborted data as Kafka's fetcher does: the fetch response lists the aborted transactions ``(producer id, first offset)`` of the
 range; walking the records in offset order, a producer becomes "aborted" at its first offset
 and stops being so at its ABORT marker, and its transactional records in between are dropped.
 
@@ -92,6 +93,9 @@ RETRY_BACKOFF_MS = 100
 
 class Consumer:
     """A consumer client named ``name`` (its network node and its group)."""
+
+    #: its events change no broker or controller state (``Kernel``: quiet events)
+    QUIET = True
 
     def __init__(self, ctx: SimContext, name: str, config: ConsumerConfig) -> None:
         self.ctx = ctx

@@ -93,7 +93,7 @@ class SimContext:
         if dst not in nodes:
             return
         self.network.send(src, dst, lambda: getattr(nodes[dst], method)(msg, src), kind,
-                          coalesce)
+                          coalesce, getattr(nodes[dst], "QUIET", False))
 
     def reset_connections(self, node: Node) -> None:
         """``node``'s process dies while its machine lives on (a crash that keeps the page

@@ -84,6 +84,9 @@ class TransactionCoordinator:
     """The coordinator node. ``log`` is the durable table; ``bumps`` records every producer
     epoch bump ``(time_ms, producer_id, new_epoch)`` for the checker."""
 
+    #: its events change no broker or controller state (``Kernel``: quiet events)
+    QUIET = True
+
     def __init__(self, ctx: SimContext, kip890: bool, cleanup_interval_ms: int,
                  allocate_producer_id: Callable[[], int]) -> None:
         """``allocate_producer_id``: a new producer id from the cluster-wide counter (the

@@ -23,24 +23,35 @@ __all__ = ["Kernel", "Timer"]
 
 
 class Timer:
-    """Handle of a scheduled callback; :meth:`cancel` makes it a no-op."""
+    """Handle of a scheduled callback; :meth:`cancel` makes it a no-op. ``quiet``: the
+    callback changes no broker or controller state (:class:`Kernel`)."""
 
-    __slots__ = ("cancelled", "time_ms")
+    __slots__ = ("cancelled", "quiet", "time_ms")
 
-    def __init__(self, time_ms: int) -> None:
+    def __init__(self, time_ms: int, quiet: bool = False) -> None:
         self.time_ms = time_ms
         self.cancelled = False
+        self.quiet = quiet
 
     def cancel(self) -> None:
         self.cancelled = True
 
 
 class Kernel:
-    """Virtual time in integer milliseconds and a heap of pending callbacks."""
+    """Virtual time in integer milliseconds and a heap of pending callbacks.
+
+    Quiet events: a callback that runs only a client's code (a producer, a consumer, the
+    transaction coordinator: what an invariant check does not read) is scheduled ``quiet``;
+    :attr:`last_quiet` tells the state checker it has nothing new to look at after it. A
+    message's delivery is quiet when its destination is such a node (``SimContext.post``);
+    a timer is quiet when the event that scheduled it was. Quietness changes no order and no
+    outcome of a run."""
 
     def __init__(self, seed: int) -> None:
         self.seed = seed
         self.now_ms = 0
+        self.last_quiet = False   # the last event run was quiet
+        self._in_quiet = False    # a quiet event is running
         self._sequence = 0
         self._queue: list[tuple[int, int, Timer, Callable[[], None]]] = []
         self._rngs: dict[str, Random] = {}
@@ -54,13 +65,14 @@ class Kernel:
             self._rngs[name] = stream
         return stream
 
-    def schedule(self, delay_ms: int, callback: Callable[[], None]) -> Timer:
+    def schedule(self, delay_ms: int, callback: Callable[[], None], quiet: bool | None = None) -> Timer:
         """Run ``callback`` ``delay_ms`` (>= 0) after now."""
-        return self.schedule_at(self.now_ms + max(0, int(delay_ms)), callback)
+        return self.schedule_at(self.now_ms + max(0, int(delay_ms)), callback, quiet)
 
-    def schedule_at(self, time_ms: int, callback: Callable[[], None]) -> Timer:
-        """Run ``callback`` at ``time_ms`` (clamped to now: the past cannot be scheduled)."""
-        timer = Timer(max(time_ms, self.now_ms))
+    def schedule_at(self, time_ms: int, callback: Callable[[], None], quiet: bool | None = None) -> Timer:
+        """Run ``callback`` at ``time_ms`` (clamped to now: the past cannot be scheduled);
+        ``quiet`` (class doc) defaults to whether the event scheduling it is quiet."""
+        timer = Timer(max(time_ms, self.now_ms), self._in_quiet if quiet is None else quiet)
         self._sequence += 1
         heapq.heappush(self._queue, (timer.time_ms, self._sequence, timer, callback))
         return timer
@@ -77,12 +89,17 @@ class Kernel:
             return False
         time_ms, _, timer, callback = heapq.heappop(self._queue)
         self.now_ms = time_ms
-        callback()
+        self._in_quiet = self.last_quiet = timer.quiet
+        try:
+            callback()
+        finally:
+            self._in_quiet = False
         return True
 
     def run_until(self, time_ms: int, stop: Callable[[], bool] | None = None) -> bool:
         """Run every event due at or before ``time_ms``; the clock ends at ``time_ms`` unless
         ``stop`` (checked after each event) returned true first. Returns whether it stopped."""
+        self.last_quiet = False  # what happened before this call is news to ``stop``
         if stop is not None and stop():
             return True
         while True:

@@ -101,6 +101,7 @@ class _Message:
     deliver: Callable[[], None]
     extra_ms: int
     coalesce: str | None
+    quiet: bool = False  # the destination is a node whose events are quiet (Kernel)
 
 
 class Network:
@@ -197,7 +198,7 @@ class Network:
 
     # -- sending ----------------------------------------------------------------------------
     def send(self, src: Node, dst: Node, deliver: Callable[[], None], kind: str = "",
-             coalesce: str | None = None) -> None:
+             coalesce: str | None = None, quiet: bool = False) -> None:
         """Send a message: ``deliver()`` runs at the destination after the link's delay, or
         once the path is usable again (module doc), unless either end dies or restarts
         first. ``kind == "fetch"`` messages get the sender's slow-node delay; ``coalesce``
@@ -208,7 +209,7 @@ class Network:
         self._seq += 1
         msg = _Message(self._seq, src, dst, src_key, self._incarnation.get(src_key, 0),
                        dst_key, self._incarnation.get(dst_key, 0), deliver,
-                       self._slow.get(src_key, 0) if kind == "fetch" else 0, coalesce)
+                       self._slow.get(src_key, 0) if kind == "fetch" else 0, coalesce, quiet)
         direction = self._direction(msg)
         if direction in self._held or not self.usable(src, dst):
             self._hold(direction, msg)
@@ -233,7 +234,7 @@ class Network:
         if not link.reorder:
             arrival = max(arrival, self._last_arrival.get(direction, 0))
             self._last_arrival[direction] = arrival
-        self._kernel.schedule_at(arrival, lambda: self._arrive(direction, msg))
+        self._kernel.schedule_at(arrival, lambda: self._arrive(direction, msg), msg.quiet)
 
     def _hold(self, direction: tuple[str, str], msg: _Message) -> None:
         queue = self._held.setdefault(direction, [])

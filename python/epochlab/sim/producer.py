@@ -83,6 +83,9 @@ class _Batch:
 class Producer(TransactionalMixin):
     """A producer client named ``name`` (its network node)."""
 
+    #: its events change no broker or controller state (``Kernel``: quiet events)
+    QUIET = True
+
     def __init__(self, ctx: SimContext, name: str, config: ProducerConfig) -> None:
         self.ctx = ctx
         self.name = name
