@@ -207,17 +207,18 @@ class Network:
         src_key, dst_key = _key(src), _key(dst)
         self._peers.setdefault(dst_key, set()).add(src)
         self._seq += 1
-        msg = _Message(self._seq, src, dst, src_key, self._incarnation.get(src_key, 0),
-                       dst_key, self._incarnation.get(dst_key, 0), deliver,
+        incarnation = self._incarnation
+        msg = _Message(self._seq, src, dst, src_key, incarnation.get(src_key, 0),
+                       dst_key, incarnation.get(dst_key, 0), deliver,
                        self._slow.get(src_key, 0) if kind == "fetch" else 0, coalesce, quiet)
         direction = self._direction(msg)
-        if direction in self._held or not self.usable(src, dst):
+        link = self._link(src, dst)
+        if direction in self._held or not (self.connected(src, dst) and link.drop < 1.0):
             self._hold(direction, msg)
             return
-        link = self._link(src, dst)
-        copies = 2 if link.duplicate > 0 and self._rng.random() < link.duplicate else 1
-        for _ in range(copies):
+        if link.duplicate > 0 and self._rng.random() < link.duplicate:
             self._schedule(direction, msg, link)
+        self._schedule(direction, msg, link)
 
     def _direction(self, msg: _Message) -> tuple[str, str]:
         return (f"{msg.src_key}#{msg.src_incarnation}", f"{msg.dst_key}#{msg.dst_incarnation}")
