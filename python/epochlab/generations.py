@@ -38,6 +38,17 @@ _LABELS = {
 }
 
 
+#: generation -> (first release, first release after it) as version tuples; ``None``: no end
+_RELEASES: dict[int, tuple[tuple[int, ...], tuple[int, ...] | None]] = {
+    0: ((0, 8, 0), (0, 11, 0)),
+    1: ((0, 11, 0), (2, 0, 0)),
+    2: ((2, 0, 0), (2, 1, 0)),
+    3: ((2, 1, 0), (2, 8, 0)),
+    4: ((2, 8, 0), (3, 7, 0)),
+    5: ((3, 7, 0), None),
+}
+
+
 class Generation(enum.IntEnum):
     """A protocol generation; ordered, so ``g >= Generation.KIP_320`` reads as "G3 or later"."""
 
@@ -57,6 +68,12 @@ class Generation(enum.IntEnum):
     def kafka_versions(self) -> str:
         """The Apache Kafka releases that behave this way."""
         return _LABELS[int(self)][1]
+
+    def covers_release(self, release: tuple[int, ...]) -> bool:
+        """Whether Kafka ``release`` (a version tuple such as ``(2, 8, 0)``) is one of this
+        generation's releases (:attr:`kafka_versions`)."""
+        first, after = _RELEASES[int(self)]
+        return first <= release and (after is None or release < after)
 
     @classmethod
     def parse(cls, value: object) -> Generation:

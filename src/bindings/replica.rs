@@ -83,6 +83,16 @@ impl PyReplica {
     fn broker_id(&self) -> u32 {
         lock(&self.inner).broker_id.0
     }
+    /// KAFKA-13141 (Kafka 2.8.0): the leader takes a diverging fetch's offset as the
+    /// follower's log end offset. Off unless the cluster models that release.
+    #[getter]
+    fn record_diverging_fetch_offset(&self) -> bool {
+        lock(&self.inner).record_diverging_fetch_offset
+    }
+    #[setter]
+    fn set_record_diverging_fetch_offset(&self, value: bool) {
+        lock(&self.inner).record_diverging_fetch_offset = value;
+    }
     #[getter]
     fn replicas<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         PyTuple::new(py, lock(&self.inner).replicas.iter().map(|b| b.0))

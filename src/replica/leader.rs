@@ -72,7 +72,20 @@ impl Replica {
         if let Some(last) = req.last_fetched_epoch.filter(|_| self.generation.truncate_on_fetch()) {
             match leader_fetch_check(log.epoch_cache(), leo, start, req.fetch_offset, last) {
                 FetchCheck::Diverging { epoch, end_offset } => {
-                    return (response(None, Vec::new(), Some((epoch, end_offset))), None);
+                    // Kafka 2.8.0 (`Partition.readRecords` answers LogOffsetMetadata(fetchOffset),
+                    // `ReplicaManager.updateFollowerFetchState` records it): the diverged fetch
+                    // offset becomes the follower's LEO, which can put it into the ISR and move
+                    // the HW over records it does not hold. 2.8.1 skips the update (KAFKA-13141).
+                    let proposal = if self.record_diverging_fetch_offset {
+                        self.events.push(format!(
+                            "took broker {}'s diverging fetch offset {} as its log end offset (KAFKA-13141)",
+                            req.replica_id.0, req.fetch_offset.0
+                        ));
+                        self.update_follower_fetch_state(log, req.replica_id, req.fetch_offset, now_ms, req.broker_epoch)
+                    } else {
+                        None
+                    };
+                    return (response(None, Vec::new(), Some((epoch, end_offset))), proposal);
                 }
                 FetchCheck::OffsetOutOfRange => {
                     return (response(Some(KafkaError::OffsetOutOfRange), Vec::new(), None), None);

@@ -101,6 +101,9 @@ pub struct Replica {
     /// G5 metadata image: broker -> (broker epoch, in controlled shutdown).
     pub brokers: BTreeMap<BrokerId, (u64, bool)>,
     pub metadata_version: u64,
+    /// KAFKA-13141 (Kafka 2.8.0 only, `kafka.release`): the leader takes the offset of a fetch
+    /// it answers with DivergingEpoch as the follower's log end offset.
+    pub record_diverging_fetch_offset: bool,
 }
 
 impl Replica {
@@ -125,6 +128,7 @@ impl Replica {
             fetcher_session: 0,
             brokers: BTreeMap::new(),
             metadata_version: 0,
+            record_diverging_fetch_offset: false,
         }
     }
 

@@ -40,12 +40,16 @@ class KnownBug:
     #: a mechanism the run's events must show for a finding to be this bug, beyond its
     #: signature (a key of :data:`WITNESSES`); empty: the signature alone
     witness: str = ""
+    #: cluster settings without which the model does not have the bug (the generation's
+    #: releases differ on it: ``kafka.release``)
+    settings: tuple[tuple[str, str], ...] = ()
 
     def to_dict(self) -> dict[str, object]:
         return {"id": self.id, "title": self.title, "generations": list(self.generations),
                 "invariants": list(self.invariants), "fixed_in": self.fixed_in,
                 "shown_by": self.shown_by, "note": self.note, "needs": list(self.needs),
-                "witness": WITNESSES[self.witness][0] if self.witness else None}
+                "witness": WITNESSES[self.witness][0] if self.witness else None,
+                "settings": dict(self.settings)}
 
 
 _LEADER_AGAIN = re.compile(r"broker (\d+) is leader in epoch (\d+) \(was leader in epoch (\d+)\)")
@@ -88,6 +92,16 @@ def _outdated_control_request(events: Iterable[Any]) -> bool:
     return False
 
 
+def _diverging_fetch_as_leo(events: Iterable[Any]) -> bool:
+    """A leader took the offset of a fetch it answered with DivergingEpoch as the follower's
+    log end offset (the model does so only for ``kafka.release`` 2.8.0)."""
+    for event in events:
+        message = event["message"] if isinstance(event, dict) else event.message
+        if "diverging fetch offset" in message and "KAFKA-13141" in message:
+            return True
+    return False
+
+
 #: Mechanisms a finding's events must show (see :attr:`KnownBug.witness`): a description and
 #: the test over the run's engine events.
 WITNESSES: dict[str, tuple[str, Callable[[Iterable[Any]], bool]]] = {
@@ -96,6 +110,9 @@ WITNESSES: dict[str, tuple[str, Callable[[Iterable[Any]], bool]]] = {
     "outdated-control-request": ("a broker that registered again takes a partition state of an "
                                  "epoch older than the controller's at its registration",
                                  _outdated_control_request),
+    "diverging-fetch-as-leo": ("a leader takes the offset of a fetch it answers with "
+                               "DivergingEpoch as the follower's log end offset",
+                               _diverging_fetch_as_leo),
 }
 
 
@@ -164,6 +181,19 @@ BUGS: tuple[KnownBug, ...] = (
              "offset, Partition.fetchOffsetForTimestamp)", "scenario kafka-2334-list-offsets-go-back",
              "needs the list-offsets step (fault class list-offsets, off by default in this build)",
              ("list-offsets",)),
+    KnownBug("KAFKA-13141", "a leader answering a follower's fetch with DivergingEpoch still takes "
+             "the fetch offset as the follower's log end offset, so a deposed leader whose "
+             "divergent tail reaches the high watermark is put back into the ISR before it "
+             "truncates, and can be elected with committed records missing",
+             # Kafka 2.8.0 only (2.7 followers send no last fetched epoch, KAFKA-10554 came
+             # in 2.8.0): the generation's other releases have the fix, so the model has the
+             # bug only with kafka.release 2.8.0
+             ("diverging-epoch",),
+             ("Inv-StrongIsr", "Inv-Durability", "Inv-LeaderCompleteness", "lost-write"),
+             "2.8.1 (ReplicaManager.updateFollowerFetchState skips a read with a diverging epoch)",
+             "scenario kafka-13141-diverging-fetch-joins-isr",
+             "only with kafka.release 2.8.0", witness="diverging-fetch-as-leo",
+             settings=(("kafka.release", "2.8.0"),)),
     KnownBug("KRaft re-elected leader keeps stale follower state", "a leader that catches up on the "
              "metadata log across two epochs keeps its followers' old log end offsets and can "
              "acknowledge an acks=all write a clean election then loses", ("strict-min-isr",),

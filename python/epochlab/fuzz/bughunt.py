@@ -114,8 +114,9 @@ class CampaignRecord:
 
 
 def generations_of(bugs: tuple[KnownBug, ...] = BUGS) -> list[Generation]:
-    """Every generation some bug of ``bugs`` lists, oldest first."""
-    return sorted({Generation.parse(g) for b in bugs for g in b.generations})
+    """Every generation some bug of ``bugs`` lists, oldest first (a bug that needs cluster
+    settings, :attr:`KnownBug.settings`, only with a profile that sets them: not by default)."""
+    return sorted({Generation.parse(g) for b in bugs if not b.settings for g in b.generations})
 
 
 def _targets(generation: Generation, bugs: tuple[KnownBug, ...]) -> set[str]:
@@ -421,7 +422,7 @@ def markdown(results: dict[str, Any], bugs: tuple[KnownBug, ...] = BUGS) -> str:
               "|---|---|---|---|---|---|---|---|---|"]
     default_profile = str(plan.get("profile", "")).startswith("default")
     off = {name for name, weight in FuzzProfile().fault_classes.items() if weight <= 0}
-    unhunted = [b for b in bugs if default_profile and set(b.needs) & off]
+    unhunted = [b for b in bugs if default_profile and (set(b.needs) & off or b.settings)]
     hunted_ids = plan.get("bugs")
     later = [b for b in bugs if hunted_ids is not None and b.id not in hunted_ids]
     for bug in bugs:
@@ -440,7 +441,10 @@ def markdown(results: dict[str, Any], bugs: tuple[KnownBug, ...] = BUGS) -> str:
     lines += _findings_rows(results)
     missing = _missing(results)
     missing += [f"{b.id} (needs the {', '.join(b.needs)} fault class, off in the default profile)"
-                for b in unhunted if b not in later]
+                for b in unhunted if b not in later and b.needs]
+    missing += [f"{b.id} (needs the cluster setting "
+                f"{', '.join(f'{k} = {v}' for k, v in b.settings)}, not in the default profile)"
+                for b in unhunted if b not in later and b.settings and not b.needs]
     missing += [f"{b.id} (catalogued after these campaigns ran)" for b in later]
     done = "; ".join(missing) if missing else "nothing (the whole plan ran)"
     lines += ["", f"Not measured: {done}."]

@@ -89,6 +89,9 @@ def unmappable(scenario: Scenario, cluster: LocalCluster | None = None) -> list[
         elif step.action in ("slow_follower", "elect", "crash_coordinator", "restart_coordinator"):
             why.append(f"{where}: {_NO_MAPPING[step.action]}")
     cfg = ClusterConfig.from_dict(scenario.cluster, f"{scenario.where}: cluster")
+    if cfg.kafka_release is not None:
+        why.append(f"kafka.release {cfg.kafka_release}: the model follows that release's rules; a real "
+                   "cluster runs its own release's")
     if cluster is not None:
         missing = [b for b in cfg.brokers if b not in cluster.broker_ids]
         if missing:

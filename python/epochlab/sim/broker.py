@@ -117,6 +117,11 @@ class Broker:
         self.config = config
         self.replica = make_replica(backend, broker_id, tuple(config.replicas or ()), generation,
                                     config.min_insync_replicas, config.replica_lag_time_max_ms)
+        release = config.release
+        # KAFKA-13141: Kafka 2.8.0 (diverging-epoch's first release) took a diverging fetch's
+        # offset as the follower's LEO; fixed in 2.8.1
+        self.replica.record_diverging_fetch_offset = (
+            generation == Generation.DIVERGING_EPOCH and release is not None and release < (2, 8, 1))
         self.alive = False
         self.incarnation = 0
         self.clean_shutdown = True
@@ -515,6 +520,8 @@ class Broker:
     def on_fetch(self, req: FetchRequest, src: object) -> None:
         """Serve a follower fetch now, or park it if it would return no data."""
         resp, proposal = self.replica.handle_fetch(req, self.ctx.now_ms)
+        if resp.error is not None or resp.diverging_epoch is not None:
+            self._drain_events()  # a refused fetch, or a diverging one taken as the LEO (KAFKA-13141)
         if proposal is not None:
             self._send_alter_partition(proposal)
         self._check_parked_produces()

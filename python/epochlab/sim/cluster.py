@@ -291,7 +291,12 @@ class Cluster:
 
 def _check_generation_settings(config: ClusterConfig, generation: Generation) -> None:
     """Settings that exist only in some generations' releases: fetch from follower (KIP-392,
-    Kafka 2.4+, so G3 on)."""
+    Kafka 2.4+, so G3 on); ``kafka.release`` names one of the generation's releases."""
+    release = config.release
+    if release is not None and not generation.covers_release(release):
+        raise ConfigError(f"kafka.release {config.kafka_release} is not a release of {generation.label} "
+                          f"({generation.kafka_versions})", where="cluster", field="kafka.release",
+                          expected=f"a release of {generation.kafka_versions}", got=config.kafka_release)
     if config.replica_selector_class is not None and generation < Generation.KIP_320:
         raise ConfigError(f"replica.selector.class needs fetch from follower (KIP-392, Kafka 2.4+), "
                           f"which {generation.label} ({generation.kafka_versions}) does not have",

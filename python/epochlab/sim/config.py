@@ -51,6 +51,14 @@ def _bool(where: str, field: str, value: object) -> bool:
     return value
 
 
+def _release(where: str, value: object) -> tuple[int, ...]:
+    """A Kafka release ``"X.Y.Z"`` as ``(X, Y, Z)``."""
+    parts = value.split(".") if isinstance(value, str) else []
+    if len(parts) != 3 or not all(p.isdigit() and len(p) <= 4 for p in parts):
+        raise _fail(where, "kafka_release", 'a Kafka release "X.Y.Z", e.g. "2.8.0"', value)
+    return tuple(int(p) for p in parts)
+
+
 def _range(where: str, field: str, value: object) -> tuple[int, int]:
     if not isinstance(value, (list, tuple)) or len(value) != 2:
         raise _fail(where, field, "a pair [min, max] of integers", value)
@@ -105,6 +113,11 @@ class ClusterConfig:
     (Kafka's default: consumers read from the leader) or ``"RackAwareReplicaSelector"``
     (consumers with a ``client_rack`` read from the follower in their rack; each broker is its
     own rack; ``docs/core-semantics.md``).
+    ``kafka_release`` (``kafka.release``, e.g. ``"2.8.0"``): the release of the generation to
+    model where a rule changed inside the generation's range; ``None``: the generation's
+    latest behaviour. Today it matters in diverging-epoch only: before 2.8.1 the leader took
+    the offset of a fetch it answered with DivergingEpoch as the follower's log end offset
+    (KAFKA-13141). It must be a release of the run's generation (``ConfigError``).
     """
 
     brokers: tuple[int, ...] = (1, 2, 3)
@@ -125,6 +138,7 @@ class ClusterConfig:
     transaction_pre_kip890: bool | None = None
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10000
     replica_selector_class: str | None = None
+    kafka_release: str | None = None
     _where: dataclasses.InitVar[str] = "ClusterConfig"
 
     def __post_init__(self, _where: str) -> None:
@@ -156,6 +170,8 @@ class ClusterConfig:
             _bool(w, "eligible_leader_replicas_enable", self.eligible_leader_replicas_enable)
         if self.transaction_pre_kip890 is not None:
             _bool(w, "transaction_pre_kip890", self.transaction_pre_kip890)
+        if self.kafka_release is not None:
+            _release(w, self.kafka_release)
         if self.replica_selector_class is not None:
             name = self.replica_selector_class
             if name not in ("RackAwareReplicaSelector", "org.apache.kafka.common.replica.RackAwareReplicaSelector"):
@@ -171,6 +187,11 @@ class ClusterConfig:
     @property
     def replication_factor(self) -> int:
         return len(self.replicas or ())
+
+    @property
+    def release(self) -> tuple[int, ...] | None:
+        """``kafka_release`` as a version tuple (``(2, 8, 0)``), ``None`` if not set."""
+        return None if self.kafka_release is None else _release("cluster", self.kafka_release)
 
     @classmethod
     def from_dict(cls, mapping: Mapping[str, Any], where: str = "cluster") -> ClusterConfig:

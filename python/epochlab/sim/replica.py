@@ -75,6 +75,9 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
         self.checkpointed_high_watermark = 0
         self.events: list[str] = []
         self.fetcher_session = 0
+        #: KAFKA-13141 (Kafka 2.8.0, ``kafka.release``): the leader takes a diverging fetch's
+        #: offset as the follower's log end offset
+        self.record_diverging_fetch_offset = False
         self._reset_volatile()
 
     def take_events(self) -> list[str]:

@@ -100,7 +100,16 @@ class LeaderFetchMixin:
             check = self.core.leader_fetch_check(log.epoch_cache(), leo, start, req.fetch_offset,
                                        req.last_fetched_epoch)
             if check.kind == "diverging":
-                return FetchResponse(req, None, (), hw, start, leo, check.diverging_epoch), None
+                proposal = None
+                if self.record_diverging_fetch_offset:  # type: ignore[attr-defined]
+                    # Kafka 2.8.0 takes the diverged fetch offset as the follower's LEO
+                    # (``Partition.readRecords``, ``ReplicaManager.updateFollowerFetchState``);
+                    # 2.8.1 skips the update (KAFKA-13141)
+                    self.events.append(f"took broker {req.replica_id}'s diverging fetch offset "
+                                       f"{req.fetch_offset} as its log end offset (KAFKA-13141)")
+                    proposal = self._update_follower_fetch_state(req.replica_id, req.fetch_offset,
+                                                                 now_ms, req.broker_epoch)
+                return FetchResponse(req, None, (), hw, start, leo, check.diverging_epoch), proposal
             if check.kind == "offset_out_of_range":
                 return FetchResponse(req, "OFFSET_OUT_OF_RANGE", (), hw, start, leo), None
         try:
