@@ -202,8 +202,7 @@ class Broker:
         self._started_ms = self.ctx.now_ms
         self._stop_ticks()
         self._note_state()
-        if self.replica.role == "leader":
-            self._arm("isr", max(1, c.replica_lag_time_max_ms // 2), self._isr_expiration)
+        self._arm_isr_expiration()
 
     def crash(self, lose_unflushed: bool) -> None:
         """Stop at once; in-memory state, parked requests and timers are gone."""
@@ -381,9 +380,8 @@ class Broker:
             self._answer_parked_fetches()
         if outcome == "follower":
             self._start_fetcher()
-        if self.replica.role == "leader":
-            self._arm("isr", max(1, self.config.replica_lag_time_max_ms // 2), self._isr_expiration)
-        self._check_parked_produces()
+        self._arm_isr_expiration()
+        self._try_complete_delayed()
 
     def _isr_expiration(self) -> None:
         """``ReplicaManager.maybeShrinkIsr``, every ``replica.lag.time.max.ms / 2`` while this
@@ -392,7 +390,10 @@ class Broker:
         if proposal is not None:
             self._send_alter_partition(proposal)
         if self.replica.maybe_increment_high_watermark(self.ctx.now_ms):
-            self._check_parked_produces()
+            self._try_complete_delayed()
+        self._arm_isr_expiration()
+
+    def _arm_isr_expiration(self) -> None:
         if self.replica.role == "leader":
             self._arm("isr", max(1, self.config.replica_lag_time_max_ms // 2), self._isr_expiration)
 
@@ -422,7 +423,7 @@ class Broker:
         # a proposal kept pending after an error waits for new metadata, not for a resend
         self._alter_sent_ms, self._alter_answered = None, resp.request
         self.replica.handle_alter_partition_response(resp, self.ctx.now_ms)
-        self._check_parked_produces()
+        self._try_complete_delayed()
         pending = self.replica.pending_alter_partition()  # a proposal made meanwhile, or kept
         if pending is not None and pending != resp.request:
             self._post_alter_partition(pending)
@@ -524,7 +525,7 @@ class Broker:
             self._drain_events()  # a refused fetch, or a diverging one taken as the LEO (KAFKA-13141)
         if proposal is not None:
             self._send_alter_partition(proposal)
-        self._check_parked_produces()
+        self._try_complete_delayed()
         if resp.error is None and not resp.batches and resp.diverging_epoch is None \
                 and self.config.replica_fetch_wait_max_ms > 0:
             inc = self.incarnation
@@ -547,7 +548,7 @@ class Broker:
         if proposal is not None:
             self._send_alter_partition(proposal)
         self.ctx.post(self.broker_id, req.replica_id, "on_fetch_response", resp)
-        self._check_parked_produces()
+        self._try_complete_delayed()
 
     def _answer_parked_fetches(self) -> None:
         parked, self._parked_fetches = self._parked_fetches, []
@@ -574,8 +575,7 @@ class Broker:
             if (resp.error is None and resp.preferred_read_replica is not None) or (
                     self.replica.role != "leader" and self._nothing_to_read(req, resp)):
                 inc = self.incarnation
-                self.ctx.kernel.schedule(req.max_wait_ms, lambda: self._if_alive(inc, lambda: self.ctx.post(
-                    self.broker_id, req.client, "on_fetch_response", self._read_for_consumer(req))))
+                self.ctx.kernel.schedule(req.max_wait_ms, lambda: self._if_alive(inc, lambda: self._answer_read(req)))
                 return
         if req.max_wait_ms > 0 and self._nothing_to_read(req, resp):
             inc = self.incarnation
@@ -643,8 +643,12 @@ class Broker:
         for i, (parked, _timer) in enumerate(self._parked_reads):
             if parked is req:
                 del self._parked_reads[i]
-                self.ctx.post(self.broker_id, req.client, "on_fetch_response", self._read_for_consumer(req))
+                self._answer_read(req)
                 return
+
+    def _answer_read(self, req: ConsumerFetchRequest) -> None:
+        """The end of a consumer fetch's wait: whatever a read gives now (``DelayedFetch.onComplete``)."""
+        self.ctx.post(self.broker_id, req.client, "on_fetch_response", self._read_for_consumer(req))
 
     def _drop_parked_reads(self) -> None:
         for _req, timer in self._parked_reads:
@@ -766,7 +770,7 @@ class Broker:
         timer = self.ctx.kernel.schedule(
             MARKER_TIMEOUT_MS, lambda: self._if_alive(inc, lambda: self._expire_marker(req)))
         self._parked_markers.append((resp.offset + 1, req, timer, str(src)))
-        self._check_parked_produces()
+        self._try_complete_delayed()
 
     def _expire_marker(self, req: WriteTxnMarkersRequest) -> None:
         for i, (_, parked, _timer, dst) in enumerate(self._parked_markers):
@@ -797,18 +801,18 @@ class Broker:
             self._answer_parked_fetches()
         if req.acks == "0":
             self._answer_produce(req, None)
-            self._check_parked_produces()
+            self._try_complete_delayed()
             return
         if req.acks == "1" or resp.error is not None:
             self._answer_produce(req, resp)
-            self._check_parked_produces()
+            self._try_complete_delayed()
             return
         assert resp.last_offset is not None
         inc = self.incarnation
         timer = self.ctx.kernel.schedule(
             req.timeout_ms, lambda: self._if_alive(inc, lambda: self._expire_produce(req)))
         self._parked_produces.append((resp.last_offset + 1, req, timer, resp))
-        self._check_parked_produces()
+        self._try_complete_delayed()
 
     def _expire_produce(self, req: ProduceRequest) -> None:
         for i, (_, parked, _timer, _resp) in enumerate(self._parked_produces):
@@ -817,7 +821,7 @@ class Broker:
                 self._answer_produce(req, ProduceResponse(req.request_id, "REQUEST_TIMED_OUT"))
                 return
 
-    def _check_parked_produces(self) -> None:
+    def _try_complete_delayed(self) -> None:
         """Complete what the purgatories hold that can now complete (after anything that may
         move the HW or change the replica's role: ``Partition.tryCompleteDelayedRequests``)."""
         self._answer_parked_produces(force_error=None)
