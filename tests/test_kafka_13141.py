@@ -86,3 +86,23 @@ def test_a_scenario_for_one_release_is_not_run_on_a_real_cluster() -> None:
 
     assert any("kafka.release 2.8.0" in why for why in unmappable(load_builtin(NAME)))
     assert not any("kafka.release" in why for why in unmappable(_scenario(None)))
+
+
+def test_the_fuzzers_shortest_finding_is_kafka_13141_and_gone_with_the_fix() -> None:
+    """Session 10, ``epochlab fuzz -g diverging-epoch`` with ``kafka.release`` 2.8.0, seed 1,
+    run 3, shrunk to 3 actions: leader 3 of epoch 1 writes m1 to follower 2; a preferred
+    election makes broker 1 (empty log) leader of epoch 2; the producer's retry lands there, and
+    the followers' diverging fetches at offset 1 count as their log end: the HW covers offset 0
+    while they still hold epoch 1's m1 there."""
+    from pathlib import Path
+
+    from epochlab.fuzz.schedule import load_schedule
+
+    schedule = load_schedule(Path(__file__).parent / "fixtures" / "schedules"
+                             / "g4-kafka-13141-diverging-fetch-offset-taken-as-leo.json")
+    assert schedule.cluster["kafka.release"] == "2.8.0" and len(schedule.actions) == 3
+    run = execute(schedule)
+    assert [v.invariant for v in run.verdict.protocol_violations] == ["Inv-StrongIsr"]
+    assert [b.id for b in catalogue.match("diverging-epoch", "Inv-StrongIsr", run.events)] == ["KAFKA-13141"]
+    fixed = dataclasses.replace(schedule, cluster={**schedule.cluster, "kafka.release": "2.8.1"})
+    assert execute(fixed).verdict.ok
