@@ -369,11 +369,11 @@ class Consumer:
         # without a reset policy never sends.
         reset = "latest" if self.config.auto_offset_reset == "none" else self.config.auto_offset_reset
         # only a fetch of records waits at the broker (not a ListOffsets, not a validation)
-        wait = self.config.fetch_max_wait_ms if self.position is not None and validate is None else 0
+        max_wait = self.config.fetch_max_wait_ms if self.position is not None and validate is None else 0
         req = ConsumerFetchRequest(self.name, request_id, self.position, current,
                                    self.config.fetch_max_records, reset,
                                    validate, self.config.isolation_level, self.config.client_rack,
-                                   wait)
+                                   max_wait)
         target = self._read_target()
         assert target is not None
         if not self.ctx.network.is_alive(target):
@@ -469,14 +469,9 @@ class Consumer:
         # the next turn: at once after an answer that moved things on (records, a redirect, a
         # reset, a validation) or an empty one the broker held; else after poll_interval_ms
         # from the send (module doc)
-        retry_ms = self._sent_ms + self.config.poll_interval_ms - self.ctx.now_ms
-        if resp.error is not None:
-            self._arm_fetcher(max(retry_ms, 0))
-        elif resp.records or resp.preferred_read_replica is not None \
-                or resp.reset_offset is not None or self._validate or retry_ms <= 0:
-            self._arm_fetcher(0)
-        else:
-            self._arm_fetcher(retry_ms)
+        moved_on = resp.error is None and (resp.records or resp.preferred_read_replica is not None
+                                           or resp.reset_offset is not None or self._validate)
+        self._arm_fetcher(0 if moved_on else self._sent_ms + self.config.poll_interval_ms - self.ctx.now_ms)
         if resp.error in ("NOT_LEADER_OR_FOLLOWER", "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH"):
             if resp.error != "UNKNOWN_LEADER_EPOCH":
                 self._clear_preferred(resp.error)  # requestMetadataUpdate clears it
