@@ -100,9 +100,10 @@ def test_random_generator_is_deterministic_and_swarms() -> None:
 
 
 def test_generated_schedules_cover_the_fault_menu() -> None:
-    profile = FuzzProfile(fault_classes={**FuzzProfile().fault_classes, "unclean": 1, "list-offsets": 1})
+    profile = FuzzProfile(fault_classes={**FuzzProfile().fault_classes, "unclean": 1, "list-offsets": 1,
+                                         "controller-failover": 1})
     ops = {a.op for s in range(60) for a in generate_schedule(s, 2, profile).actions}
-    assert ops == set(OPS) - V2_OPS | {"list_offsets"}
+    assert ops == set(OPS) - V2_OPS | {"list_offsets", "controller_failover"}
     txn = profile.with_transactions()
     ops |= {a.op for s in range(60) for a in generate_schedule(s, 2, txn).actions}
     assert ops == set(OPS)

@@ -102,6 +102,16 @@ def _diverging_fetch_as_leo(events: Iterable[Any]) -> bool:
     return False
 
 
+def _zombie_controller_write(events: Iterable[Any]) -> bool:
+    """A deposed controller wrote the partition state after a new one took over (the model
+    lets it only before 2.1)."""
+    for event in events:
+        message = event["message"] if isinstance(event, dict) else event.message
+        if message.startswith("deposed controller") and "writes the partition state" in message:
+            return True
+    return False
+
+
 #: Mechanisms a finding's events must show (see :attr:`KnownBug.witness`): a description and
 #: the test over the run's engine events.
 WITNESSES: dict[str, tuple[str, Callable[[Iterable[Any]], bool]]] = {
@@ -113,6 +123,8 @@ WITNESSES: dict[str, tuple[str, Callable[[Iterable[Any]], bool]]] = {
     "diverging-fetch-as-leo": ("a leader takes the offset of a fetch it answers with "
                                "DivergingEpoch as the follower's log end offset",
                                _diverging_fetch_as_leo),
+    "zombie-controller-write": ("a deposed controller writes the partition state after a new "
+                                "controller took over", _zombie_controller_write),
 }
 
 
@@ -174,6 +186,20 @@ BUGS: tuple[KnownBug, ...] = (
              ("Inv-EpochMonotone",),
              "2.2.0 (KIP-380: controller requests carry the broker epoch, a stale one is refused)",
              "docs/bugs.md", witness="outdated-control-request"),
+    KnownBug("KAFKA-6082 (KAFKA-3083)", "a controller that lost its session while handling a "
+             "broker failure still writes the ISR change after a new controller took over; the "
+             "leader refuses the old controller's LeaderAndIsr, keeps its old leader epoch, and "
+             "every ISR change it tries fails on the zkVersion, so the ISR never converges",
+             # writes of a deposed controller are conditional on the partition znode's version
+             # only before 2.1.0 (KafkaZkClient.updateLeaderAndIsr then adds a check of
+             # /controller_epoch's zkVersion); the model's G0-G2 have the watch delay that
+             # leaves a broker failure for the deposed controller to handle
+             ("hw-truncation", "kip-101", "kip-279"),
+             ("Liveness-Converge",),
+             "2.1.0 (every controller write checks the controller epoch's zkVersion; commit 297fb396a00)",
+             "scenario kafka-6082-zombie-controller-write",
+             "needs the controller-failover step (fault class controller-failover, off by default)",
+             ("controller-failover",), witness="zombie-controller-write"),
     KnownBug("KAFKA-2334", "a new leader answers ListOffsets(latest) with its own high watermark, which "
              "followers learn one fetch late, so the latest offset a client is told can go back after "
              "a leader change", ("hw-truncation", "kip-101", "kip-279"), ("Inv-ClientHWMonotone",),

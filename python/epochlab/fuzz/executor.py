@@ -132,6 +132,8 @@ class _Run:
             c.crash_coordinator()
         elif op == "restart_coordinator":
             c.restart_coordinator()
+        elif op == "controller_failover":
+            c.controller_failover()
         else:  # pragma: no cover - the schedule validator knows every op
             raise AssertionError(op)
 

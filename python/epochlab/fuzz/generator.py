@@ -50,6 +50,7 @@ FAULT_CLASSES: dict[str, int] = {
     "coordinator": 0,      # transaction coordinator crash / restart (transactions profile)
     "txn-delay": 0,        # delayed produce requests and markers (transactions profile)
     "list-offsets": 0,     # a consumer's ListOffsets, latest or earliest (off unless configured)
+    "controller-failover": 0,  # a new controller takes over (off unless configured)
 }
 #: Weights of the transactional fault classes when ``FuzzProfile.transactions`` is on.
 TXN_FAULT_CLASSES: dict[str, int] = {"coordinator": 2, "txn-delay": 4}
@@ -350,6 +351,8 @@ class _Builder:
                 return self._at(op="heal")
             return self._at(op="list_offsets", consumer=src.pick(self.consumers),
                             spec="latest" if src.chance(80) else "earliest")
+        if cls == "controller-failover":
+            return self._at(op="controller_failover")
         if cls == "txn-delay":
             hi = src.pick((5000, 20000, 40000))
             if self.txn_producers and src.chance(85):

@@ -13,7 +13,8 @@ the configuration they run against. The JSON form (``docs/fuzzing.md``)::
 
 Versions: 2 adds the transactional operations (:data:`V2_OPS`: ``begin_transaction``,
 ``commit_transaction``, ``abort_transaction``, ``crash_coordinator``, ``restart_coordinator``;
-``set_link`` and ``partition`` also accept the node ``"coordinator"``). Version 1 files are
+``set_link`` and ``partition`` also accept the node ``"coordinator"``), and later steps that
+version 1 never had: ``list_offsets``, ``controller_failover``. Version 1 files are
 still read; a schedule is written as version 1 when it uses none of them (so version-1 output
 stays byte-identical), else as version 2.
 
@@ -25,6 +26,8 @@ does. Every malformed input raises :class:`~epochlab.errors.ScheduleError` namin
 * controller decisions delayed, reordered or lost: ``set_link`` between ``"controller"`` and a
   broker (``delay_ms``, ``drop``, ``duplicate``, ``reorder``), ``partition`` / ``isolate``;
   back-to-back elections: ``elect``, ``elect_preferred``, ``controlled_shutdown``;
+  a controller failover with the old controller's requests on their way
+  (``controller_failover``);
 * zombie leaders and followers: a broker cut from the controller keeps acting in its old epoch
   (``partition``), late fetches and responses (``set_link`` between brokers with ``reorder``,
   ``slow_follower``), a request processed after its sender restarted (``crash``/``restart``);
@@ -87,11 +90,13 @@ OPS: dict[str, dict[str, tuple[str, bool, Any]]] = {
     "crash_coordinator": {},
     "restart_coordinator": {},
     "list_offsets": {"consumer": ("consumer", True, None), "spec": ("spec", False, "latest")},
+    "controller_failover": {},
 }
 
 #: Operations that need schedule format version 2.
 V2_OPS = frozenset({"begin_transaction", "commit_transaction", "abort_transaction",
-                    "crash_coordinator", "restart_coordinator", "list_offsets"})
+                    "crash_coordinator", "restart_coordinator", "list_offsets",
+                    "controller_failover"})
 
 #: Fault classes for swarm testing and reports: op -> class.
 FAULT_CLASS: dict[str, str] = {
@@ -103,7 +108,7 @@ FAULT_CLASS: dict[str, str] = {
     "restart_consumer": "client-restart", "begin_transaction": "client",
     "commit_transaction": "client", "abort_transaction": "client",
     "crash_coordinator": "coordinator", "restart_coordinator": "coordinator",
-    "list_offsets": "list-offsets",
+    "list_offsets": "list-offsets", "controller_failover": "controller-failover",
 }
 
 

@@ -120,6 +120,7 @@ ACTIONS: dict[str, tuple[Param, ...]] = {
     "abort_transaction": (_p("producer", "producer", required=True),),
     "crash_coordinator": (),
     "restart_coordinator": (),
+    "controller_failover": (),
     "crash_consumer": (_p("consumer", "consumer", required=True),),
     "restart_consumer": (_p("consumer", "consumer", required=True),),
     "note": (_p("text", "str", required=True),),

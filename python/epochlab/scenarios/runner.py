@@ -311,6 +311,7 @@ _ACTIONS: dict[str, Callable[[_Driver, dict[str, Any]], str]] = {
     "abort_transaction": _simple(lambda d, p: d.clients.producers[p["producer"]].abort_transaction()),
     "crash_coordinator": _simple(lambda d, p: d.cluster.crash_coordinator()),
     "restart_coordinator": _simple(lambda d, p: d.cluster.restart_coordinator()),
+    "controller_failover": _simple(lambda d, p: d.cluster.controller_failover()),
     "crash_consumer": _simple(lambda d, p: d.clients.consumers[p["consumer"]].crash()),
     "restart_consumer": _simple(lambda d, p: d.clients.consumers[p["consumer"]].restart()),
     "note": _simple(lambda d, p: None),

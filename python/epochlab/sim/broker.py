@@ -128,6 +128,7 @@ class Broker:
         self.kraft = generation.kraft
         self.broker_epochs = generation.broker_epochs  # a restart waits to be registered (G3+)
         self.registered = False   # the controller has registered this incarnation (G3+)
+        self.controller_epoch = 0   # the newest controller epoch heard (ZooKeeper era)
         self._fetch_token = 0
         self._fetch_timer: Timer | None = None
         self._last_heartbeat_ms: int | None = None
@@ -186,6 +187,7 @@ class Broker:
         self.incarnation += 1
         self._reset_connections()   # a new process: new connections
         self.registered = not self.broker_epochs
+        self.controller_epoch = 0   # ReplicaManager.controllerEpoch: none heard yet (volatile)
         self._alter_sent_ms = None
         self.ctx.network.set_alive(self.broker_id, True)
         inc, c = self.incarnation, self.config
@@ -367,6 +369,17 @@ class Broker:
             if (self.broker_id, self.incarnation) not in {(b, e) for b, e, _ in msg.brokers}:
                 return
             self.registered = True
+        if not self.ctx.generation.kraft:
+            # ReplicaManager.becomeLeaderOrFollower: a request of an older controller than
+            # one already heard is refused whole (STALE_CONTROLLER_EPOCH); else its epoch is
+            # the newest known
+            if msg.controller_epoch < self.controller_epoch:
+                self.ctx.log_event("controller", f"broker {self.broker_id} ignores a LeaderAndIsr "
+                                   f"of controller epoch {msg.controller_epoch} (epoch "
+                                   f"{msg.leader_epoch}): STALE_CONTROLLER_EPOCH, it has heard "
+                                   f"from controller epoch {self.controller_epoch}")
+                return
+            self.controller_epoch = msg.controller_epoch
         before = (self.replica.role, self.replica.leader_epoch)
         outcome = self.replica.apply_leader_and_isr(msg, self.ctx.now_ms)
         self._drain_events()

@@ -208,6 +208,11 @@ class Cluster:
         """Restart it: a new coordinator epoch; pending markers are sent again."""
         self.coordinator.restart()
 
+    def controller_failover(self) -> None:
+        """A new controller takes over, one controller epoch up
+        (:meth:`epochlab.sim.controller.Controller.failover`)."""
+        self.controller.failover()
+
     def partition(self, groups: Sequence[Sequence[Node]]) -> None:
         """Cut the network into groups; unlisted nodes form one more group together."""
         for group in groups:

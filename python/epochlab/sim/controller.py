@@ -33,7 +33,27 @@
 * Decisions go out as :class:`LeaderAndIsr` messages through the network (delayable,
   droppable); every heartbeat answer carries the current state too, so brokers converge.
 
-Simplifications: the controller is one always-up node (no controller failover); it hands out
+* Controller failover (:meth:`Controller.failover`, the ``controller_failover`` step): a new
+  controller takes over with the next controller epoch. ZooKeeper era: it reads the state from
+  ZooKeeper and sends every live replica a LeaderAndIsr (``KafkaController.onControllerFailover``
+  -> ``ReplicaStateMachine.startup``, OnlineReplica), elects if the partition has no live
+  leader (``PartitionStateMachine.startup``), and brokers from then on ignore requests of an
+  older controller epoch (``ReplicaManager.becomeLeaderOrFollower``: STALE_CONTROLLER_EPOCH), so
+  what the deposed one still had on its way is fenced once the new one was heard. A broker
+  failure the deposed controller had already been told of but not yet handled (G0-G2's watch
+  delay) is handled by it after all, as a zombie: it reads the partition state, aborts if a
+  newer controller wrote it ("went through a soft failure", ``removeReplicaFromIsr``), else
+  writes it, which before 2.1 nothing fences (the write is conditional on the partition's
+  zkVersion only; KAFKA-6082 added the check of ``/controller_epoch``'s zkVersion), and sends
+  the result in its old controller epoch. A leader that never hears of that write fails every
+  ISR update of its own ("Cached zkVersion ... skip updating ISR", KAFKA-3083 / KAFKA-6082).
+  KRaft (G5): the new active controller starts every registered broker's session afresh
+  (``ClusterControlManager.activate`` -> ``BrokerHeartbeatManager.register`` -> ``touch``); the
+  metadata log itself carries over, so nothing is stale.
+
+Simplifications: the controller is one node that is never down (failover is a step, not a
+crash); the new controller's view of the partition is ZooKeeper's at every moment (a real one
+caches what it read at failover until it next reads or writes); it hands out
 producer ids (to idempotent producers directly, to the transaction coordinator
 :mod:`epochlab.sim.coordinator` for transactional ones) and acts as group coordinator (committed
 offsets), kept durably; the metadata clients fetch is the controller's current state.
@@ -92,6 +112,13 @@ class Controller:
         self._expiring: set[int] = set()      # G0-G2: session gone, controller not yet told
         self._reregistered: set[int] = set()  # G0-G2: registered again inside that window
         self.metadata_version = 0
+        # the active controller's epoch (ZooKeeper /controller_epoch; KRaft: the quorum's), and
+        # the epoch of the controller that wrote the partition state
+        # (``LeaderIsrAndControllerEpoch.controllerEpoch``); Kafka's first controller has epoch 1
+        self.controller_epoch = 1
+        self.state_controller_epoch = 1
+        self._sending_epoch: int | None = None  # a deposed controller at work (zombie)
+        self._zombie: dict[int, int] = {}       # G0-G2: broker -> epoch of the deposed controller
         self.offline_since_ms: int | None = None
         self.unavailable_ms = 0
         self.elections: list[tuple[int, int, int, bool]] = []  # (time, epoch, leader, unclean)
@@ -111,8 +138,9 @@ class Controller:
             # another registration: KafkaApis.isBrokerEpochStale, STALE_BROKER_EPOCH).
             brokers = tuple((b, self.incarnation[b], b in self.shutting_down)
                             for b in sorted(self.live) if self.live[b])
+        epoch = self.controller_epoch if self._sending_epoch is None else self._sending_epoch
         return LeaderAndIsr(self.leader, self.leader_epoch, self.isr, self.partition_epoch,
-                            self.replicas, brokers, self.metadata_version)
+                            self.replicas, brokers, self.metadata_version, epoch)
 
     def _metadata_changed(self, broadcast: bool = True) -> None:
         """A new metadata record (partition change, broker registration or fencing). KRaft
@@ -144,15 +172,20 @@ class Controller:
         return tuple(r for r in self.replicas if r in set(members))
 
     def _commit(self, leader: int | None, isr: tuple[int, ...], why: str,
-                unclean: bool = False, bump_epoch: bool = False) -> None:
+                unclean: bool = False, bump_epoch: bool = False, by_leader: bool = False) -> None:
         """Install a new partition state: the leader epoch bumps on a leader change (or when
-        ``bump_epoch``), the partition epoch always; offline time is accounted."""
+        ``bump_epoch``), the partition epoch always; offline time is accounted. A ZooKeeper-era
+        leader's own ISR write (``by_leader``) keeps the controller epoch of the decision that
+        made it leader (``Partition.updateIsr`` writes the partition's ``controllerEpoch``)."""
         now = self.ctx.now_ms
         if leader != self.leader or bump_epoch:
             self.leader_epoch += 1
         old_isr, old_leader = self.isr, self.leader
         self.leader, self.isr = leader, isr
         self.partition_epoch += 1
+        if not (by_leader and not self.generation.kraft):
+            self.state_controller_epoch = self.controller_epoch if self._sending_epoch is None \
+                else self._sending_epoch
         self._metadata_changed(broadcast=False)
         self.unclean_shutdown -= set(isr)
         self._update_elr(old_isr)
@@ -233,6 +266,10 @@ class Controller:
         if broker not in self._expiring:
             return
         self._expiring.discard(broker)
+        deposed = self._zombie.pop(broker, None)
+        if deposed is not None:
+            self._zombie_broker_failure(broker, deposed)
+            return
         if broker in self._reregistered:
             self._reregistered.discard(broker)
             self.ctx.log_event("controller", f"controller: broker {broker}'s session expired but it "
@@ -263,7 +300,8 @@ class Controller:
         if b not in self.live:
             return
         known = self.incarnation.get(b)
-        if not self.generation.broker_epochs and b in self._expiring and known != hb.incarnation:
+        if not self.generation.broker_epochs and b in self._expiring and b not in self._zombie \
+                and known != hb.incarnation:
             # G0-G2: registered while the controller had not yet read the old session's
             # deletion: it will find the same id (_broker_change) and miss the bounce
             self.incarnation[b] = hb.incarnation
@@ -336,6 +374,70 @@ class Controller:
         if not new_isr and not self.elr_enabled:
             return  # never shrink a size-1 ISR
         self._commit(self.leader, new_isr, why, bump_epoch=not self.generation.kraft)
+
+    # -- controller failover ----------------------------------------------------------------
+    def failover(self) -> None:
+        """A new controller takes over, one controller epoch up (see the module docstring)."""
+        deposed = self.controller_epoch
+        self.controller_epoch += 1
+        self._metadata_changed(broadcast=False)
+        self.ctx.log_event("controller", f"controller failover: controller epoch {deposed} -> "
+                           f"{self.controller_epoch}")
+        if self.generation.kraft:
+            # ClusterControlManager.activate: a fresh BrokerHeartbeatManager registers (touches)
+            # every registered broker now, so a dead one is fenced a session timeout from here
+            for b in sorted(self.live):
+                if self.live[b]:
+                    self._arm_session(b)
+            return
+        # ZooKeeper: the old controller's send queues stop with it (ControllerChannelManager);
+        # what it already sent is still on its way
+        for b in self.replicas:
+            self.ctx.network.discard_held("controller", b)
+        # G0-G2: sessions that expired while the deposed controller had not yet read
+        # /brokers/ids. It still handles them (its queued event); the new one reads the
+        # children now: a broker registered again is live for it, the others are gone.
+        for b in sorted(self._expiring):
+            if b in self._reregistered:
+                self._reregistered.discard(b)
+                self._expiring.discard(b)
+                self._unnoticed.discard(b)
+            else:
+                self._zombie[b] = deposed
+                self.live[b] = False
+                self._informed.pop(b, None)
+        self._unnoticed.clear()  # the new controller sends every live replica its state
+        msg = self.state()
+        for r in self.replicas:
+            if self.live.get(r):
+                self._informed[r] = self.incarnation[r]
+                self._send_state(r, msg)
+        if self.leader is None or not self.live.get(self.leader):
+            self._elect("elect after controller failover", failed=self.leader)
+
+    def _zombie_broker_failure(self, broker: int, deposed: int) -> None:
+        """A deposed controller handles a broker failure it was told of before it lost its
+        session (G0-G2; KafkaController.onBrokerFailure -> removeReplicaFromIsr / the
+        offline-partition election, which read the partition state from ZooKeeper first)."""
+        who = f"deposed controller (controller epoch {deposed})"
+        if self.state_controller_epoch > deposed:
+            self.ctx.log_event("controller", f"{who} aborts handling broker {broker}'s failure: the "
+                               f"partition state was written by controller epoch "
+                               f"{self.state_controller_epoch} (a soft failure)")
+            return
+        if self.live.get(broker):
+            # it reads /brokers/ids and finds the broker registered again: no change for it
+            return
+        # Only G0-G2 have the watch delay, and none of their releases has KAFKA-6082's fix
+        # (2.1.0: every controller write checks /controller_epoch's zkVersion, and a deposed
+        # controller's fails with ControllerMovedException), so the write lands.
+        self.ctx.log_event("controller", f"{who} handles broker {broker}'s failure and writes the "
+                           "partition state: nothing fences its write before 2.1 (KAFKA-6082)")
+        self._sending_epoch = deposed
+        try:
+            self._handle_broker_failure(broker)
+        finally:
+            self._sending_epoch = None
 
     # -- elections --------------------------------------------------------------------------
     def _eligible(self, r: int) -> bool:
@@ -432,7 +534,7 @@ class Controller:
             error = "INELIGIBLE_REPLICA"
         elif req.new_isr != self.isr:
             self._commit(self.leader, self._order(req.new_isr),
-                         f"AlterPartition from {req.broker_id}")
+                         f"AlterPartition from {req.broker_id}", by_leader=True)
         if error is not None:
             self.ctx.log_event("isr", f"controller rejects AlterPartition {list(req.new_isr)} "
                                f"from {req.broker_id}: {error}")

@@ -117,6 +117,9 @@ class LeaderAndIsr:
     brokers: tuple[tuple[int, int, bool], ...] = ()
     #: Version of that image (the controller's metadata offset): newer images replace older.
     metadata_version: int = 0
+    #: The sending controller's epoch; a ZooKeeper-era broker ignores a request of an older
+    #: one than it has heard from (STALE_CONTROLLER_EPOCH).
+    controller_epoch: int = 1
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,148 @@
+"""The controller-failover step: a new controller one controller epoch up, the old one's
+requests fenced by that epoch, and before 2.1 the deposed controller's unfenced write
+(KAFKA-6082, scenario ``kafka-6082-zombie-controller-write``)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from epochlab.checks import catalogue
+from epochlab.fuzz import execute
+from epochlab.fuzz.convert import scenario_to_schedule
+from epochlab.fuzz.generator import FAULT_CLASSES, FuzzProfile, generate_schedule
+from epochlab.fuzz.schedule import Schedule
+from epochlab.generations import Generation
+from epochlab.kafka.run import unmappable
+from epochlab.scenarios import load_builtin
+from epochlab.scenarios.runner import run_scenario
+from epochlab.sim.cluster import Cluster
+from epochlab.sim.config import ClusterConfig
+
+NAME = "kafka-6082-zombie-controller-write"
+ALL = [g.label for g in Generation]
+OLD = ["hw-truncation", "kip-101", "kip-279"]
+
+
+@pytest.mark.parametrize("generation", ALL)
+def test_the_scenario_holds_in_every_generation(generation: str) -> None:
+    result = run_scenario(load_builtin(NAME), generation, write=False)
+    assert all(c.passed for c in result.checks), [c.detail for c in result.checks if not c.passed]
+    zombie = any("deposed controller (controller epoch 1) handles broker 2's failure" in e
+                 for e in result.events)
+    assert zombie == (generation in OLD)
+
+
+@pytest.mark.parametrize("backend", ["rust", "python", "reference"])
+def test_before_2_1_the_leader_refuses_the_zombie_request_and_keeps_its_old_epoch(backend: str) -> None:
+    result = run_scenario(load_builtin(NAME), "kip-279", write=False, backend=backend)
+    assert all(c.passed for c in result.checks)
+    assert any("broker 1 ignores a LeaderAndIsr of controller epoch 1 (epoch 1): "
+               "STALE_CONTROLLER_EPOCH, it has heard from controller epoch 2" in e for e in result.events)
+    # leader 1 never leaves epoch 0: no role change after the first
+    assert [e.split(": ", 1)[1] for e in result.events if ": broker 1 is leader" in e] == \
+        ["broker 1 is leader in epoch 0 (was none in epoch None), ISR [1, 2, 3], LEO 0"]
+
+
+def test_without_the_failover_the_old_generations_converge() -> None:
+    scenario = load_builtin(NAME)
+    steps = tuple(dataclasses.replace(s, action="note", params={"text": "no failover"})
+                  if s.action == "controller_failover" else s for s in scenario.steps)
+    result = run_scenario(dataclasses.replace(scenario, steps=steps), "kip-279", write=False)
+    failed = {c.description for c in result.checks if not c.passed}
+    assert failed == {"ZooKeeper's ISR keeps the zombie's write: broker 2 never gets back into it"}
+
+
+def test_the_fuzz_checker_finds_liveness_converge_and_names_kafka_6082() -> None:
+    run = execute(scenario_to_schedule(load_builtin(NAME), "kip-279"))
+    found = {v.invariant for v in run.verdict.protocol_violations}
+    assert found == {"Liveness-Converge"}, found
+    assert "KAFKA-6082" in catalogue.describe_match("kip-279", "Liveness-Converge", run.events)
+    assert execute(scenario_to_schedule(load_builtin(NAME), "kip-320")).verdict.protocol_violations == []
+    # the signature without the mechanism is not this bug
+    assert all(not b.id.startswith("KAFKA-6082") for b in catalogue.match("kip-279", "Liveness-Converge", []))
+
+
+def _cluster(generation: str, **config: object) -> Cluster:
+    return Cluster(ClusterConfig.from_dict({"brokers": [1, 2, 3], **config}), generation, seed=5)
+
+
+@pytest.mark.parametrize("generation", ["kip-101", "kip-320", "diverging-epoch"])
+def test_a_request_of_the_old_controller_is_refused_once_the_new_one_was_heard(generation: str) -> None:
+    c = _cluster(generation)
+    c.run_for(3000)
+    old = c.controller.state()
+    assert old.controller_epoch == 1
+    c.controller.failover()
+    c.run_for(1000)
+    b3 = c.brokers[3]
+    assert b3.controller_epoch == 2
+    # a LeaderAndIsr of controller epoch 1 with a newer leader epoch arrives late
+    late = dataclasses.replace(old, leader=3, leader_epoch=old.leader_epoch + 5)
+    b3.on_leader_and_isr(late, "controller")
+    assert b3.replica.role == "follower" and b3.replica.leader_epoch == old.leader_epoch
+    assert any("broker 3 ignores a LeaderAndIsr of controller epoch 1" in e.message for e in c.events)
+    # the same decision from the current controller is taken
+    b3.on_leader_and_isr(dataclasses.replace(late, controller_epoch=2), "controller")
+    assert b3.replica.role == "leader"
+
+
+def test_a_restarted_broker_has_heard_no_controller_yet() -> None:
+    c = _cluster("kip-279")
+    c.run_for(3000)
+    c.controller.failover()
+    c.run_for(1000)
+    assert c.brokers[2].controller_epoch == 2
+    c.crash(2)
+    c.restart(2)
+    assert c.run_until(lambda c: c.brokers[2].alive, 10000)
+    assert c.brokers[2].controller_epoch == 0
+    c.run_for(c.config.session_timeout_ms + 1000)  # it registers once its old session expired
+    assert c.brokers[2].controller_epoch == 2
+
+
+def test_zookeeper_failover_sends_every_live_replica_its_state_and_fences_held_requests() -> None:
+    c = _cluster("kip-279")
+    c.run_for(3000)
+    c.partition([[1, 2, 3], ["controller"]])
+    c.controller.elect(2)   # held on the cut links: the old controller's channel
+    c.run_for(500)
+    c.controller.failover()  # its queues go with it; the new one sends the current state
+    c.heal()
+    c.run_for(2500)
+    assert {b.controller_epoch for b in c.brokers.values()} == {2}
+    assert c.brokers[2].replica.role == "leader"
+    assert not any("STALE_CONTROLLER_EPOCH" in e.message for e in c.events)
+
+
+def test_kraft_failover_starts_every_session_afresh() -> None:
+    c = _cluster("strict-min-isr")
+    c.run_for(5000)
+    timeout = c.config.session_timeout_ms
+    before = timeout - c.config.heartbeat_interval_ms - 100  # its session has not expired yet
+    c.crash(3)
+    c.run_for(before)
+    assert c.controller.live[3]
+    c.controller.failover()
+    c.run_for(timeout - 100)   # past the moment its old session would have expired
+    assert c.controller.live[3], "the new active controller gave broker 3 a whole session"
+    c.run_for(200)
+    assert not c.controller.live[3]
+
+
+def test_the_fault_class_is_off_by_default_and_draws_the_step_when_enabled() -> None:
+    assert FAULT_CLASSES["controller-failover"] == 0
+    for seed in range(20):
+        assert all(a.op != "controller_failover" for a in generate_schedule(seed, "kip-279").actions)
+    profile = FuzzProfile(fault_classes={**FAULT_CLASSES, "controller-failover": 50}, swarm=False)
+    schedule = generate_schedule(3, "kip-279", profile)
+    assert any(a.op == "controller_failover" for a in schedule.actions)
+    again = Schedule.from_json(schedule.to_json())
+    assert again.to_json() == schedule.to_json() and again.version == 2
+    assert execute(schedule).verdict is not None
+
+
+def test_a_real_cluster_run_refuses_the_step_with_the_reason() -> None:
+    reasons = unmappable(load_builtin(NAME))
+    assert any("controller_failover" in r and "controller quorum" in r for r in reasons), reasons
