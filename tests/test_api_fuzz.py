@@ -122,7 +122,7 @@ METHODS = {
     "ReplicaLog": {
         "append_as_leader": 2, "append_many_as_leader": 3, "append_as_follower": 1,
         "append_batches_as_follower": 1, "read": 1, "batches": 0, "batch_containing": 1,
-        "value_at": 1, "holes": 0, "truncate_to": 1, "truncate_fully_and_start_at": 1,
+        "value_at": 1, "set_time": 1, "offset_for_timestamp": 1, "holes": 0, "truncate_to": 1, "truncate_fully_and_start_at": 1,
         "flush": 1, "drop_unflushed": 0, "update_high_watermark": 1,
         "maybe_increment_high_watermark": 1, "assign_epoch": 2, "end_offset_for_epoch": 1,
         "epoch_for_offset": 1, "epoch_cache": 0, "epoch_entries": 0, "producer_state": 0,

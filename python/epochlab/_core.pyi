@@ -77,7 +77,11 @@ class RecordBatch:
         base_sequence: int | None = None,
         is_transactional: bool = False,
         is_control: bool = False,
+        max_timestamp: int = -1,
     ) -> RecordBatch: ...
+    @property
+    def max_timestamp(self) -> int:
+        """The largest record timestamp: the leader's append time (LogAppendTime), -1 if none."""
     @property
     def base_offset(self) -> int: ...
     @property
@@ -319,6 +323,11 @@ class ReplicaLog:
     def batch_containing(self, offset: int) -> RecordBatch | None: ...
     def value_at(self, offset: int) -> int | None:
         """The record value at ``offset``, ``None`` if the offset holds no record."""
+    def set_time(self, now_ms: int) -> None:
+        """The clock a leader's appends are stamped with (LogAppendTime), in ms; -1 for none."""
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """``(offset, timestamp)`` of the first record at or after the log start whose
+        timestamp is at least ``timestamp`` (``UnifiedLog.fetchOffsetByTimestamp``)."""
     def holes(self) -> list[tuple[int, int]]:
         """``[start, end)`` offset ranges below the log end offset that hold no batch."""
     def truncate_to(self, target_offset: int) -> bool:
@@ -522,6 +531,12 @@ class Replica:
         follower's log end offset. Off unless the cluster models that release."""
     @record_diverging_fetch_offset.setter
     def record_diverging_fetch_offset(self, value: bool) -> None: ...
+    @property
+    def list_offsets_up_to_hw(self) -> bool:
+        """ListOffsets by timestamp as before Kafka 1.0.0 (KAFKA-5522): the HW itself may be
+        answered, whatever the isolation level."""
+    @list_offsets_up_to_hw.setter
+    def list_offsets_up_to_hw(self, value: bool) -> None: ...
     @property
     def replicas(self) -> tuple[int, ...]: ...
     @property

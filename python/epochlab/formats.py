@@ -60,12 +60,13 @@ TAGS: dict[str, Any] = {
     "delay": Annotated[list[Ms], Field(min_length=2, max_length=2)],
     "values": Annotated[list[Value], Field(min_length=1, max_length=MAX_LIST)],
     "offsets": Annotated[list[Value], Field(max_length=MAX_LIST)],
+    "answers": Annotated[list[Annotated[StrictInt, Field(ge=-1, le=INT64)]], Field(max_length=MAX_LIST)],
     "records": Annotated[list[Annotated[list[Value], Field(min_length=2, max_length=2)]],
                          Field(max_length=MAX_LIST)],
     "errors": Union[Name, Annotated[list[Name], Field(min_length=1, max_length=100)]],
     "step_ref": Union[Annotated[StrictInt, Field(ge=0, le=MAX_ACTIONS)], Name],
     "measure": Literal["longest", "total"],
-    "spec": Literal["latest", "earliest"],
+    "spec": Union[Literal["latest", "earliest"], Value],
 }
 
 

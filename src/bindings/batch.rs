@@ -5,7 +5,7 @@ use pyo3::types::PyTuple;
 
 use super::args::{self, Int};
 use super::errors::IntoPyResult;
-use crate::log::{LogAppendInfo, RecordBatch};
+use crate::log::{LogAppendInfo, RecordBatch, NO_TIMESTAMP};
 
 #[pyclass(frozen, eq, hash, name = "RecordBatch", module = "epochlab._core")]
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -14,7 +14,8 @@ pub(crate) struct PyRecordBatch(pub(crate) RecordBatch);
 #[pymethods]
 impl PyRecordBatch {
     #[new]
-    #[pyo3(signature = (base_offset, partition_leader_epoch, records, *, producer_id=None, producer_epoch=None, base_sequence=None, is_transactional=false, is_control=false))]
+    #[pyo3(signature = (base_offset, partition_leader_epoch, records, *, producer_id=None, producer_epoch=None, base_sequence=None, is_transactional=false, is_control=false, max_timestamp=Int::Fits(-1)))]
+    #[pyo3(text_signature = "(base_offset, partition_leader_epoch, records, *, producer_id=None, producer_epoch=None, base_sequence=None, is_transactional=False, is_control=False, max_timestamp=-1)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         base_offset: Int,
@@ -25,12 +26,22 @@ impl PyRecordBatch {
         base_sequence: Option<Int>,
         is_transactional: bool,
         is_control: bool,
+        max_timestamp: Int,
     ) -> PyResult<Self> {
         let base = args::offset(base_offset, "base_offset")?;
         let epoch = args::epoch(partition_leader_epoch, "partition_leader_epoch")?;
         let values = args::records(records, "records")?;
         let producer = args::producer_fields(producer_id, producer_epoch, base_sequence)?;
-        RecordBatch::new(base, epoch, values, producer, is_transactional, is_control).py().map(Self)
+        let timestamp = timestamp_arg(max_timestamp, "max_timestamp")?;
+        RecordBatch::new(base, epoch, values, producer, is_transactional, is_control)
+            .py()
+            .map(|b| Self(b.with_max_timestamp(timestamp)))
+    }
+
+    /// The largest record timestamp (the leader's append time), -1 if none.
+    #[getter]
+    fn max_timestamp(&self) -> i64 {
+        self.0.max_timestamp()
     }
 
     #[getter]
@@ -112,8 +123,19 @@ impl PyRecordBatch {
         if b.is_control() {
             s.push_str(", is_control=True");
         }
+        if b.max_timestamp() != NO_TIMESTAMP {
+            s.push_str(&format!(", max_timestamp={}", b.max_timestamp()));
+        }
         s.push(')');
         s
+    }
+}
+
+/// A timestamp argument: -1 (no timestamp) or 0..=2^63-1.
+pub(crate) fn timestamp_arg(v: Int, name: &'static str) -> PyResult<i64> {
+    match v {
+        Int::Fits(-1) => Ok(NO_TIMESTAMP),
+        v => Ok(args::offset(v, name)?.0 as i64),
     }
 }
 

@@ -162,6 +162,18 @@ impl PyReplicaLog {
         let o = args::offset(offset, "offset")?;
         Ok(lock(&self.inner).batch_containing(o).map(PyRecordBatch))
     }
+    /// The clock a leader's appends are stamped with (LogAppendTime), in ms; -1 for none.
+    fn set_time(&self, now_ms: Int) -> PyResult<()> {
+        let t = super::batch::timestamp_arg(now_ms, "now_ms")?;
+        lock(&self.inner).set_time(t);
+        Ok(())
+    }
+    /// ``(offset, timestamp)`` of the first record at or after the log start whose timestamp
+    /// is at least ``timestamp``; ``None`` if there is none.
+    fn offset_for_timestamp(&self, timestamp: Int) -> PyResult<Option<(u64, i64)>> {
+        let t = args::offset(timestamp, "timestamp")?.0 as i64;
+        Ok(lock(&self.inner).offset_for_timestamp(t).map(|(o, ts)| (o.0, ts)))
+    }
     fn value_at(&self, offset: Int) -> PyResult<Option<u64>> {
         let o = args::offset(offset, "offset")?;
         Ok(lock(&self.inner).value_at(o))

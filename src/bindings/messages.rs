@@ -203,7 +203,15 @@ pub(crate) fn consumer_fetch_request(obj: &Bound<'_, PyAny>) -> PyResult<Consume
     let reset = match reset.as_str() {
         "earliest" => OffsetReset::Earliest,
         "latest" => OffsetReset::Latest,
-        _ => return Err(ArgumentError::InvalidText { argument: "reset", value: reset, reason: "expected \"earliest\" or \"latest\"".into() }).py(),
+        "timestamp" => OffsetReset::Timestamp(count64(attr(obj, "reset_timestamp")?, "reset_timestamp")? as i64),
+        _ => {
+            return Err(ArgumentError::InvalidText {
+                argument: "reset",
+                value: reset,
+                reason: "expected \"earliest\", \"latest\" or \"timestamp\"".into(),
+            })
+            .py()
+        }
     };
     let isolation: String = attr(obj, "isolation_level")?;
     let isolation_level = match isolation.as_str() {

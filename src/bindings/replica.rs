@@ -93,6 +93,16 @@ impl PyReplica {
     fn set_record_diverging_fetch_offset(&self, value: bool) {
         lock(&self.inner).record_diverging_fetch_offset = value;
     }
+    /// ListOffsets by timestamp as before Kafka 1.0.0 (KAFKA-5522): the HW itself may be
+    /// answered, whatever the isolation level.
+    #[getter]
+    fn list_offsets_up_to_hw(&self) -> bool {
+        lock(&self.inner).list_offsets_up_to_hw
+    }
+    #[setter]
+    fn set_list_offsets_up_to_hw(&self, value: bool) {
+        lock(&self.inner).list_offsets_up_to_hw = value;
+    }
     #[getter]
     fn replicas<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         PyTuple::new(py, lock(&self.inner).replicas.iter().map(|b| b.0))

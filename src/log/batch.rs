@@ -33,7 +33,11 @@ pub struct RecordBatch {
     is_transactional: bool,
     is_control: bool,
     records: Vec<u64>,
+    max_timestamp: i64,
 }
+
+/// `RecordBatch.NO_TIMESTAMP`: a batch built outside a leader's append carries no timestamp.
+pub const NO_TIMESTAMP: i64 = -1;
 
 impl RecordBatch {
     /// Builds a batch, refusing one that cannot exist: no records, a last offset past the
@@ -56,7 +60,20 @@ impl RecordBatch {
                 records[0] >> 1
             )));
         }
-        Ok(Self { base_offset, partition_leader_epoch, producer, is_transactional, is_control, records })
+        Ok(Self { base_offset, partition_leader_epoch, producer, is_transactional, is_control, records, max_timestamp: NO_TIMESTAMP })
+    }
+
+    /// The batch's largest record timestamp. The model's records carry the leader's append
+    /// time (``message.timestamp.type=LogAppendTime``: every record of the batch has it), set
+    /// when a leader appends; [`NO_TIMESTAMP`] otherwise.
+    pub fn max_timestamp(&self) -> i64 {
+        self.max_timestamp
+    }
+
+    /// The same batch stamped with `timestamp` (negative values mean [`NO_TIMESTAMP`]).
+    pub fn with_max_timestamp(mut self, timestamp: i64) -> Self {
+        self.max_timestamp = timestamp.max(NO_TIMESTAMP);
+        self
     }
 
     pub fn base_offset(&self) -> Offset {
@@ -109,9 +126,10 @@ impl RecordBatch {
         producer: Option<ProducerFields>,
         is_transactional: bool,
         is_control: bool,
+        max_timestamp: i64,
     ) -> Self {
         debug_assert!(!records.is_empty());
-        Self { base_offset, partition_leader_epoch, producer, is_transactional, is_control, records }
+        Self { base_offset, partition_leader_epoch, producer, is_transactional, is_control, records, max_timestamp }
     }
 }
 

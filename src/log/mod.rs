@@ -6,7 +6,7 @@ mod journal;
 mod snapshots;
 mod store;
 
-pub use batch::{ProducerFields, RecordBatch, ABORT_MARKER, COMMIT_MARKER};
+pub use batch::{ProducerFields, RecordBatch, ABORT_MARKER, COMMIT_MARKER, NO_TIMESTAMP};
 pub use journal::{Journal, JournalKind, FLAG_CONTROL, FLAG_TRANSACTIONAL};
 
 use crate::epoch::LeaderEpochCache;
@@ -58,6 +58,9 @@ pub struct ReplicaLog {
     /// Off unless [`ReplicaLog::enable_journal`] was called; boxed so that a log without one
     /// grows by one pointer only.
     journal: Option<Box<Journal>>,
+    /// The broker's clock as last set ([`ReplicaLog::set_time`]; Kafka's `UnifiedLog` reads
+    /// its `Time`): the LogAppendTime a leader stamps on what it appends.
+    time_ms: i64,
 }
 
 impl ReplicaLog {
@@ -76,7 +79,26 @@ impl ReplicaLog {
             producer_snapshots: BTreeMap::new(),
             kip101_epoch_cache,
             journal: None,
+            time_ms: NO_TIMESTAMP,
         }
+    }
+
+    /// Sets the clock a leader's appends are stamped with (the broker's time now). Until it is
+    /// set, appended batches carry [`NO_TIMESTAMP`].
+    pub fn set_time(&mut self, now_ms: i64) {
+        self.time_ms = now_ms.max(NO_TIMESTAMP);
+    }
+
+    /// `UnifiedLog.fetchOffsetByTimestamp` for a target timestamp: the first offset at or
+    /// after the log start whose record's timestamp is at least `timestamp`, with that
+    /// timestamp; `None` if no record has one. Every record carries its batch's append time
+    /// (LogAppendTime), so the answer is the base offset of the first such batch
+    /// (`LogSegment.findOffsetByTimestamp` scans batches for `maxTimestamp >= target`).
+    pub fn offset_for_timestamp(&self, timestamp: i64) -> Option<(Offset, i64)> {
+        let first = self.store.first_ending_at_or_after(self.log_start_offset.0);
+        (first..self.store.len())
+            .find(|&i| self.store.max_timestamp(i) >= timestamp)
+            .map(|i| (Offset(self.store.base(i).max(self.log_start_offset.0)), self.store.max_timestamp(i)))
     }
 
     /// Starts recording every state change in a [`Journal`] (no effect if already on).
@@ -172,7 +194,8 @@ impl ReplicaLog {
         producer: Option<ProducerFields>,
         is_transactional: bool,
     ) -> Result<LogAppendInfo, Error> {
-        let batch = RecordBatch::new(self.log_end_offset, leader_epoch, records, producer, is_transactional, false)?;
+        let batch = RecordBatch::new(self.log_end_offset, leader_epoch, records, producer, is_transactional, false)?
+            .with_max_timestamp(self.time_ms);
         // Kafka assigns the batch's epoch at its base offset before it validates producer
         // state (`UnifiedLog.append`: `maybeAssignEpochStartOffset`, then
         // `analyzeAndValidateProducerState`), so a refused or duplicate batch still moves the
@@ -224,7 +247,8 @@ impl ReplicaLog {
         // producer (`UnifiedLog.append`): a refused marker still moves the epoch cache.
         let fields = ProducerFields { producer_id, producer_epoch, base_sequence: Sequence(0) };
         let value = marker_value(control, coordinator_epoch);
-        let batch = RecordBatch::new(self.log_end_offset, leader_epoch, vec![value], Some(fields), true, true)?;
+        let batch = RecordBatch::new(self.log_end_offset, leader_epoch, vec![value], Some(fields), true, true)?
+            .with_max_timestamp(self.time_ms);
         let assigned = self.assign_epoch_quietly(leader_epoch, self.log_end_offset);
         if let Err(refused) = self.check_marker(producer_id, producer_epoch, coordinator_epoch, transaction_version) {
             if assigned {

@@ -1,7 +1,8 @@
 //! Columnar batch storage: one vector per batch field, one flat vector of record values.
 //!
 //! Per batch: base offset (8 bytes), leader epoch (4), end index into the values (8), producer
-//! id (8), producer epoch (2), base sequence (4), flags (1): 35 bytes, plus 8 bytes per record.
+//! id (8), producer epoch (2), base sequence (4), flags (1), max timestamp (8): 43 bytes, plus
+//! 8 bytes per record.
 //! Batches are sorted by base offset and never overlap, so offset lookups are binary searches
 //! and truncation is a `Vec::truncate` of every column.
 
@@ -21,6 +22,7 @@ pub(crate) struct BatchStore {
     producer_epoch: Vec<u16>,
     base_sequence: Vec<u32>,
     flags: Vec<u8>,
+    timestamp: Vec<i64>,
     values: Vec<u64>,
 }
 
@@ -42,6 +44,7 @@ impl BatchStore {
         self.producer_epoch.reserve(batches);
         self.base_sequence.reserve(batches);
         self.flags.reserve(batches);
+        self.timestamp.reserve(batches);
         self.values.reserve(records);
     }
 
@@ -59,6 +62,9 @@ impl BatchStore {
     }
     pub fn records(&self, i: usize) -> &[u64] {
         &self.values[self.rec_start(i)..self.rec_end[i] as usize]
+    }
+    pub fn max_timestamp(&self, i: usize) -> i64 {
+        self.timestamp[i]
     }
     pub fn is_control(&self, i: usize) -> bool {
         self.flags[i] & CONTROL != 0
@@ -82,6 +88,7 @@ impl BatchStore {
             self.producer(i),
             self.flags[i] & TRANSACTIONAL != 0,
             self.is_control(i),
+            self.timestamp[i],
         )
     }
 
@@ -100,16 +107,16 @@ impl BatchStore {
         if b.is_control() {
             flags |= CONTROL;
         }
-        self.push_columns(b.base_offset().0, b.partition_leader_epoch().0, b.records(), pid, pepoch, seq, flags);
+        self.push_columns(b.base_offset().0, b.partition_leader_epoch().0, b.records(), pid, pepoch, seq, flags, b.max_timestamp());
     }
 
     /// Appends a plain (non-idempotent) batch; the bulk path.
     pub fn push_plain(&mut self, base: u64, epoch: u32, records: &[u64]) {
-        self.push_columns(base, epoch, records, 0, 0, 0, 0);
+        self.push_columns(base, epoch, records, 0, 0, 0, 0, super::batch::NO_TIMESTAMP);
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn push_columns(&mut self, base: u64, epoch: u32, records: &[u64], pid: u64, pepoch: u16, seq: u32, flags: u8) {
+    fn push_columns(&mut self, base: u64, epoch: u32, records: &[u64], pid: u64, pepoch: u16, seq: u32, flags: u8, timestamp: i64) {
         debug_assert!(!records.is_empty());
         debug_assert!(self.base.last().is_none_or(|_| self.last(self.len() - 1) < base), "batches overlap");
         self.base.push(base);
@@ -120,6 +127,7 @@ impl BatchStore {
         self.producer_epoch.push(pepoch);
         self.base_sequence.push(seq);
         self.flags.push(flags);
+        self.timestamp.push(timestamp);
     }
 
     /// Keeps the first `n` batches.
@@ -132,6 +140,7 @@ impl BatchStore {
         self.producer_epoch.truncate(n);
         self.base_sequence.truncate(n);
         self.flags.truncate(n);
+        self.timestamp.truncate(n);
         self.values.truncate(keep_values);
     }
 
@@ -161,6 +170,7 @@ impl BatchStore {
             + self.producer_epoch.capacity() * 2
             + self.base_sequence.capacity() * 4
             + self.flags.capacity()
+            + self.timestamp.capacity() * 8
             + self.values.capacity() * 8
     }
 }

@@ -224,10 +224,25 @@ impl Replica {
                 resp.error = Some(KafkaError::OffsetNotAvailable);
                 return resp;
             }
-            resp.reset_offset = Some(match req.reset {
-                OffsetReset::Earliest => log.log_start_offset(),
-                OffsetReset::Latest => bound,
-            });
+            resp.reset_offset = match req.reset {
+                OffsetReset::Earliest => Some(log.log_start_offset()),
+                OffsetReset::Latest => Some(bound),
+                OffsetReset::Timestamp(target) => {
+                    // Before 1.0.0 (KafkaApis.handleListOffsetRequestV1) the answer had only
+                    // to be at most the HW, so the offset of the first uncommitted record could
+                    // be answered and the LSO bounded nothing; KAFKA-5522 made it strictly
+                    // below the last fetchable offset (HW, or LSO for read_committed).
+                    let found = log.offset_for_timestamp(target).map(|(offset, _)| offset).filter(|&offset| {
+                        if self.list_offsets_up_to_hw { offset <= hw } else { offset < bound }
+                    });
+                    if found.is_none() && self.offset_not_available(hw) {
+                        // 2.2+ (KIP-207, Partition.fetchOffsetForTimestamp): no answer below the
+                        // bound while the HW has not reached the epoch start is retriable
+                        resp.error = Some(KafkaError::OffsetNotAvailable);
+                    }
+                    found
+                }
+            };
             return resp;
         };
         let Ok(batches) = log.read(from, None, Some(bound)) else {

@@ -209,11 +209,13 @@ impl ProduceResponse {
     }
 }
 
-/// Where a consumer without a position starts (ListOffsets).
+/// What a ListOffsets asks for: the earliest or the latest offset, or the first offset whose
+/// record's timestamp is at least the given one (KIP-79, ListOffsets v1, 0.10.1+).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OffsetReset {
     Earliest,
     Latest,
+    Timestamp(i64),
 }
 
 /// A consumer's isolation.level.

@@ -104,6 +104,9 @@ pub struct Replica {
     /// KAFKA-13141 (Kafka 2.8.0 only, `kafka.release`): the leader takes the offset of a fetch
     /// it answers with DivergingEpoch as the follower's log end offset.
     pub record_diverging_fetch_offset: bool,
+    /// ListOffsets by timestamp as before 1.0.0 (KAFKA-5522): an answer may be the HW itself
+    /// (the first uncommitted offset), whatever the isolation level.
+    pub list_offsets_up_to_hw: bool,
 }
 
 impl Replica {
@@ -129,6 +132,7 @@ impl Replica {
             brokers: BTreeMap::new(),
             metadata_version: 0,
             record_diverging_fetch_offset: false,
+            list_offsets_up_to_hw: false,
         }
     }
 
@@ -326,6 +330,7 @@ impl Replica {
         if req.acks == Acks::All && self.isr.len() < self.min_isr() {
             return Ok(ProduceResponse::error(KafkaError::NotEnoughReplicas));
         }
+        log.set_time(now_ms.min(i64::MAX as u64) as i64);
         let info = match log.append_as_leader(req.records.clone(), epoch, req.producer, req.is_transactional) {
             Ok(info) => info,
             Err(Error::ProducerState(ProducerStateError::InvalidProducerEpoch { .. })) => {
@@ -368,6 +373,7 @@ impl Replica {
         }
         let (control, kind) = if req.commit { (ControlType::Commit, "COMMIT") } else { (ControlType::Abort, "ABORT") };
         let pid = req.producer_id;
+        log.set_time(now_ms.min(i64::MAX as u64) as i64);
         match log.append_end_txn_marker(pid, req.producer_epoch, req.coordinator_epoch, control, epoch, req.transaction_version) {
             Ok(info) => {
                 self.maybe_increment_high_watermark(log, now_ms);

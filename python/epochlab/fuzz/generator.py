@@ -51,6 +51,7 @@ FAULT_CLASSES: dict[str, int] = {
     "txn-delay": 0,        # delayed produce requests and markers (transactions profile)
     "list-offsets": 0,     # a consumer's ListOffsets, latest or earliest (off unless configured)
     "controller-failover": 0,  # a new controller takes over (off unless configured)
+    "list-offsets-time": 0,  # a consumer's ListOffsets by timestamp (off unless configured)
 }
 #: Weights of the transactional fault classes when ``FuzzProfile.transactions`` is on.
 TXN_FAULT_CLASSES: dict[str, int] = {"coordinator": 2, "txn-delay": 4}
@@ -351,6 +352,12 @@ class _Builder:
                 return self._at(op="heal")
             return self._at(op="list_offsets", consumer=src.pick(self.consumers),
                             spec="latest" if src.chance(80) else "earliest")
+        if cls == "list-offsets-time":
+            if not self.consumers:
+                return self._at(op="heal")
+            # a moment up to 20 s back: the lookup lands on recent appends
+            return self._at(op="list_offsets", consumer=src.pick(self.consumers),
+                            spec=max(0, self.now - src.pick((0, 50, 300, 1000, 5000, 20000))))
         if cls == "controller-failover":
             return self._at(op="controller_failover")
         if cls == "txn-delay":

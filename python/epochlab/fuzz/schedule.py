@@ -50,6 +50,7 @@ from typing import Any, Mapping
 
 from epochlab.errors import ConfigError, ScheduleError
 from epochlab.generations import Generation
+from epochlab.sim.messages import is_list_spec
 
 __all__ = ["FORMAT", "OPS", "READ_VERSIONS", "V2_OPS", "VERSION", "Action", "Schedule",
            "load_schedule"]
@@ -352,8 +353,8 @@ class _Validator:
         if type_ in ("int", "pos_int"):
             return self.int_(path, value, 1 if type_ == "pos_int" else 0)
         if type_ == "spec":
-            if value not in ("latest", "earliest"):
-                raise self.fail(path, '"latest" or "earliest"', value)
+            if not is_list_spec(value):
+                raise self.fail(path, '"latest", "earliest" or a timestamp (an integer in [0, 2^63-1])', value)
             return value
         if type_ == "fraction":
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:

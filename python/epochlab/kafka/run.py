@@ -86,6 +86,10 @@ def unmappable(scenario: Scenario, cluster: LocalCluster | None = None) -> list[
                 why.append(f"{where}: duplicated packets need netem")
             if p.get("drop") not in (0.0, 1.0, 0, 1):
                 why.append(f"{where}: a fractional drop needs netem")
+        elif step.action == "list_offsets" and isinstance(p.get("spec"), int):
+            why.append(f"{where}: a ListOffsets by timestamp asks for model time (ms since the run "
+                       "began, records stamped with the leader's append time); a real cluster's "
+                       "timestamps are wall-clock (not mapped)")
         elif step.action in ("slow_follower", "elect", "crash_coordinator", "restart_coordinator",
                              "controller_failover"):
             why.append(f"{where}: {_NO_MAPPING[step.action]}")

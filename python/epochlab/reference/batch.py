@@ -14,6 +14,18 @@ def _invalid_batch(reason: str) -> InvalidRecordBatchError:
     return InvalidRecordBatchError(f"invalid record batch: {reason}", reason=reason)
 
 
+#: ``RecordBatch.NO_TIMESTAMP``: a batch no leader stamped carries no timestamp.
+NO_TIMESTAMP = -1
+
+
+def timestamp_arg(value: object, name: str) -> int:
+    """A timestamp argument: -1 (none) or an offset-domain int (0 .. 2^63-1)."""
+    if value == NO_TIMESTAMP and isinstance(value, int) and not isinstance(value, bool):
+        return NO_TIMESTAMP
+    v.offset(value, name)
+    return value  # type: ignore[return-value]
+
+
 class RecordBatch:
     """One record batch, a frozen value: offsets, the partition leader epoch, record values and
     optional producer fields (all three present or all ``None``).
@@ -32,6 +44,7 @@ class RecordBatch:
         "_base_sequence",
         "_is_transactional",
         "_is_control",
+        "_max_timestamp",
     )
     _base_offset: int
     _partition_leader_epoch: int
@@ -41,6 +54,7 @@ class RecordBatch:
     _base_sequence: int | None
     _is_transactional: bool
     _is_control: bool
+    _max_timestamp: int
 
     def __init__(
         self,
@@ -53,6 +67,7 @@ class RecordBatch:
         base_sequence: int | None = None,
         is_transactional: bool = False,
         is_control: bool = False,
+        max_timestamp: int = NO_TIMESTAMP,
     ) -> None:
         """Raise ``InvalidArgumentError`` for a value outside its domain and
         ``InvalidRecordBatchError`` for a batch that cannot exist."""
@@ -68,6 +83,7 @@ class RecordBatch:
         v.optional(v.sequence, base_sequence, "base_sequence")
         v.require_bool(is_transactional, "is_transactional")
         v.require_bool(is_control, "is_control")
+        timestamp_arg(max_timestamp, "max_timestamp")
         _check_shape(base_offset, values, (producer_id, producer_epoch, base_sequence),
                      is_transactional, is_control)
         setter = object.__setattr__
@@ -79,6 +95,7 @@ class RecordBatch:
         setter(self, "_base_sequence", base_sequence)
         setter(self, "_is_transactional", is_transactional)
         setter(self, "_is_control", is_control)
+        setter(self, "_max_timestamp", max_timestamp)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("RecordBatch is frozen")
@@ -142,6 +159,17 @@ class RecordBatch:
     def record_count(self) -> int:
         return len(self._records)
 
+    @property
+    def max_timestamp(self) -> int:
+        """The largest record timestamp: the leader's append time (LogAppendTime), -1 if none."""
+        return self._max_timestamp
+
+    def with_max_timestamp(self, timestamp: int) -> RecordBatch:
+        """The same batch stamped with ``timestamp`` (negative: no timestamp)."""
+        clone = self.with_base_offset(self._base_offset)
+        object.__setattr__(clone, "_max_timestamp", max(timestamp, NO_TIMESTAMP))
+        return clone
+
     def with_base_offset(self, base_offset: int) -> RecordBatch:
         """The same batch moved to ``base_offset`` (what a leader does on append)."""
         v.offset(base_offset, "base_offset")
@@ -154,6 +182,7 @@ class RecordBatch:
             base_sequence=self._base_sequence,
             is_transactional=self._is_transactional,
             is_control=self._is_control,
+            max_timestamp=self._max_timestamp,
         )
 
     def _key(self) -> tuple[Any, ...]:
@@ -166,6 +195,7 @@ class RecordBatch:
             self._base_sequence,
             self._is_transactional,
             self._is_control,
+            self._max_timestamp,
         )
 
     def __len__(self) -> int:
@@ -193,6 +223,8 @@ class RecordBatch:
             text += ", is_transactional=True"
         if self._is_control:
             text += ", is_control=True"
+        if self._max_timestamp != NO_TIMESTAMP:
+            text += f", max_timestamp={self._max_timestamp}"
         return text + ")"
 
 

@@ -14,7 +14,7 @@ from epochlab.errors import (
 )
 
 from . import _validate as v
-from .batch import LogAppendInfo, RecordBatch
+from .batch import NO_TIMESTAMP, LogAppendInfo, RecordBatch, timestamp_arg
 from .epoch_cache import LeaderEpochCache
 from .producer_state import ProducerStateManager
 from .txn import AbortedTxn, TxnIndex
@@ -47,6 +47,7 @@ class ReplicaLog:
         # offset -> producer id -> (epoch, last batch, coordinator epoch, ongoing txn first offset)
         self._snapshots: dict[int, dict[int, tuple[int, Any, int | None, int | None]]] = {}
         self._kip101 = kip101_epoch_cache
+        self._time_ms = NO_TIMESTAMP  # the broker's clock for LogAppendTime (set_time)
 
     @property
     def log_start_offset(self) -> int:
@@ -99,7 +100,7 @@ class ReplicaLog:
         batch = RecordBatch(
             self._log_end_offset, leader_epoch, values,
             producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence,
-            is_transactional=is_transactional,
+            is_transactional=is_transactional, max_timestamp=self._time_ms,
         )
         # Kafka assigns the epoch before it validates producer state (UnifiedLog.append:
         # maybeAssignEpochStartOffset, then analyzeAndValidateProducerState): a refused or
@@ -180,7 +181,7 @@ class ReplicaLog:
             v.in_domain(transaction_version, "transaction_version", 2)
         batch = RecordBatch(self._log_end_offset, leader_epoch, [coordinator_epoch << 1 | int(commit)],
                             producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=0,
-                            is_transactional=True, is_control=True)
+                            is_transactional=True, is_control=True, max_timestamp=self._time_ms)
         # As for data batches, Kafka assigns the epoch before it validates the producer
         # (UnifiedLog.append): a refused marker still moves the epoch cache.
         self._assign(leader_epoch, self._log_end_offset)
@@ -285,6 +286,20 @@ class ReplicaLog:
         for batch in self._batches:
             if batch.base_offset <= offset <= batch.last_offset:
                 return batch
+        return None
+
+    def set_time(self, now_ms: int) -> None:
+        """The clock a leader's appends are stamped with (LogAppendTime), in ms; -1 for none."""
+        self._time_ms = timestamp_arg(now_ms, "now_ms")
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """``(offset, timestamp)`` of the first record at or after the log start whose
+        timestamp is at least ``timestamp`` (``UnifiedLog.fetchOffsetByTimestamp``; every record
+        carries its batch's append time, so it is a batch's base offset)."""
+        v.offset(timestamp, "timestamp")
+        for batch in self._batches:
+            if batch.last_offset >= self._log_start_offset and batch.max_timestamp >= timestamp:
+                return max(batch.base_offset, self._log_start_offset), batch.max_timestamp
         return None
 
     def value_at(self, offset: int) -> int | None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from epochlab.errors import ConfigError, ScenarioError
+from epochlab.sim.messages import is_list_spec
 from epochlab.scenarios.model import (
     ACTIONS,
     CONDITIONS,
@@ -336,10 +337,10 @@ def _delay(v: Any, path: str, ctx: _Context) -> list[int]:
     return list(v)
 
 
-def _int_list(what: str):
+def _int_list(what: str, lo: int = 0):
     def check(v: Any, path: str, ctx: _Context) -> list[int]:
         if not isinstance(v, list) or not all(
-                isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in v):
+                isinstance(x, int) and not isinstance(x, bool) and x >= lo for x in v):
             raise _err(ctx.where, path, what, v)
         return list(v)
     return check
@@ -378,10 +379,10 @@ def _measure(v: Any, path: str, ctx: _Context) -> str:
     return v
 
 
-def _spec(v: Any, path: str, ctx: _Context) -> str:
-    if v not in ("latest", "earliest"):
-        raise _err(ctx.where, path, "\"latest\" or \"earliest\"", v)
-    return v
+def _spec(v: Any, path: str, ctx: _Context) -> str | int:
+    if not is_list_spec(v):
+        raise _err(ctx.where, path, "\"latest\", \"earliest\" or a timestamp (an integer in [0, 2^63-1])", v)
+    return v  # type: ignore[no-any-return]
 
 
 def _step_ref(v: Any, path: str, ctx: _Context, n_steps: int) -> int:
@@ -407,6 +408,7 @@ _CHECKERS = {
     "delay": _delay,
     "values": _int_list("a list of integer record values >= 0"),
     "offsets": _int_list("a list of offsets (integers >= 0)"),
+    "answers": _int_list("a list of ListOffsets answers (offsets, or -1 for none)", -1),
     "records": _records,
     "producer": _client("producer"),
     "consumer": _client("consumer"),

@@ -80,7 +80,9 @@ ACTIONS: dict[str, tuple[Param, ...]] = {
     "commit": (_p("consumer", "consumer", required=True),),
     "list_offsets": (
         _p("consumer", "consumer", "who asks the leader (the answer comes later)", required=True),
-        _p("spec", "spec", '"latest" (the HW; the LSO for read_committed) or "earliest"', default="latest"),
+        _p("spec", "spec", '"latest" (the HW; the LSO for read_committed), "earliest", or a '
+           'timestamp in ms: the first offset whose record (stamped with the leader\'s append '
+           'time) is at least that old', default="latest"),
     ),
     "crash": (
         _p("broker", "broker", required=True),
@@ -190,7 +192,8 @@ EXPECTATIONS: dict[str, tuple[Param, ...]] = {
     ),
     "listed_offsets": (
         _p("consumer", "consumer", required=True),
-        _p("offsets", "offsets", "the offsets its list_offsets steps were answered, in order", required=True),
+        _p("offsets", "answers", "the offsets its list_offsets steps were answered, in order "
+           "(-1: no record at or after the timestamp)", required=True),
     ),
     "consumer_saw_truncated": (
         _p("consumer", "consumer", required=True),

@@ -122,6 +122,10 @@ class Broker:
         # offset as the follower's LEO; fixed in 2.8.1
         self.replica.record_diverging_fetch_offset = (
             generation == Generation.DIVERGING_EPOCH and release is not None and release < (2, 8, 1))
+        # KAFKA-5522: before 1.0.0 a ListOffsets by timestamp could answer the HW itself (the
+        # first uncommitted offset); hw-truncation's releases up to 0.10.2, kip-101's 0.11.x
+        self.replica.list_offsets_up_to_hw = generation == Generation.TRUNCATE_TO_HW or (
+            generation == Generation.KIP_101 and release is not None and release < (1, 0, 0))
         self.alive = False
         self.incarnation = 0
         self.clean_shutdown = True
@@ -604,7 +608,12 @@ class Broker:
         """One read for a consumer. With ``replica.selector.class`` set, the leader first asks
         the selector; when it names a follower the read is skipped and the answer carries only
         the offsets and that replica (``ReplicaManager.readFromLocalLog``: "If a preferred
-        read-replica is set, skip the read")."""
+        read-replica is set, skip the read"). A ListOffsets by timestamp needs ListOffsets v1
+        (KIP-79, 0.10.1): an older release answers UNSUPPORTED_VERSION."""
+        if req.reset == "timestamp" and req.fetch_offset is None and req.validate_epoch is None:
+            release = self.config.release
+            if release is not None and release < (0, 10, 1):
+                return ConsumerFetchResponse(req.request_id, "UNSUPPORTED_VERSION", self.replica.leader_epoch)
         if self.config.replica_selector_class is not None and req.rack is not None \
                 and req.fetch_offset is not None and req.validate_epoch is None:
             preferred = self.replica.preferred_read_replica(req.fetch_offset, req.rack)

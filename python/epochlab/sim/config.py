@@ -52,10 +52,13 @@ def _bool(where: str, field: str, value: object) -> bool:
 
 
 def _release(where: str, value: object) -> tuple[int, ...]:
-    """A Kafka release ``"X.Y.Z"`` as ``(X, Y, Z)``."""
+    """A Kafka release ``"X.Y.Z"`` as ``(X, Y, Z)``; releases before 1.0 have four parts
+    (``"0.11.0.3"``), accepted as such."""
     parts = value.split(".") if isinstance(value, str) else []
-    if len(parts) != 3 or not all(p.isdigit() and len(p) <= 4 for p in parts):
-        raise _fail(where, "kafka_release", 'a Kafka release "X.Y.Z", e.g. "2.8.0"', value)
+    four = len(parts) == 4 and parts[0] == "0"
+    if not (len(parts) == 3 or four) or not all(p.isdigit() and p.isascii() and len(p) <= 4 for p in parts):
+        raise _fail(where, "kafka_release", 'a Kafka release "X.Y.Z" (before 1.0 "0.X.Y.Z"), e.g. "2.8.0"',
+                    value)
     return tuple(int(p) for p in parts)
 
 

@@ -75,6 +75,7 @@ from epochlab.sim.messages import (
     RECORD_TRANSACTIONAL,
     ConsumerFetchRequest,
     ConsumerFetchResponse,
+    is_list_spec,
 )
 
 if TYPE_CHECKING:
@@ -127,7 +128,7 @@ class Consumer:
         self._preferred: tuple[int, int] | None = None
         self._current_leader: tuple[int, int] | None = None
         self._fetch_from: int | None = None  # the broker fetched from last (recorded with a rack)
-        self._listing: tuple[int, str, int, int] | None = None  # ListOffsets: id, spec, deadline, session
+        self._listing: tuple[int, str | int, int, int] | None = None  # ListOffsets: id, spec, deadline, session
         # G5 (Java clients 3.7+, KIP-580): metadata requests back off exponentially; the
         # consumer's retry.backoff.ms is the default 100 ms
         self._metadata_backoff = (
@@ -402,15 +403,19 @@ class Consumer:
             self._arm_fetcher(self.config.poll_interval_ms)
 
     # -- ListOffsets --------------------------------------------------------------------------
-    def list_offsets(self, spec: str = "latest") -> None:
+    def list_offsets(self, spec: str | int = "latest") -> None:
         """Ask the leader for the latest (``"latest"``) or earliest (``"earliest"``) offset,
-        as ``KafkaConsumer.endOffsets`` / ``beginningOffsets`` do (module doc); the answer is
-        recorded in the history when it comes. One request at a time: a second call while
+        as ``KafkaConsumer.endOffsets`` / ``beginningOffsets`` do (module doc), or, for an int
+        ``spec``, the first offset whose record's timestamp is at least that many ms
+        (``KafkaConsumer.offsetsForTimes``; records carry the leader's append time); the
+        answer is recorded in the history when it comes (-1: no such record below the
+        last fetchable offset, Java's ``null``). One request at a time: a second call while
         one is pending replaces it (the first is recorded ``info`` ``SUPERSEDED``)."""
-        if spec not in ("latest", "earliest"):
-            raise ConfigError(f"list_offsets: spec must be 'latest' or 'earliest', got {spec!r}",
+        if not is_list_spec(spec):
+            raise ConfigError(f"list_offsets: spec must be 'latest', 'earliest' or a timestamp "
+                              f"(an int in [0, 2^63-1]), got {spec!r}",
                               where=f"consumer {self.name}", field="spec",
-                              expected="latest or earliest", got=spec)
+                              expected="latest, earliest or a timestamp", got=repr(spec))
         if not self.alive:
             return
         if spec == "latest" and self.config.isolation_level == "read_committed":
@@ -438,9 +443,11 @@ class Consumer:
             self.ctx.post(self.name, "controller", "on_metadata", (self.name, rid[0]))
         else:
             current = self._leader_epoch if self.ctx.generation.fences_current_epoch else None
+            by_time = isinstance(spec, int)
             req = ConsumerFetchRequest(self.name, rid[0], None, current, 0,
-                                       "earliest" if spec == "earliest" else "latest", None,
-                                       self.config.isolation_level)
+                                       "timestamp" if by_time else "earliest" if spec == "earliest" else "latest",
+                                       None, self.config.isolation_level,
+                                       reset_timestamp=spec if by_time else None)
             self.ctx.post(self.name, leader, "on_consumer_fetch", req)
         # a metadata answer, a retriable error or no answer at all: ask again after the backoff
         # (an answer cancels this by replacing the request id)
@@ -450,9 +457,14 @@ class Consumer:
     def _on_list_offsets_response(self, resp: ConsumerFetchResponse) -> None:
         assert self._listing is not None
         _, spec, deadline, session = self._listing
-        if resp.error is None and resp.reset_offset is not None:
+        if resp.error is None and (resp.reset_offset is not None or isinstance(spec, int)):
             self._listing = None
-            self.ctx.record(self.name, "ok", "list_offsets", value=[spec, resp.reset_offset])
+            offset = -1 if resp.reset_offset is None else resp.reset_offset
+            self.ctx.record(self.name, "ok", "list_offsets", value=[spec, offset])
+            return
+        if resp.error == "UNSUPPORTED_VERSION":
+            self._listing = None
+            self.ctx.record(self.name, "fail", "list_offsets", value=spec, error=resp.error)
             return
         self.ctx.log_event("client", f"consumer {self.name}: ListOffsets {spec}: {resp.error}, retrying")
         if resp.error in ("NOT_LEADER_OR_FOLLOWER", "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH"):

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from epochlab import RecordBatch
 
 __all__ = [
+    "MAX_TIMESTAMP",
+    "is_list_spec",
     "AddPartitionsToTxnRequest",
     "AlterPartitionRequest",
     "EndTxnRequest",
@@ -179,10 +181,25 @@ class ProduceResponse:
     duplicate: bool = False
 
 
+#: The largest timestamp a ListOffsets may ask for (Kafka's Int64 timestamps, non-negative).
+MAX_TIMESTAMP = 2**63 - 1
+
+
+def is_list_spec(spec: object) -> bool:
+    """What a ListOffsets may ask for: ``"latest"``, ``"earliest"`` or a timestamp (an int in
+    ``[0, 2^63-1]``; not a bool)."""
+    if isinstance(spec, bool):
+        return False
+    if isinstance(spec, int):
+        return 0 <= spec <= MAX_TIMESTAMP
+    return spec in ("latest", "earliest")
+
+
 @dataclass(frozen=True)
 class ConsumerFetchRequest:
     """A consumer fetch. ``fetch_offset=None`` asks for the reset offset instead (ListOffsets:
-    ``reset`` is ``"earliest"`` or ``"latest"``; latest is the HW for read_uncommitted).
+    ``reset`` is ``"earliest"``, ``"latest"`` (the HW for read_uncommitted) or ``"timestamp"``,
+    the first offset whose record's timestamp is at least ``reset_timestamp``).
     ``validate_epoch`` asks for an OffsetsForLeaderEpoch answer (KIP-320 position check)."""
 
     client: str
@@ -199,6 +216,8 @@ class ConsumerFetchRequest:
     #: ``fetch.max.wait.ms``: how long the broker may hold a fetch that finds nothing to read
     #: (``DelayedFetch``); 0 for ListOffsets, validation and a consumer that does not wait
     max_wait_ms: int = 0
+    #: the target timestamp of a ListOffsets with ``reset="timestamp"`` (ms)
+    reset_timestamp: int | None = None
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,8 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
         #: KAFKA-13141 (Kafka 2.8.0, ``kafka.release``): the leader takes a diverging fetch's
         #: offset as the follower's log end offset
         self.record_diverging_fetch_offset = False
+        #: KAFKA-5522 (before Kafka 1.0.0): a ListOffsets by timestamp may answer the HW itself
+        self.list_offsets_up_to_hw = False
         self._reset_volatile()
 
     def take_events(self) -> list[str]:
@@ -244,6 +246,7 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
             return ProduceResponse(req.request_id, "NOT_LEADER_OR_FOLLOWER")
         if req.acks == "all" and len(self.isr) < self._min_isr():
             return ProduceResponse(req.request_id, "NOT_ENOUGH_REPLICAS")
+        self.log.set_time(now_ms)  # LogAppendTime: the leader stamps what it appends
         try:
             info = self.log.append_as_leader(
                 list(req.records), self.leader_epoch, producer_id=req.producer_id,
@@ -274,6 +277,7 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
         if len(self.isr) < self._min_isr():
             return WriteTxnMarkersResponse(req.request_id, "NOT_ENOUGH_REPLICAS")
         kind = "COMMIT" if req.commit else "ABORT"
+        self.log.set_time(now_ms)
         try:
             info = self.log.append_end_txn_marker(req.producer_id, req.producer_epoch,
                                                   req.coordinator_epoch, req.commit,

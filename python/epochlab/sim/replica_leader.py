@@ -201,6 +201,24 @@ class LeaderFetchMixin:
         leo = st.log_end_offset
         return client_rack if in_isr and leo is not None and leo >= fetch_offset else None
 
+    def _offset_for_timestamp(self, target: int, hw: int, bound: int) -> tuple[int | None, str | None]:
+        """ListOffsets by timestamp (KIP-79): the first offset whose record's timestamp is at
+        least ``target``, if it is below the last fetchable offset (HW, or LSO for
+        read_committed; ``Partition.fetchOffsetForTimestamp``). Before 1.0.0 it had only to be
+        at most the HW (``KafkaApis.handleListOffsetRequestV1``: ``offset <=
+        highWatermark``), so the first uncommitted offset could be answered (KAFKA-5522). None
+        found: no offset (-1), or from 2.2 (KIP-207) OFFSET_NOT_AVAILABLE while the HW is
+        below the leader epoch start offset."""
+        found = self.log.offset_for_timestamp(target)
+        offset = None if found is None else found[0]
+        up_to_hw: bool = self.list_offsets_up_to_hw  # type: ignore[attr-defined]
+        if offset is not None and not (offset <= hw if up_to_hw else offset < bound):
+            offset = None
+        leso = self.leader_epoch_start_offset
+        if offset is None and self.generation >= Generation.KIP_320 and leso is not None and leso > hw:
+            return None, "OFFSET_NOT_AVAILABLE"
+        return offset, None
+
     def handle_consumer_fetch(self, req: ConsumerFetchRequest) -> ConsumerFetchResponse:
         """A consumer fetch: records strictly below the HW (read_uncommitted) or the LSO
         (read_committed, which also gets the aborted transactions overlapping the range, 1.12);
@@ -228,8 +246,13 @@ class LeaderFetchMixin:
                 # KIP-207 (2.2+): Partition.fetchOffsetForTimestamp, LATEST_TIMESTAMP
                 return ConsumerFetchResponse(req.request_id, "OFFSET_NOT_AVAILABLE", epoch,
                                              high_watermark=hw, last_stable_offset=lso)
-            reset = log.log_start_offset if req.reset == "earliest" else bound
-            return ConsumerFetchResponse(req.request_id, None, epoch, high_watermark=hw,
+            error = None
+            if req.reset == "timestamp":
+                assert req.reset_timestamp is not None
+                reset, error = self._offset_for_timestamp(req.reset_timestamp, hw, bound)
+            else:
+                reset = log.log_start_offset if req.reset == "earliest" else bound
+            return ConsumerFetchResponse(req.request_id, error, epoch, high_watermark=hw,
                                          reset_offset=reset, last_stable_offset=lso)
         try:
             batches = log.read(req.fetch_offset, max_offset=bound)
