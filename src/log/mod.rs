@@ -712,6 +712,26 @@ mod tests {
     }
 
     #[test]
+    fn appends_carry_the_leader_clock_and_lookups_by_time_find_the_first_batch() {
+        let mut log = ReplicaLog::new(Offset(0), false);
+        plain(&mut log, 2, 0); // no clock yet: no timestamp
+        log.set_time(100);
+        plain(&mut log, 3, 0);
+        log.set_time(250);
+        log.append_end_txn_marker(ProducerId(9), ProducerEpoch(0), 0, ControlType::Abort, LeaderEpoch(0), 0).unwrap();
+        let stamps: Vec<i64> = log.batches().iter().map(|b| b.max_timestamp()).collect();
+        assert_eq!(stamps, vec![NO_TIMESTAMP, 100, 250]);
+        assert_eq!(log.offset_for_timestamp(0), Some((Offset(2), 100)));
+        assert_eq!(log.offset_for_timestamp(101), Some((Offset(5), 250)));
+        assert_eq!(log.offset_for_timestamp(251), None);
+        let mut follower = ReplicaLog::new(Offset(0), false);
+        follower.append_batches_as_follower(&log.batches()).unwrap();
+        assert_eq!(follower.batches(), log.batches());
+        assert!(log.truncate_to(Offset(5)));
+        assert_eq!(log.offset_for_timestamp(101), None);
+    }
+
+    #[test]
     fn mid_batch_truncation_leaves_a_hole_like_kafka() {
         let mut log = ReplicaLog::new(Offset(0), false);
         plain(&mut log, 5, 0);
