@@ -146,3 +146,22 @@ def test_the_fault_class_is_off_by_default_and_draws_the_step_when_enabled() -> 
 def test_a_real_cluster_run_refuses_the_step_with_the_reason() -> None:
     reasons = unmappable(load_builtin(NAME))
     assert any("controller_failover" in r and "controller quorum" in r for r in reasons), reasons
+
+
+def test_the_deposed_controller_aborts_once_the_new_one_wrote_the_partition_state() -> None:
+    """The leader's session expired and the old controller had not handled it: the new one
+    elects at failover (its write carries controller epoch 2), and the deposed one, reading
+    ZooKeeper, aborts ("went through a soft failure") instead of electing again."""
+    c = _cluster("kip-279", heartbeat_interval_ms=100, controller_delay_ms=[400, 400])
+    c.run_for(3000)
+    c.crash(1)
+    assert c.run_until(lambda c: 1 in c.controller._expiring, 10000)
+    c.controller.failover()
+    assert c.controller.leader == 2 and c.controller.state_controller_epoch == 2
+    c.run_for(1000)
+    messages = [e.message for e in c.events]
+    assert "deposed controller (controller epoch 1) aborts handling broker 1's failure: the " \
+           "partition state was written by controller epoch 2 (a soft failure)" in messages
+    assert not any("writes the partition state" in m for m in messages)
+    assert c.controller.leader == 2 and c.controller.leader_epoch == 1
+    assert {b.controller_epoch for b in c.brokers.values() if b.alive} == {2}

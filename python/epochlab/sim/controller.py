@@ -174,16 +174,17 @@ class Controller:
     def _commit(self, leader: int | None, isr: tuple[int, ...], why: str,
                 unclean: bool = False, bump_epoch: bool = False, by_leader: bool = False) -> None:
         """Install a new partition state: the leader epoch bumps on a leader change (or when
-        ``bump_epoch``), the partition epoch always; offline time is accounted. A ZooKeeper-era
-        leader's own ISR write (``by_leader``) keeps the controller epoch of the decision that
-        made it leader (``Partition.updateIsr`` writes the partition's ``controllerEpoch``)."""
+        ``bump_epoch``), the partition epoch always; offline time is accounted. Before AlterIsr
+        (G0-G3) a leader writes its ISR changes to ZooKeeper itself (``by_leader``), keeping the
+        controller epoch of the decision that made it leader (``Partition.updateIsr`` writes
+        the partition's ``controllerEpoch``)."""
         now = self.ctx.now_ms
         if leader != self.leader or bump_epoch:
             self.leader_epoch += 1
         old_isr, old_leader = self.isr, self.leader
         self.leader, self.isr = leader, isr
         self.partition_epoch += 1
-        if not (by_leader and not self.generation.kraft):
+        if not (by_leader and self.generation < Generation.DIVERGING_EPOCH):
             self.state_controller_epoch = self.controller_epoch if self._sending_epoch is None \
                 else self._sending_epoch
         self._metadata_changed(broadcast=False)
@@ -403,7 +404,7 @@ class Controller:
                 self._expiring.discard(b)
                 self._unnoticed.discard(b)
             else:
-                self._zombie[b] = deposed
+                self._zombie.setdefault(b, deposed)  # the event stays the first deposed one's
                 self.live[b] = False
                 self._informed.pop(b, None)
         self._unnoticed.clear()  # the new controller sends every live replica its state
@@ -420,13 +421,13 @@ class Controller:
         session (G0-G2; KafkaController.onBrokerFailure -> removeReplicaFromIsr / the
         offline-partition election, which read the partition state from ZooKeeper first)."""
         who = f"deposed controller (controller epoch {deposed})"
+        if self.live.get(broker):
+            # it reads /brokers/ids and finds the broker registered again: no change for it
+            return
         if self.state_controller_epoch > deposed:
             self.ctx.log_event("controller", f"{who} aborts handling broker {broker}'s failure: the "
                                f"partition state was written by controller epoch "
                                f"{self.state_controller_epoch} (a soft failure)")
-            return
-        if self.live.get(broker):
-            # it reads /brokers/ids and finds the broker registered again: no change for it
             return
         # Only G0-G2 have the watch delay, and none of their releases has KAFKA-6082's fix
         # (2.1.0: every controller write checks /controller_epoch's zkVersion, and a deposed
