@@ -6,6 +6,13 @@ markers is regenerated from the results.
     python benches/bench_bughunt.py --seeds 1 2 3 4 5 --runs 3000 --seconds 240
     python benches/bench_bughunt.py --engines atheris --seconds 120    # adds to the same file
 
+The bugs that need an off-by-default step (``KnownBug.needs``: controller failover, ListOffsets)
+are measured with a profile that enables it, into their own file and section:
+
+    python benches/bench_bughunt.py --engines random --generations hw-truncation kip-101 kip-279 \
+        --config benches/profiles/off-by-default-steps.json --runs 4000 --seconds 300 \
+        --out benches/results/bughunt-steps.json --section steps
+
 A script, not a pytest-benchmark suite: each figure is one deterministic, budget-censored
 campaign of seconds to minutes (pytest-benchmark times repeated rounds of one callable and
 reports their mean and minimum, which means nothing here), and a partial measurement must be
@@ -44,6 +51,9 @@ def _parser() -> argparse.ArgumentParser:
                         "which docs/fuzzing.md found these bugs)")
     parser.add_argument("--out", default=str(bughunt.DEFAULT_JSON))
     parser.add_argument("--doc", default=str(bughunt.DEFAULT_DOC))
+    parser.add_argument("--section", default=None,
+                        help="the named section of --doc to render into (<!-- bughunt:NAME -->; "
+                        "'steps' for the off-by-default steps' profile)")
     parser.add_argument("--fresh", action="store_true", help="start a new results file")
     parser.add_argument("--render-only", action="store_true")
     return parser
@@ -87,7 +97,7 @@ def main() -> int:
     args = _parser().parse_args()
     if args.render_only:
         results = json.loads(Path(args.out).read_text(encoding="utf-8"))
-        bughunt.update_doc(results, Path(args.doc))
+        bughunt.update_doc(results, Path(args.doc), args.section)
         print(bughunt.markdown(results), end="")
         return 0
     generations = [Generation.parse(g).label for g in args.generations] if args.generations \
@@ -107,7 +117,7 @@ def main() -> int:
                 bughunt.put_campaign(results, record)
                 session["wall_seconds"] = round(time.monotonic() - start)
                 _save(results, Path(args.out))
-    bughunt.update_doc(results, Path(args.doc))
+    bughunt.update_doc(results, Path(args.doc), args.section)
     print(bughunt.markdown(results), end="")
     return 0
 

@@ -385,3 +385,30 @@ def test_the_outdated_control_request_witness() -> None:
     assert seen(base + [late]) and not seen(base + [current]) and not seen(base[:3] + [late])
     assert [b.id for b in match("kip-101", "Inv-EpochMonotone", base + [late])] == ["KAFKA-7415", "KAFKA-7235 (KIP-380)"]
     assert [b.id for b in match("kip-101", "Inv-EpochMonotone", base)] == ["KAFKA-7415"]
+
+
+def test_before_kafka_0_11_an_idempotent_producers_duplicate_is_no_broken_guarantee() -> None:
+    """Bug-hunt finding (hw-truncation, run seed 509686214): p3, configured idempotent, wrote a
+    value twice across HW truncations. Kafka 0.10 has no idempotent producer (KIP-98, 0.11.0),
+    so the finding matched no catalogued bug; the duplicate is allowed there, with the reason."""
+    from pathlib import Path
+
+    from epochlab.fuzz import execute
+    from epochlab.fuzz.schedule import Schedule
+
+    path = Path(__file__).parents[1] / "docs" / "resolved-findings" / "g0-idempotent-producer-before-kip98.json"
+    schedule = Schedule.from_json(path.read_text())
+    verdict = execute(schedule).verdict
+    assert "duplicate" not in {v.invariant for v in verdict.protocol_violations}
+    allowed = [v for v in verdict.allowed if v.invariant == "duplicate"]
+    assert allowed and "no idempotent producer (KIP-98" in allowed[0].reason
+    # the same reading of the history as a release with idempotence: a broken guarantee
+    from epochlab.checks.history import check_history
+    history = [{"index": 0, "time_ms": 0, "process": "p3", "type": "invoke", "f": "send", "value": 7,
+                "offset": None, "error": None, "acks": "all"}]
+    found = check_history(history, {0: 7, 1: 7}, {}, lambda _t: 2, lambda _t: None, {"p3"},
+                          lambda _t: None, {}, 10)
+    assert [(v.invariant, v.verdict) for v in found] == [("duplicate", "protocol-violation")]
+    found = check_history(history, {0: 7, 1: 7}, {}, lambda _t: 2, lambda _t: None, {"p3"},
+                          lambda _t: None, {}, 10, no_idempotence="no idempotence here")
+    assert [(v.invariant, v.verdict) for v in found] == [("duplicate", "allowed-by-configuration")]

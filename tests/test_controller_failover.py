@@ -165,3 +165,32 @@ def test_the_deposed_controller_aborts_once_the_new_one_wrote_the_partition_stat
     assert not any("writes the partition state" in m for m in messages)
     assert c.controller.leader == 2 and c.controller.leader_epoch == 1
     assert {b.controller_epoch for b in c.brokers.values() if b.alive} == {2}
+
+
+def test_the_checker_sees_a_leader_hw_rise_in_the_event_that_stops_it() -> None:
+    """Bug-hunt finding (hw-truncation, off-by-default steps profile, run seed 1605743167):
+    a deposed controller's write made broker 3 the only ISR member; the ControlledShutdown
+    answer carrying that state let broker 3 raise its HW, answer a consumer and stop, all in
+    one event. Observing only after events, the checker never saw that HW and called the read
+    uncommitted (Inv-ReadCommittedOnly); it now looks before a broker stops."""
+    import json
+    from pathlib import Path
+
+    from epochlab.fuzz.executor import _Run
+
+    path = Path(__file__).parents[1] / "docs" / "resolved-findings" / "g0-shutdown-leader-hw-seen-before-it-stops.json"
+    schedule = Schedule.from_json(path.read_text())
+    assert execute(schedule).verdict.protocol_violations == []
+    # without the look before the stop, the false alarm comes back
+    run = _Run(schedule, None)
+    assert run.cluster.recorder.stop_watchers == [run.checker.observe]
+    run.cluster.recorder.stop_watchers.clear()
+    run.checker.observe()
+    for index, action in enumerate(schedule.actions):
+        run.advance_to(action.at_ms)
+        run.step = index
+        run.apply(action)
+        run.checker.observe()
+    run.healing()
+    found = {v.invariant for v in run.verdict().protocol_violations}
+    assert "Inv-ReadCommittedOnly" in found, json.dumps(sorted(found))

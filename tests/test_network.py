@@ -151,7 +151,8 @@ def test_zookeeper_era_broker_gets_every_leader_and_isr_in_order() -> None:
                                   "g5-idempotent-retry-bumped-despite-unresolved",
                                   "g5-txn-late-marker-ends-the-next-transaction",
                                   "g5-txn-late-abort-marker-hides-a-commit",
-                                  "g3-restarted-broker-applies-a-state-of-its-old-incarnation"])
+                                  "g3-restarted-broker-applies-a-state-of-its-old-incarnation",
+                                  "g0-shutdown-leader-hw-seen-before-it-stops"])
 def test_the_resolved_findings_stay_resolved(name: str) -> None:
     schedule = load_schedule(DOCS / "resolved-findings" / f"{name}.json")
     verdict = json.loads(execute(schedule).verdict_json())

@@ -68,14 +68,17 @@ def check_history(history: Sequence[Mapping[str, Any]], final_log: Mapping[int, 
                   allowance: Callable[[int | None], str | None], idempotent: set[str],
                   step_of: Callable[[int], int | None], resets: Mapping[str, list[int]],
                   end_ms: int, skippable: Mapping[str, set[int]] | None = None,
-                  rewritten: set[int] | None = None) -> list[Violation]:
+                  rewritten: set[int] | None = None,
+                  no_idempotence: str | None = None) -> list[Violation]:
     """Every history invariant's first failure. ``final_log``: offset -> value of the final
     leader; ``committed``: offset -> value below ``trueHW``; ``resets``: consumer -> times of
     ``auto.offset.reset`` events; ``skippable``: consumer -> offsets it never receives by
     design (transaction markers; aborted data for read_committed), which a poll may step over;
     ``rewritten``: values an idempotent producer sent, then renumbered under a new epoch
     (:attr:`epochlab.sim.producer.Producer.rewritten_values`), which the Java client may
-    write twice."""
+    write twice. ``no_idempotence``: why the run's releases have no idempotent producer at all
+    (hw-truncation: KIP-98 came in 0.11.0); its duplicates and reorderings are then allowed
+    with that reason, whatever the producer's configuration says."""
     rep = _Report(step_of)
     acks = [op for op in history if op["f"] == "send" and op["type"] == "ok" and op["offset"] is not None]
     polls = [op for op in history if op["f"] == "poll" and op["type"] == "ok" and op["value"]]
@@ -156,6 +159,8 @@ def check_history(history: Sequence[Mapping[str, Any]], final_log: Mapping[int, 
             process = producer_of.get(value)
             if process not in idempotent:
                 reason: str | None = f"producer {process} has enable.idempotence=false: a retry may append twice"
+            elif no_idempotence:
+                reason = f"producer {process}: {no_idempotence}, so a retry may append twice"
             elif rewritten and value in rewritten:
                 reason = (f"producer {process} bumped its epoch after a sequence gap and renumbered "
                           f"the batch of value {value}, already sent once under the old epoch: the "
@@ -197,6 +202,8 @@ def check_history(history: Sequence[Mapping[str, Any]], final_log: Mapping[int, 
                         f"{process}'s earlier send of {failed} ended without an acknowledgement: "
                         "the idempotent producer renumbers its waiting batches, and the order is "
                         "kept only up to the first failed send (KIP-360)")
+                    if reason is None and no_idempotence:
+                        reason = f"{no_idempotence}: a retry may reorder"
                     if reason is None and rewritten and v2 in rewritten and max(positions[v2]) > o1:
                         # the copy out of order is the one written under the old epoch; the
                         # renumbered copy follows v1, as sent

@@ -58,9 +58,20 @@ __all__ = ["Budget", "CampaignRecord", "FindingRecord", "generations_of", "hunt"
 ENGINES = ("random", "atheris")
 FORMAT = "epochlab-bughunt"
 BEGIN, END = "<!-- bughunt -->\n", "<!-- /bughunt -->"
+
+
+def markers(section: str | None = None) -> tuple[str, str]:
+    """The begin and end markers of the bug-hunt section ``section`` (``None``: the main one)."""
+    if section is None:
+        return BEGIN, END
+    return f"<!-- bughunt:{section} -->\n", f"<!-- /bughunt:{section} -->"
 ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_JSON = ROOT / "benches" / "results" / "bughunt.json"
 DEFAULT_DOC = ROOT / "docs" / "bugs.md"
+#: The measurement of the bugs that need an off-by-default step, with a profile that enables
+#: them: ``benches/results/bughunt-steps.json``, its own section of ``docs/bugs.md``.
+STEPS_SECTION = "steps"
+STEPS_JSON = ROOT / "benches" / "results" / "bughunt-steps.json"
 
 
 @dataclass(frozen=True)
@@ -451,33 +462,38 @@ def markdown(results: dict[str, Any], bugs: tuple[KnownBug, ...] = BUGS) -> str:
     return "\n".join(lines) + "\n"
 
 
-def update_doc(results: dict[str, Any], doc: Path = DEFAULT_DOC) -> bool:
-    """Replace the text between the ``bughunt`` markers of ``doc``; ``True`` if it changed."""
+def update_doc(results: dict[str, Any], doc: Path = DEFAULT_DOC, section: str | None = None) -> bool:
+    """Replace the text between the ``bughunt`` markers of ``doc`` (of ``section``, see
+    :func:`markers`); ``True`` if it changed."""
+    begin, end = markers(section)
     text = doc.read_text(encoding="utf-8")
-    if BEGIN not in text or END not in text:
-        raise ValueError(f"{doc}: no {BEGIN.strip()} ... {END} markers")
-    head, rest = text.split(BEGIN, 1)
-    new = head + BEGIN + markdown(results) + END + rest.split(END, 1)[1]
+    if begin not in text or end not in text:
+        raise ValueError(f"{doc}: no {begin.strip()} ... {end} markers")
+    head, rest = text.split(begin, 1)
+    new = head + begin + markdown(results) + end + rest.split(end, 1)[1]
     if new != text:
         doc.write_text(new, encoding="utf-8")
     return new != text
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m epochlab.fuzz.bughunt [--json FILE] [--doc FILE] [--print]``: re-render."""
+    """``python -m epochlab.fuzz.bughunt [--json FILE] [--doc FILE] [--section NAME] [--print]``:
+    re-render (``--section steps`` with ``--json benches/results/bughunt-steps.json``)."""
     import json
 
     parser = argparse.ArgumentParser(prog="python -m epochlab.fuzz.bughunt",
                                      description="render the bug-hunt table into docs/bugs.md")
     parser.add_argument("--json", default=str(DEFAULT_JSON), help="results (default %(default)s)")
     parser.add_argument("--doc", default=str(DEFAULT_DOC), help="document (default %(default)s)")
+    parser.add_argument("--section", default=None,
+                        help=f"a named section (<!-- bughunt:NAME -->), e.g. {STEPS_SECTION}")
     parser.add_argument("--print", action="store_true", help="print the section, change nothing")
     args = parser.parse_args(argv)
     results = json.loads(Path(args.json).read_text(encoding="utf-8"))
     if args.print:
         print(markdown(results), end="")
         return 0
-    changed = update_doc(results, Path(args.doc))
+    changed = update_doc(results, Path(args.doc), args.section)
     print(f"{args.doc}: {'updated' if changed else 'already up to date'}")
     return 0
 

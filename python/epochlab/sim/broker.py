@@ -219,6 +219,7 @@ class Broker:
             return
         if not self.alive:
             return
+        self.ctx.recorder.before_stop()
         if not lose_unflushed:  # the process died, its kernel closes the connections
             self.ctx.reset_connections(self.broker_id)
         self.alive = False
@@ -239,6 +240,7 @@ class Broker:
         """Final step of a controlled shutdown: flush, checkpoint, stop."""
         if not self.alive:
             return
+        self.ctx.recorder.before_stop()
         self._answer_parked_produces(force_error="NOT_LEADER_OR_FOLLOWER")
         # the process exits: its sockets close, and every peer's requests in flight to it fail
         # at once (a consumer fetch held in the purgatory, a follower's fetch)

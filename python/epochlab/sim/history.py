@@ -13,7 +13,7 @@ keys sorted, every key present (``null`` when not applicable).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -86,12 +86,22 @@ class Recorder:
     [Event(time_ms=0, kind='network', message='heal')]
     """
 
-    __slots__ = ("_kernel", "events", "history")
+    __slots__ = ("_kernel", "events", "history", "stop_watchers")
 
     def __init__(self, kernel: Kernel) -> None:
         self._kernel = kernel
         self.history: list[HistoryOp] = []
         self.events: list[Event] = []
+        #: called just before a broker process stops (crash or clean shutdown), while its
+        #: in-memory state is still there: a checker that looks after each engine event would
+        #: otherwise miss what changed in the event that also stopped it (a leader whose HW
+        #: rose on the last state it applied before a controlled shutdown let it exit)
+        self.stop_watchers: list[Callable[[], None]] = []
+
+    def before_stop(self) -> None:
+        """Let the :attr:`stop_watchers` look at the state a stopping process leaves."""
+        for watcher in self.stop_watchers:
+            watcher()
 
     def log_event(self, kind: str, message: str) -> None:
         """Append an :class:`Event` (``kind``: see :class:`Event`) at the current time."""
