@@ -65,3 +65,15 @@ def test_the_harness_finding_line_is_parsed() -> None:
                                             "(epoch 5) with LEO 64 < LESO 79")
     assert bughunt._parse_finding("#12 NEW cov: 3 ft: 4\n") is None
     assert bughunt._libfuzzer_runs("#12 NEW cov: 3 ft: 4\n") == 12
+
+
+def test_the_off_by_default_steps_section_is_what_its_json_renders() -> None:
+    results = json.loads(bughunt.STEPS_JSON.read_text())
+    doc = (ROOT / "docs" / "bugs.md").read_text()
+    begin, end = bughunt.markers(bughunt.STEPS_SECTION)
+    section = doc.split(begin, 1)[1].split(end, 1)[0]
+    assert section == bughunt.markdown(results)
+    assert not any(row.endswith("| **none** |") for row in section.splitlines())  # all matched
+    hunted = {row.split(" | ")[0].lstrip("| ") for row in section.splitlines()
+              if row.startswith("| KAFKA-6082") or row.startswith("| KAFKA-2334")}
+    assert hunted == {"KAFKA-6082 (KAFKA-3083)", "KAFKA-2334"}
