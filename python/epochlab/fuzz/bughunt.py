@@ -68,10 +68,9 @@ def markers(section: str | None = None) -> tuple[str, str]:
 ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_JSON = ROOT / "benches" / "results" / "bughunt.json"
 DEFAULT_DOC = ROOT / "docs" / "bugs.md"
-#: The measurement of the bugs that need an off-by-default step, with a profile that enables
-#: them: ``benches/results/bughunt-steps.json``, its own section of ``docs/bugs.md``.
+#: The section of ``docs/bugs.md`` measuring the bugs that need an off-by-default step, with a
+#: profile that enables them (results in ``benches/results/bughunt-steps.json``).
 STEPS_SECTION = "steps"
-STEPS_JSON = ROOT / "benches" / "results" / "bughunt-steps.json"
 
 
 @dataclass(frozen=True)
