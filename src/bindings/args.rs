@@ -83,6 +83,13 @@ fn domain<T>(
 pub(crate) fn offset(v: Int, name: &'static str) -> PyResult<Offset> {
     domain(v, name, "0..=2^63-1", Offset::try_new)
 }
+/// A timestamp: -1 (`NO_TIMESTAMP`, none) or 0..=2^63-1 (the offset domain).
+pub(crate) fn timestamp(v: Int, name: &'static str) -> PyResult<i64> {
+    match v {
+        Int::Fits(-1) => Ok(crate::log::NO_TIMESTAMP),
+        v => Ok(offset(v, name)?.0 as i64),
+    }
+}
 pub(crate) fn epoch(v: Int, name: &'static str) -> PyResult<LeaderEpoch> {
     domain(v, name, "0..=2^31-1", LeaderEpoch::try_new)
 }

@@ -32,7 +32,7 @@ impl PyRecordBatch {
         let epoch = args::epoch(partition_leader_epoch, "partition_leader_epoch")?;
         let values = args::records(records, "records")?;
         let producer = args::producer_fields(producer_id, producer_epoch, base_sequence)?;
-        let timestamp = timestamp_arg(max_timestamp, "max_timestamp")?;
+        let timestamp = args::timestamp(max_timestamp, "max_timestamp")?;
         RecordBatch::new(base, epoch, values, producer, is_transactional, is_control)
             .py()
             .map(|b| Self(b.with_max_timestamp(timestamp)))
@@ -128,14 +128,6 @@ impl PyRecordBatch {
         }
         s.push(')');
         s
-    }
-}
-
-/// A timestamp argument: -1 (no timestamp) or 0..=2^63-1.
-pub(crate) fn timestamp_arg(v: Int, name: &'static str) -> PyResult<i64> {
-    match v {
-        Int::Fits(-1) => Ok(NO_TIMESTAMP),
-        v => Ok(args::offset(v, name)?.0 as i64),
     }
 }
 

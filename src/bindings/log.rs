@@ -164,7 +164,7 @@ impl PyReplicaLog {
     }
     /// The clock a leader's appends are stamped with (LogAppendTime), in ms; -1 for none.
     fn set_time(&self, now_ms: Int) -> PyResult<()> {
-        let t = super::batch::timestamp_arg(now_ms, "now_ms")?;
+        let t = args::timestamp(now_ms, "now_ms")?;
         lock(&self.inner).set_time(t);
         Ok(())
     }

@@ -330,7 +330,7 @@ impl Replica {
         if req.acks == Acks::All && self.isr.len() < self.min_isr() {
             return Ok(ProduceResponse::error(KafkaError::NotEnoughReplicas));
         }
-        log.set_time(now_ms.min(i64::MAX as u64) as i64);
+        log.set_time(clock(now_ms));
         let info = match log.append_as_leader(req.records.clone(), epoch, req.producer, req.is_transactional) {
             Ok(info) => info,
             Err(Error::ProducerState(ProducerStateError::InvalidProducerEpoch { .. })) => {
@@ -373,7 +373,7 @@ impl Replica {
         }
         let (control, kind) = if req.commit { (ControlType::Commit, "COMMIT") } else { (ControlType::Abort, "ABORT") };
         let pid = req.producer_id;
-        log.set_time(now_ms.min(i64::MAX as u64) as i64);
+        log.set_time(clock(now_ms));
         match log.append_end_txn_marker(pid, req.producer_epoch, req.coordinator_epoch, control, epoch, req.transaction_version) {
             Ok(info) => {
                 self.maybe_increment_high_watermark(log, now_ms);
@@ -556,4 +556,9 @@ impl Replica {
         log.reload(true);
         self.reset_volatile();
     }
+}
+
+/// The leader's clock for the LogAppendTime it stamps (virtual ms; saturating at Int64's max).
+fn clock(now_ms: u64) -> i64 {
+    i64::try_from(now_ms).unwrap_or(i64::MAX)
 }

@@ -60,6 +60,7 @@ class RunResult:
 NO_IDEMPOTENCE = {Generation.TRUNCATE_TO_HW: "Kafka before 0.11 has no idempotent producer (KIP-98, "
                                             "0.11.0), nor sequence numbers for a broker to check"}
 
+
 class _Run:
     def __init__(self, schedule: Schedule, backend: str | None) -> None:
         from epochlab.sim import Cluster

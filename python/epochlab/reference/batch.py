@@ -164,12 +164,6 @@ class RecordBatch:
         """The largest record timestamp: the leader's append time (LogAppendTime), -1 if none."""
         return self._max_timestamp
 
-    def with_max_timestamp(self, timestamp: int) -> RecordBatch:
-        """The same batch stamped with ``timestamp`` (negative: no timestamp)."""
-        clone = self.with_base_offset(self._base_offset)
-        object.__setattr__(clone, "_max_timestamp", max(timestamp, NO_TIMESTAMP))
-        return clone
-
     def with_base_offset(self, base_offset: int) -> RecordBatch:
         """The same batch moved to ``base_offset`` (what a leader does on append)."""
         v.offset(base_offset, "base_offset")
