@@ -23,6 +23,10 @@ pub enum LogError {
     OffsetOutOfRange { offset: u64, log_start_offset: u64, log_end_offset: u64 },
     /// A replicated batch that does not start at the log end offset.
     UnexpectedAppendOffset { first_offset: u64, log_end_offset: u64 },
+    /// Message format v0/v1: a replicated wrapper whose own (last) offset is below the log end
+    /// offset or not above the previous wrapper's (Kafka 0.10 `Log.append`, "Out of order
+    /// offsets").
+    OutOfOrderOffsets { offset: u64, log_end_offset: u64 },
     /// A batch that cannot exist.
     InvalidRecordBatch { reason: String },
 }
@@ -125,6 +129,10 @@ impl fmt::Display for LogError {
             LogError::UnexpectedAppendOffset { first_offset, log_end_offset } => write!(
                 f,
                 "replicated batch starts at offset {first_offset} but the log end offset is {log_end_offset}"
+            ),
+            LogError::OutOfOrderOffsets { offset, log_end_offset } => write!(
+                f,
+                "replicated wrapper's offset {offset} is below the log end offset {log_end_offset} (out of order offsets)"
             ),
             LogError::InvalidRecordBatch { reason } => write!(f, "invalid record batch: {reason}"),
         }

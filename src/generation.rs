@@ -30,6 +30,12 @@ impl Generation {
     pub fn kip101_epoch_cache(self) -> bool {
         matches!(self, Generation::Kip101 | Generation::Kip279)
     }
+    /// G0: message format v0/v1, a follower checks a compressed wrapper by its own (last)
+    /// offset only (Kafka 0.10 `Log.append`; KAFKA-3919), see
+    /// [`crate::ReplicaLog::with_wrapper_batches`].
+    pub fn wrapper_batches(self) -> bool {
+        matches!(self, Generation::TruncateToHw)
+    }
     /// `makeLeader` assigns `(epoch, LEO)` in the cache (KAFKA-7415, 2.1).
     pub fn leader_assigns_epoch(self) -> bool {
         self >= Generation::Kip320

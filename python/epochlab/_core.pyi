@@ -246,8 +246,12 @@ class ReplicaLog:
     3
     """
 
-    def __new__(cls, log_start_offset: int = 0, *, kip101_epoch_cache: bool = False) -> ReplicaLog:
-        """``kip101_epoch_cache`` selects the 0.11-2.0 epoch-cache assign rule (no eviction)."""
+    def __new__(cls, log_start_offset: int = 0, *, kip101_epoch_cache: bool = False,
+                wrapper_batches: bool = False) -> ReplicaLog:
+        """``kip101_epoch_cache`` selects the 0.11-2.0 epoch-cache assign rule (no eviction);
+        ``wrapper_batches`` the message format v0/v1 follower check: a replicated compressed
+        wrapper is checked by its own (last) offset only, so one whose inner offsets start
+        below the log end offset is taken whole (Kafka 0.10 ``Log.append``; KAFKA-3919)."""
     @property
     def log_start_offset(self) -> int: ...
     @property
@@ -265,6 +269,8 @@ class ReplicaLog:
     def latest_epoch(self) -> int | None: ...
     @property
     def kip101_epoch_cache(self) -> bool: ...
+    @property
+    def wrapper_batches(self) -> bool: ...
     def append_as_leader(
         self,
         records: Sequence[int],
@@ -538,6 +544,12 @@ class Replica:
     @list_offsets_up_to_hw.setter
     def list_offsets_up_to_hw(self, value: bool) -> None: ...
     @property
+    def truncation_halts(self) -> bool:
+        """Before Kafka 2.1 with unclean leader election disabled: a follower whose log end
+        offset is past the leader's halts its broker instead of truncating."""
+    @truncation_halts.setter
+    def truncation_halts(self, value: bool) -> None: ...
+    @property
     def replicas(self) -> tuple[int, ...]: ...
     @property
     def generation(self) -> int: ...
@@ -603,7 +615,8 @@ class Replayer:
 
     def __new__(cls, *, checks: Sequence[str] | None = None, collect: str = "first",
                 min_insync_replicas: int = 1, kip101_epoch_cache: bool = False,
-                max_violations: int = 10000, eligible_leader_replicas: bool = False) -> Replayer: ...
+                max_violations: int = 10000, eligible_leader_replicas: bool = False,
+                wrapper_batches: bool = False) -> Replayer: ...
     def replay_batch(self, batch: Any, first_row: int, *, start: int = 0, stop: int | None = None,
                      pause_kinds: Sequence[str] | None = None) -> tuple[str, int]:
         """``("done", stop)``, ``("paused", i)`` or ``("stopped", i)``; ``TraceError`` for a

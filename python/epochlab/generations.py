@@ -102,6 +102,14 @@ class Generation(enum.IntEnum):
         return self in (Generation.KIP_101, Generation.KIP_279)
 
     @property
+    def wrapper_batches(self) -> bool:
+        """G0: message format v0/v1 (v2 came with 0.11, KIP-98), batches are compressed wrapper
+        messages and a follower checks only a wrapper's own, last, offset (0.10.2
+        ``Log.append``), so it can take one whose inner offsets start below its log end offset
+        (KAFKA-3919; KIP-101 fixed it for v2 in 0.11.0.0)."""
+        return self is Generation.TRUNCATE_TO_HW
+
+    @property
     def leader_assigns_epoch(self) -> bool:
         """G3+: ``makeLeader`` assigns ``(epoch, LEO)`` in the cache (KAFKA-7415, 1.2 rule 2)."""
         return self >= Generation.KIP_320

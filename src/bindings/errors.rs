@@ -49,6 +49,10 @@ pub(crate) fn to_py_err(err: impl Into<Error>) -> PyErr {
             py, "UnexpectedAppendOffsetError", message,
             &kv!(py; "first_offset" => first_offset, "log_end_offset" => log_end_offset),
         ),
+        Error::Log(LogError::OutOfOrderOffsets { offset, log_end_offset }) => raise(
+            py, "UnexpectedAppendOffsetError", message,
+            &kv!(py; "first_offset" => offset, "log_end_offset" => log_end_offset),
+        ),
         Error::Log(LogError::InvalidRecordBatch { reason }) => {
             raise(py, "InvalidRecordBatchError", message, &kv!(py; "reason" => reason))
         }

@@ -20,11 +20,11 @@ pub(crate) struct PyReplicaLog {
 #[pymethods]
 impl PyReplicaLog {
     #[new]
-    #[pyo3(signature = (log_start_offset=Int::Fits(0), *, kip101_epoch_cache=false))]
-    #[pyo3(text_signature = "(log_start_offset=0, *, kip101_epoch_cache=False)")]
-    fn new(log_start_offset: Int, kip101_epoch_cache: bool) -> PyResult<Self> {
+    #[pyo3(signature = (log_start_offset=Int::Fits(0), *, kip101_epoch_cache=false, wrapper_batches=false))]
+    #[pyo3(text_signature = "(log_start_offset=0, *, kip101_epoch_cache=False, wrapper_batches=False)")]
+    fn new(log_start_offset: Int, kip101_epoch_cache: bool, wrapper_batches: bool) -> PyResult<Self> {
         let start = args::offset(log_start_offset, "log_start_offset")?;
-        Ok(Self { inner: Mutex::new(ReplicaLog::new(start, kip101_epoch_cache)) })
+        Ok(Self { inner: Mutex::new(ReplicaLog::new(start, kip101_epoch_cache).with_wrapper_batches(wrapper_batches)) })
     }
 
     #[getter]
@@ -58,6 +58,10 @@ impl PyReplicaLog {
     #[getter]
     fn kip101_epoch_cache(&self) -> bool {
         lock(&self.inner).kip101_epoch_cache()
+    }
+    #[getter]
+    fn wrapper_batches(&self) -> bool {
+        lock(&self.inner).wrapper_batches()
     }
 
     #[pyo3(signature = (records, leader_epoch, *, producer_id=None, producer_epoch=None, base_sequence=None, is_transactional=false))]

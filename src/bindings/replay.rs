@@ -71,11 +71,12 @@ pub(crate) struct PyReplayer {
 #[pymethods]
 impl PyReplayer {
     #[new]
-    #[pyo3(signature = (*, checks=None, collect="first", min_insync_replicas=Int::Fits(1), kip101_epoch_cache=false, max_violations=Int::Fits(10000), eligible_leader_replicas=false))]
-    #[pyo3(text_signature = "(*, checks=None, collect='first', min_insync_replicas=1, kip101_epoch_cache=False, max_violations=10000, eligible_leader_replicas=False)")]
-    fn new(checks: Option<Seq<String>>, collect: &str, min_insync_replicas: Int, kip101_epoch_cache: bool, max_violations: Int, eligible_leader_replicas: bool) -> PyResult<Self> {
+    #[pyo3(signature = (*, checks=None, collect="first", min_insync_replicas=Int::Fits(1), kip101_epoch_cache=false, max_violations=Int::Fits(10000), eligible_leader_replicas=false, wrapper_batches=false))]
+    #[pyo3(text_signature = "(*, checks=None, collect='first', min_insync_replicas=1, kip101_epoch_cache=False, max_violations=10000, eligible_leader_replicas=False, wrapper_batches=False)")]
+    #[allow(clippy::too_many_arguments)]
+    fn new(checks: Option<Seq<String>>, collect: &str, min_insync_replicas: Int, kip101_epoch_cache: bool, max_violations: Int, eligible_leader_replicas: bool, wrapper_batches: bool) -> PyResult<Self> {
         let checks = checks.map(|s| s.0);
-        let mut opts = ReplayOptions { kip101_epoch_cache, eligible_leader_replicas, ..ReplayOptions::default() };
+        let mut opts = ReplayOptions { kip101_epoch_cache, eligible_leader_replicas, wrapper_batches, ..ReplayOptions::default() };
         if let Some(names) = checks {
             let mut set = Vec::new();
             for n in &names {

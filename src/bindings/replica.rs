@@ -30,6 +30,7 @@ fn action_name(a: FollowerAction) -> &'static str {
         FollowerAction::Backoff => "backoff",
         FollowerAction::Fenced => "fenced",
         FollowerAction::Discard => "discard",
+        FollowerAction::Halt => "halt",
     }
 }
 
@@ -102,6 +103,16 @@ impl PyReplica {
     #[setter]
     fn set_list_offsets_up_to_hw(&self, value: bool) {
         lock(&self.inner).list_offsets_up_to_hw = value;
+    }
+    /// Before Kafka 2.1 with unclean leader election disabled: a follower whose log end
+    /// offset is past the leader's halts its broker instead of truncating.
+    #[getter]
+    fn truncation_halts(&self) -> bool {
+        lock(&self.inner).truncation_halts
+    }
+    #[setter]
+    fn set_truncation_halts(&self, value: bool) {
+        lock(&self.inner).truncation_halts = value;
     }
     #[getter]
     fn replicas<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {

@@ -55,6 +55,8 @@ pub struct ReplicaLog {
     /// Producer snapshots by offset (Kafka's `<offset>.snapshot` files), see `snapshots.rs`.
     producer_snapshots: BTreeMap<Offset, ProducerSnapshot>,
     kip101_epoch_cache: bool,
+    /// Record format v0/v1 with compressed wrappers ([`ReplicaLog::with_wrapper_batches`]).
+    wrapper_batches: bool,
     /// Off unless [`ReplicaLog::enable_journal`] was called; boxed so that a log without one
     /// grows by one pointer only.
     journal: Option<Box<Journal>>,
@@ -78,9 +80,26 @@ impl ReplicaLog {
             txn: TxnIndex::default(),
             producer_snapshots: BTreeMap::new(),
             kip101_epoch_cache,
+            wrapper_batches: false,
             journal: None,
             time_ms: NO_TIMESTAMP,
         }
+    }
+
+    /// The log of a message format v0/v1 topic whose producer compresses (Kafka before 0.11;
+    /// the model's G0): each batch is a compressed wrapper message whose offset is its last
+    /// inner offset, and a follower checks only that offset against its log end offset
+    /// (0.10.2 `Log.append` with `assignOffsets = false`: `analyzeAndValidateRecords` reads the
+    /// shallow entries, "Out of order offsets" only if the first wrapper's offset is below
+    /// the log end offset or the wrappers' offsets do not increase). A wrapper whose inner
+    /// offsets start below the log end offset is taken whole, so the log holds those offsets
+    /// twice (KAFKA-3919); one starting above it leaves a gap.
+    pub fn with_wrapper_batches(mut self, on: bool) -> Self {
+        self.wrapper_batches = on;
+        self
+    }
+    pub fn wrapper_batches(&self) -> bool {
+        self.wrapper_batches
     }
 
     /// Sets the clock a leader's appends are stamped with (the broker's time now). Until it is
@@ -399,16 +418,20 @@ impl ReplicaLog {
     /// Appends a replicated batch with its own offsets and epoch. No producer validation
     /// (origin REPLICATION, KAFKA-6003). The batch must start exactly at the log end offset.
     pub fn append_as_follower(&mut self, batch: &RecordBatch) -> Result<(), LogError> {
-        self.check_starts_at_end(batch.base_offset())?;
-        self.push(batch, JournalKind::AppendFollower);
-        Ok(())
+        self.append_batches_as_follower(std::slice::from_ref(batch)).map(|_| ())
     }
 
     /// Appends several replicated batches, all or nothing. Returns the new log end offset.
+    /// In v2 each must start where the previous ended, the first at the log end offset; with
+    /// [`Self::with_wrapper_batches`] only the wrappers' own (last) offsets are checked.
     pub fn append_batches_as_follower(&mut self, batches: &[RecordBatch]) -> Result<Offset, LogError> {
         let mut expected = self.log_end_offset;
         for b in batches {
-            if b.base_offset() != expected {
+            if self.wrapper_batches {
+                if b.last_offset() < expected {
+                    return Err(LogError::OutOfOrderOffsets { offset: b.last_offset().0, log_end_offset: expected.0 });
+                }
+            } else if b.base_offset() != expected {
                 return Err(LogError::UnexpectedAppendOffset { first_offset: b.base_offset().0, log_end_offset: expected.0 });
             }
             expected = Offset(b.last_offset().0 + 1);
@@ -899,5 +922,34 @@ mod tests {
         assert_eq!((a, b), (0, 1));
         assert!(log.read(Offset(7), None, None).is_err());
         assert!(log.read(Offset(6), None, None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn v0_v1_follower_takes_a_wrapper_below_its_log_end_whole() {
+        let mut leader = ReplicaLog::new(Offset(0), false);
+        plain(&mut leader, 3, 0);
+        leader.append_as_leader(vec![1, 2, 3, 4, 5, 6, 7], LeaderEpoch(1), None, false).unwrap(); // 3-9
+        let mut follower = ReplicaLog::new(Offset(0), false).with_wrapper_batches(true);
+        plain(&mut follower, 3, 0);
+        plain(&mut follower, 5, 0); // 3-7, LEO 8
+        let wrapper = leader.read(Offset(8), None, None).unwrap();
+        assert_eq!(wrapper[0].base_offset(), Offset(3));
+        let mut v2 = follower.clone().with_wrapper_batches(false);
+        assert!(matches!(v2.append_batches_as_follower(&wrapper), Err(LogError::UnexpectedAppendOffset { first_offset: 3, log_end_offset: 8 })));
+        assert_eq!(follower.append_batches_as_follower(&wrapper).unwrap(), Offset(10));
+        // offsets 3-7 twice: lookups find the first wrapper holding them
+        assert_eq!(follower.value_at(Offset(5)), Some(7));
+        assert_eq!(follower.value_at(Offset(8)), Some(6));
+        assert_eq!(follower.read_range(Offset(4), None, None).unwrap(), (1, 3));
+        // a wrapper ending below the log end offset is refused, nothing appended
+        let stale = leader.read(Offset(0), Some(1), None).unwrap();
+        assert_eq!(follower.append_batches_as_follower(&stale), Err(LogError::OutOfOrderOffsets { offset: 2, log_end_offset: 10 }));
+        assert_eq!(follower.batch_count(), 3);
+        // truncation drops every wrapper whose last offset reaches the target
+        assert!(follower.truncate_to(Offset(8)));
+        assert_eq!(follower.batch_count(), 2);
+        assert!(follower.truncate_to(Offset(5)));
+        assert_eq!((follower.batch_count(), follower.log_end_offset()), (1, Offset(5)));
+        assert_eq!(follower.holes(), vec![(Offset(3), Offset(5))]);
     }
 }

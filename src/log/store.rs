@@ -3,8 +3,12 @@
 //! Per batch: base offset (8 bytes), leader epoch (4), end index into the values (8), producer
 //! id (8), producer epoch (2), base sequence (4), flags (1), max timestamp (8): 43 bytes, plus
 //! 8 bytes per record.
-//! Batches are sorted by base offset and never overlap, so offset lookups are binary searches
-//! and truncation is a `Vec::truncate` of every column.
+//! Batches are sorted by last offset (strictly increasing), so offset lookups are binary
+//! searches and truncation is a `Vec::truncate` of every column. In record format v2 batches
+//! never overlap; a v0/v1 follower log may hold a compressed wrapper whose inner offsets start
+//! below the previous wrapper's last offset (the follower checks only the wrapper's own, last,
+//! offset: KAFKA-3919), so a lookup takes the first batch in log order that holds the offset,
+//! as Kafka's offset index and segment scan do.
 
 use super::batch::{ProducerFields, RecordBatch};
 use crate::types::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence};
@@ -118,7 +122,7 @@ impl BatchStore {
     #[allow(clippy::too_many_arguments)]
     fn push_columns(&mut self, base: u64, epoch: u32, records: &[u64], pid: u64, pepoch: u16, seq: u32, flags: u8, timestamp: i64) {
         debug_assert!(!records.is_empty());
-        debug_assert!(self.base.last().is_none_or(|_| self.last(self.len() - 1) < base), "batches overlap");
+        debug_assert!(self.base.is_empty() || self.last(self.len() - 1) < base + records.len() as u64 - 1, "last offsets must increase");
         self.base.push(base);
         self.epoch.push(epoch);
         self.values.extend_from_slice(records);
@@ -146,14 +150,18 @@ impl BatchStore {
 
     /// Index of the first batch whose last offset is >= `offset` (`len()` if none).
     pub fn first_ending_at_or_after(&self, offset: u64) -> usize {
-        let j = self.base.partition_point(|b| *b <= offset);
-        if j > 0 && self.last(j - 1) >= offset { j - 1 } else { j }
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.last(mid) < offset { lo = mid + 1 } else { hi = mid }
+        }
+        lo
     }
 
-    /// Index of the batch holding `offset`, if any.
+    /// Index of the first batch holding `offset`, if any.
     pub fn containing(&self, offset: u64) -> Option<usize> {
-        let j = self.base.partition_point(|b| *b <= offset);
-        (j > 0 && self.last(j - 1) >= offset).then(|| j - 1)
+        let j = self.first_ending_at_or_after(offset);
+        (j < self.len() && self.base[j] <= offset).then_some(j)
     }
 
     /// Record count of batches `[from, to)`.

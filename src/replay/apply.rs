@@ -4,7 +4,7 @@ use super::state::{Replayer, Role, Row};
 use super::{EventKind, Invariant, RecordRef, FLAG_CONTROL, FLAG_LOSE_UNFLUSHED, FLAG_TRANSACTIONAL, FLAG_UNCLEAN};
 use crate::error::TraceError;
 use crate::invariants::first_mismatch_between;
-use crate::log::{ProducerFields, ReplicaLog};
+use crate::log::{ProducerFields, RecordBatch, ReplicaLog};
 use crate::types::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence};
 
 fn record(log: &ReplicaLog, broker: Option<u32>, offset: u64) -> RecordRef {
@@ -138,11 +138,19 @@ impl Replayer {
         if !alive {
             self.report(p, row, Invariant::TraceConsistency, format!("broker {b} appends while crashed"), vec![]);
         }
+        // a v0/v1 follower takes a wrapper at its own offsets when the wrapper's last offset is
+        // at or past its log end offset (ReplicaLog::with_wrapper_batches)
+        let mut wrapper_base = None;
         if let Some(o) = expected_base {
             if o != leo {
-                let msg = format!("broker {b}: batch at offset {o} but the log end offset is {leo}");
-                self.report(p, row, Invariant::TraceConsistency, msg, vec![]);
-                return;
+                let last = o.checked_add(records.len() as u64).map(|e| e.saturating_sub(1));
+                if self.opts.wrapper_batches && !leader && !records.is_empty() && last.is_some_and(|l| l >= leo) {
+                    wrapper_base = Some(o);
+                } else {
+                    let msg = format!("broker {b}: batch at offset {o} but the log end offset is {leo}");
+                    self.report(p, row, Invariant::TraceConsistency, msg, vec![]);
+                    return;
+                }
             }
         }
         if LeaderEpoch::try_new(epoch as i128, "epoch").is_err() {
@@ -171,11 +179,18 @@ impl Replayer {
             }
         }
         let rep = &mut self.partitions[p].replicas[r];
-        match rep.log.append_records(records, LeaderEpoch(epoch), producer, flags, leader) {
+        let appended = match wrapper_base {
+            Some(o) => RecordBatch::new(Offset(o), LeaderEpoch(epoch), records.to_vec(), producer, flags & FLAG_TRANSACTIONAL != 0, flags & FLAG_CONTROL != 0)
+                .and_then(|batch| rep.log.append_batches_as_follower(std::slice::from_ref(&batch)))
+                .map(|_| ()),
+            None => rep.log.append_records(records, LeaderEpoch(epoch), producer, flags, leader).map(|_| ()),
+        };
+        match appended {
             Ok(_) => {
                 if idempotent {
+                    let base = wrapper_base.unwrap_or(leo);
                     for (k, v) in records.iter().enumerate() {
-                        rep.values.entry(*v).or_insert(leo + k as u64);
+                        rep.values.entry(*v).or_insert(base + k as u64);
                     }
                 }
             }
@@ -217,12 +232,13 @@ impl Replayer {
                 (st.base(i), st.epoch(i), st.producer(i), flags)
             };
             let leo = self.partitions[p].replicas[r].log.log_end_offset().0;
-            if base != leo {
+            let wrapper = self.opts.wrapper_batches && base + scratch.len() as u64 > leo;
+            if base != leo && !wrapper {
                 let msg = format!("broker {b} at log end offset {leo} fetches from {src}, whose batch there starts at {base}");
                 self.report(p, row, Invariant::TraceConsistency, msg, vec![]);
                 break;
             }
-            self.append_records(p, r, row, None, &scratch, epoch, producer, flags, false);
+            self.append_records(p, r, row, (base != leo).then_some(base), &scratch, epoch, producer, flags, false);
         }
         self.scratch = scratch;
         Ok(())

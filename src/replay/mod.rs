@@ -200,6 +200,9 @@ pub struct ReplayOptions {
     pub min_insync_replicas: u32,
     /// New logs use the KIP-101 epoch-cache rule (generations KIP-101 and KIP-279).
     pub kip101_epoch_cache: bool,
+    /// Message format v0/v1 logs ([`crate::ReplicaLog::with_wrapper_batches`]): a follower
+    /// append may start below the log end offset (trace metadata `wrapper_batches`).
+    pub wrapper_batches: bool,
     /// Eligible leader replicas (KIP-966) on: without them any lossy crash excuses loss (the
     /// last ISR member may come back without its unflushed tail and be elected).
     pub eligible_leader_replicas: bool,
@@ -207,7 +210,7 @@ pub struct ReplayOptions {
 
 impl Default for ReplayOptions {
     fn default() -> Self {
-        Self { checks: u32::MAX, collect: Collect::FirstPerInvariant, max_violations: 10_000, min_insync_replicas: 1, kip101_epoch_cache: false, eligible_leader_replicas: false }
+        Self { checks: u32::MAX, collect: Collect::FirstPerInvariant, max_violations: 10_000, min_insync_replicas: 1, kip101_epoch_cache: false, wrapper_batches: false, eligible_leader_replicas: false }
     }
 }
 

@@ -203,7 +203,7 @@ impl Replayer {
         }
         part.replicas.push(Replica {
             broker,
-            log: ReplicaLog::new(crate::types::Offset(0), self.opts.kip101_epoch_cache),
+            log: ReplicaLog::new(crate::types::Offset(0), self.opts.kip101_epoch_cache).with_wrapper_batches(self.opts.wrapper_batches),
             alive: true,
             role: Role::None,
             leader_hw: 0,

@@ -18,6 +18,9 @@ pub enum FollowerAction {
     Fenced,
     /// The response belongs to an abandoned fetcher session.
     Discard,
+    /// The broker exits: a log truncation that is not allowed (before Kafka 2.1, unclean
+    /// leader election disabled, the leader's log end offset below the follower's).
+    Halt,
 }
 
 /// The next request of a follower.
@@ -143,13 +146,16 @@ impl Replica {
                 Err(e) => panic!("divergence search refused the log's own offsets: {e}"),
             };
         }
-        if !resp.batches.is_empty() && log.append_batches_as_follower(&resp.batches).is_err() {
-            self.events.push(format!(
-                "cannot append at {}: leader batch starts at {} (replica cannot make progress)",
-                log.log_end_offset(),
-                resp.batches[0].base_offset()
-            ));
-            return FollowerAction::Backoff;
+        if let Some(first) = resp.batches.first() {
+            let leo = log.log_end_offset().0;
+            let (base, last) = (first.base_offset().0, first.last_offset().0);
+            if log.append_batches_as_follower(&resp.batches).is_err() {
+                self.events.push(format!("cannot append at {leo}: leader batch starts at {base} (replica cannot make progress)"));
+                return FollowerAction::Backoff;
+            }
+            if base != leo {
+                self.events.push(wrapper_event(leo, base, last));
+            }
         }
         log.update_high_watermark(resp.high_watermark.min(log.log_end_offset()));
         FollowerAction::Continue
@@ -157,6 +163,17 @@ impl Replica {
 
     /// `handleOutOfRangeError` / `fetchOffsetAndTruncate` (1.4a).
     fn handle_offset_out_of_range(&mut self, log: &mut ReplicaLog, resp: &FetchResponse) -> FollowerAction {
+        if resp.log_end_offset < log.log_end_offset() && self.truncation_halts {
+            // Kafka before 2.1 (ReplicaFetcherThread.handleOffsetOutOfRange); the Python
+            // follower writes the same text
+            self.events.push(format!(
+                "halts: log truncation is not allowed (the leader's log end offset {} is below ours, {}, and unclean leader election is disabled)",
+                resp.log_end_offset,
+                log.log_end_offset()
+            ));
+            self.fetch_state = FetchState::Idle;
+            return FollowerAction::Halt;
+        }
         if resp.log_end_offset < log.log_end_offset() {
             self.truncate(log, resp.log_end_offset, "OFFSET_OUT_OF_RANGE: leader LEO below ours");
         } else if resp.log_start_offset > log.log_end_offset() {
@@ -166,5 +183,21 @@ impl Replica {
             return FollowerAction::Backoff;
         }
         FollowerAction::Continue
+    }
+}
+
+/// The event of a v0/v1 follower taking a wrapper that does not start at its log end offset
+/// ([`ReplicaLog::with_wrapper_batches`]; the Python follower writes the same text).
+fn wrapper_event(leo: u64, base: u64, last: u64) -> String {
+    if base < leo {
+        format!(
+            "took wrapper [{base}, {last}] at log end offset {leo}: offsets {base}-{} are now twice in the log (v0/v1 follower checks the wrapper's own offset, KAFKA-3919)",
+            leo - 1
+        )
+    } else {
+        format!(
+            "took wrapper [{base}, {last}] at log end offset {leo}: offsets {leo}-{} are missing from the log (v0/v1 follower checks the wrapper's own offset)",
+            base - 1
+        )
     }
 }

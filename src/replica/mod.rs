@@ -107,6 +107,9 @@ pub struct Replica {
     /// ListOffsets by timestamp as before 1.0.0 (KAFKA-5522): an answer may be the HW itself
     /// (the first uncommitted offset), whatever the isolation level.
     pub list_offsets_up_to_hw: bool,
+    /// Before Kafka 2.1 with unclean leader election disabled: a follower whose log end
+    /// offset is past the leader's halts its broker ([`FollowerAction::Halt`]).
+    pub truncation_halts: bool,
 }
 
 impl Replica {
@@ -133,12 +136,13 @@ impl Replica {
             metadata_version: 0,
             record_diverging_fetch_offset: false,
             list_offsets_up_to_hw: false,
+            truncation_halts: false,
         }
     }
 
     /// A fresh log for this replica with the generation's epoch-cache rule.
     pub fn new_log(generation: Generation) -> ReplicaLog {
-        ReplicaLog::new(Offset(0), generation.kip101_epoch_cache())
+        ReplicaLog::new(Offset(0), generation.kip101_epoch_cache()).with_wrapper_batches(generation.wrapper_batches())
     }
 
     fn reset_volatile(&mut self) {
@@ -314,8 +318,13 @@ impl Replica {
 
     pub(crate) fn truncate(&mut self, log: &mut ReplicaLog, offset: Offset, why: &str) {
         let before = log.log_end_offset();
+        let straddling = if offset < before { log.batch_containing(offset).filter(|b| b.base_offset() < offset) } else { None };
         if log.truncate_to(offset) {
-            self.events.push(format!("truncated {before} -> {offset} ({why})"));
+            let note = straddling.map_or(String::new(), |b| {
+                // the same text as the Python replica's straddle_note
+                format!("; batch [{}, {}] held it and went whole, offsets {}-{} are a hole", b.base_offset(), b.last_offset(), b.base_offset(), offset.0 - 1)
+            });
+            self.events.push(format!("truncated {before} -> {offset} ({why}){note}"));
         }
     }
 

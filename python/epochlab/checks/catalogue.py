@@ -40,8 +40,8 @@ class KnownBug:
     #: a mechanism the run's events must show for a finding to be this bug, beyond its
     #: signature (a key of :data:`WITNESSES`); empty: the signature alone
     witness: str = ""
-    #: cluster settings without which the model does not have the bug (the generation's
-    #: releases differ on it: ``kafka.release``)
+    #: settings without which the model does not have the bug (the generation's releases
+    #: differ on it: ``kafka.release``; or the workload: producer batches of several records)
     settings: tuple[tuple[str, str], ...] = ()
 
     def to_dict(self) -> dict[str, object]:
@@ -112,6 +112,27 @@ def _zombie_controller_write(events: Iterable[Any]) -> bool:
     return False
 
 
+def _wrapper_misaligned(events: Iterable[Any]) -> bool:
+    """A v0/v1 follower took a compressed wrapper that does not start at its log end offset
+    (its log then holds offsets twice, or misses some), or a truncation target fell inside a
+    wrapper, which went whole and left a hole (the replicas' events)."""
+    for event in events:
+        message = event["message"] if isinstance(event, dict) else event.message
+        if message.startswith("broker ") and ("took wrapper [" in message or "went whole, offsets" in message):
+            return True
+    return False
+
+
+def _truncation_halts(events: Iterable[Any]) -> bool:
+    """A follower refused a truncation and its broker exited (before 2.0.1, unclean leader
+    election disabled: the follower's event)."""
+    for event in events:
+        message = event["message"] if isinstance(event, dict) else event.message
+        if "halts: log truncation is not allowed" in message:
+            return True
+    return False
+
+
 #: Mechanisms a finding's events must show (see :attr:`KnownBug.witness`): a description and
 #: the test over the run's engine events.
 WITNESSES: dict[str, tuple[str, Callable[[Iterable[Any]], bool]]] = {
@@ -125,6 +146,11 @@ WITNESSES: dict[str, tuple[str, Callable[[Iterable[Any]], bool]]] = {
                                _diverging_fetch_as_leo),
     "zombie-controller-write": ("a deposed controller writes the partition state after a new "
                                 "controller took over", _zombie_controller_write),
+    "truncation-halts": ("a follower whose log end offset is past the leader's exits its broker "
+                         "instead of truncating", _truncation_halts),
+    "wrapper-misaligned": ("a follower takes a compressed wrapper (message format v0/v1) that "
+                           "does not start at its log end offset, or truncates inside one",
+                           _wrapper_misaligned),
 }
 
 
@@ -138,6 +164,39 @@ BUGS: tuple[KnownBug, ...] = (
              "the one that lost its tail leads again", ("hw-truncation",),
              ("Inv-LogMatching", "Inv-ConsistentRead", "inconsistent-offsets"),
              "0.11.0 (KIP-101 leader epochs)", "scenario seed-004-kip101-problem-2"),
+    KnownBug("KAFKA-3919", "with compressed wrappers (message format v0/v1) a truncation target or "
+             "a fetch offset can fall inside a new leader's wrapper: a follower takes the whole "
+             "wrapper, since only its own, last, offset is checked, so its log holds those "
+             "offsets twice, the first copy records the leader does not have (and a broker "
+             "whose recovery rebuilds the index from such a log can fail to start); a truncation "
+             "inside a wrapper removes it whole and leaves a hole below the log end offset",
+             # 0.10.2.0 Log.append (assignOffsets = false): "Out of order offsets" only if the
+             # first shallow offset is below the log end offset; LogSegment.truncateTo cuts at
+             # the wrapper holding the target, Log.truncateTo sets the LEO to the target;
+             # LogSegment.recover indexes the wrappers' first inner offsets
+             # (InvalidOffsetException). The fuzzer writes one-record batches unless a profile
+             # sets batch_size_records (benches/profiles/wrapper-batches.json)
+             ("hw-truncation",),
+             ("Inv-LogMatching", "Inv-OffsetMonotone", "Inv-ConsistentRead", "inconsistent-offsets",
+              "Inv-StrongIsr", "Inv-Durability", "Inv-LeaderCompleteness", "lost-write"),
+             "0.11.0 (KIP-101: the follower truncates to the leader's epoch end, a batch boundary, "
+             "before it fetches; message format v2)", "scenario kafka-3919-wrapper-below-log-end",
+             "needs producer batches of more than one record (batch_size_records)",
+             witness="wrapper-misaligned", settings=(("producers' batch_size_records", "2 or more"),)),
+    KnownBug("KAFKA-7414 (KAFKA-3410)", "with unclean leader election disabled, a follower whose "
+             "fetch is out of range because the leader's log ends below its own exits its broker "
+             "instead of truncating; restarted, it exits again as long as the leader's log is the "
+             "shorter, so the partition never gets that replica back",
+             # ReplicaFetcherThread.handleOffsetOutOfRange, 0.10.2.0-2.0.0: "Exiting because log
+             # truncation is not allowed" (0.10: System.exit, which also deadlocks the shutdown
+             # hook, KAFKA-4039; 0.11-2.0: FatalExitError). KIP-101's epochs do not prevent it
+             # when the leader lost the epoch's records (a lossy crash of the last ISR member).
+             # kip-279's releases have it only in 2.0.0 (kafka.release)
+             ("hw-truncation", "kip-101"), ("Liveness-Converge",),
+             "2.0.1 and 2.1.0 (out of range errors are never fatal for a follower: it truncates; "
+             "commit c5ef614bbf1)", "scenario kafka-7414-follower-halts-instead-of-truncating",
+             "with unclean leader election disabled (the fuzzer's default); in kip-279 only with "
+             "kafka.release 2.0.0", witness="truncation-halts"),
     KnownBug("KAFKA-6361 (KIP-279)", "with OffsetsForLeaderEpoch v0 a follower truncates to an end "
              "offset of an epoch it never had, so logs can diverge after quick leader changes",
              # a divergent replica keeps a record its leader never had; once it leads, the

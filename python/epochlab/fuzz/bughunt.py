@@ -452,7 +452,7 @@ def markdown(results: dict[str, Any], bugs: tuple[KnownBug, ...] = BUGS) -> str:
     missing = _missing(results)
     missing += [f"{b.id} (needs the {', '.join(b.needs)} fault class, off in the default profile)"
                 for b in unhunted if b not in later and b.needs]
-    missing += [f"{b.id} (needs the cluster setting "
+    missing += [f"{b.id} (needs the setting "
                 f"{', '.join(f'{k} = {v}' for k, v in b.settings)}, not in the default profile)"
                 for b in unhunted if b not in later and b.settings and not b.needs]
     missing += [f"{b.id} (catalogued after these campaigns ran)" for b in later]

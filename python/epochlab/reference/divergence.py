@@ -344,9 +344,11 @@ def first_mismatch(a: ReplicaLog, b: ReplicaLog) -> int | None:
 
 
 def _offset_key(batches: list[RecordBatch], offset: int) -> tuple[int, int, int, int] | None:
-    """What must agree at ``offset``: batch boundaries, batch epoch and record; ``None`` for a hole."""
-    index = bisect.bisect_right(batches, offset, key=lambda b: b.base_offset) - 1
-    if index < 0 or batches[index].last_offset < offset:
+    """What must agree at ``offset``: batch boundaries, batch epoch and record; ``None`` for a
+    hole. The batch is the first holding the offset (last offsets increase; v0/v1 wrappers may
+    overlap, and a reader finds the first)."""
+    index = bisect.bisect_left(batches, offset, key=lambda b: b.last_offset)
+    if index >= len(batches) or batches[index].base_offset > offset:
         return None
     batch = batches[index]
     value = batch.records[offset - batch.base_offset]

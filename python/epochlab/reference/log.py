@@ -32,10 +32,14 @@ class ReplicaLog:
     3
     """
 
-    def __init__(self, log_start_offset: int = 0, *, kip101_epoch_cache: bool = False) -> None:
-        """``kip101_epoch_cache`` selects the 0.11-2.0 epoch-cache assign rule (no eviction)."""
+    def __init__(self, log_start_offset: int = 0, *, kip101_epoch_cache: bool = False,
+                 wrapper_batches: bool = False) -> None:
+        """``kip101_epoch_cache`` selects the 0.11-2.0 epoch-cache assign rule (no eviction);
+        ``wrapper_batches`` the v0/v1 follower check of a compressed wrapper's own (last)
+        offset only (Kafka 0.10 ``Log.append``; KAFKA-3919)."""
         v.offset(log_start_offset, "log_start_offset")
         v.require_bool(kip101_epoch_cache, "kip101_epoch_cache")
+        v.require_bool(wrapper_batches, "wrapper_batches")
         self._batches: list[RecordBatch] = []
         self._log_start_offset = log_start_offset
         self._log_end_offset = log_start_offset
@@ -47,6 +51,7 @@ class ReplicaLog:
         # offset -> producer id -> (epoch, last batch, coordinator epoch, ongoing txn first offset)
         self._snapshots: dict[int, dict[int, tuple[int, Any, int | None, int | None]]] = {}
         self._kip101 = kip101_epoch_cache
+        self._wrappers = wrapper_batches
         self._time_ms = NO_TIMESTAMP  # the broker's clock for LogAppendTime (set_time)
 
     @property
@@ -77,6 +82,10 @@ class ReplicaLog:
     @property
     def latest_epoch(self) -> int | None:
         return self._epoch_cache.latest_epoch
+
+    @property
+    def wrapper_batches(self) -> bool:
+        return self._wrappers
 
     @property
     def kip101_epoch_cache(self) -> bool:
@@ -148,13 +157,22 @@ class ReplicaLog:
 
     def append_batches_as_follower(self, batches: Sequence[RecordBatch]) -> int:
         """Append replicated batches, all or nothing: the first must start at the log end
-        offset and each next one right after the previous. Returns the new log end offset."""
+        offset and each next one right after the previous (v2), or, with ``wrapper_batches``,
+        each wrapper's own (last) offset must be at or past the log end offset and past the
+        previous wrapper's, inner offsets unchecked. Returns the new log end offset."""
         chain = list(batches)
         expected = self._log_end_offset
         for batch in chain:
             if not isinstance(batch, RecordBatch):
                 raise TypeError(f"argument 'batch' must be RecordBatch, not {type(batch).__name__}")
-            if batch.base_offset != expected:
+            if self._wrappers:
+                if batch.last_offset < expected:
+                    raise UnexpectedAppendOffsetError(
+                        f"replicated wrapper's offset {batch.last_offset} is below the log end "
+                        f"offset {expected} (out of order offsets)",
+                        first_offset=batch.last_offset, log_end_offset=expected,
+                    )
+            elif batch.base_offset != expected:
                 raise UnexpectedAppendOffsetError(
                     f"replicated batch starts at offset {batch.base_offset} but the log end "
                     f"offset is {expected}",
@@ -283,9 +301,11 @@ class ReplicaLog:
 
     def batch_containing(self, offset: int) -> RecordBatch | None:
         v.offset(offset, "offset")
+        # the first batch whose last offset reaches ``offset`` (Kafka's offset lookup), if it
+        # holds it: v0/v1 wrappers may overlap, and last offsets always increase
         for batch in self._batches:
-            if batch.base_offset <= offset <= batch.last_offset:
-                return batch
+            if batch.last_offset >= offset:
+                return batch if batch.base_offset <= offset else None
         return None
 
     def set_time(self, now_ms: int) -> None:
@@ -509,7 +529,8 @@ class ReplicaLog:
         self._txn.on_high_watermark(self._high_watermark)
 
     def copy(self) -> ReplicaLog:
-        clone = ReplicaLog(self._log_start_offset, kip101_epoch_cache=self._kip101)
+        clone = ReplicaLog(self._log_start_offset, kip101_epoch_cache=self._kip101,
+                           wrapper_batches=self._wrappers)
         clone._batches = list(self._batches)  # batches are frozen, sharing them is safe
         clone._log_end_offset = self._log_end_offset
         clone._high_watermark = self._high_watermark

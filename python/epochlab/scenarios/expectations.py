@@ -273,7 +273,7 @@ def _pairs(p: dict, snap: Snapshot) -> list[tuple[int, dict[int, tuple[int, int]
     out = []
     for b in brokers:
         r = snap.replica(b)
-        out.append((b, {o: (e, v) for o, e, v in r.records()} if r else {}))
+        out.append((b, r.readable() if r else {}))
     return out
 
 

@@ -41,8 +41,17 @@ class ReplicaView:
     def values(self) -> list[int]:
         return [v for _o, _e, v in self.records()]
 
+    def readable(self) -> dict[int, tuple[int, int]]:
+        """``offset -> (epoch, value)`` as a reader finds them: the first record at each offset
+        in log order (a v0/v1 follower log can hold an offset twice, KAFKA-3919; Kafka's
+        offset lookup finds the first wrapper holding it)."""
+        out: dict[int, tuple[int, int]] = {}
+        for o, e, v in self.records():
+            out.setdefault(o, (e, v))
+        return out
+
     def value_at(self) -> dict[int, int]:
-        return {o: v for o, _e, v in self.records()}
+        return {o: v for o, (_e, v) in self.readable().items()}
 
 
 @dataclass(frozen=True)

@@ -126,6 +126,14 @@ class Broker:
         # first uncommitted offset); hw-truncation's releases up to 0.10.2, kip-101's 0.11.x
         self.replica.list_offsets_up_to_hw = generation == Generation.TRUNCATE_TO_HW or (
             generation == Generation.KIP_101 and release is not None and release < (1, 0, 0))
+        # KAFKA-7414 (fixed in 2.0.1 and 2.1.0): before, with unclean leader election disabled,
+        # a follower whose log end offset is past the leader's exits instead of truncating
+        # (ReplicaFetcherThread.handleOffsetOutOfRange, 0.10.2.0-2.0.0, "Exiting because log
+        # truncation is not allowed"); kip-279's releases have it only in 2.0.0
+        unclean = config.unclean_leader_election_enable
+        self.replica.truncation_halts = not (generation.unclean_default if unclean is None else unclean) and (
+            generation < Generation.KIP_279
+            or (generation == Generation.KIP_279 and release is not None and release < (2, 0, 1)))
         self.alive = False
         self.incarnation = 0
         self.clean_shutdown = True
@@ -264,6 +272,20 @@ class Broker:
         self._clear_transactional()
         self.replica.clean_shutdown()
         self.ctx.log_event("shutdown", f"broker {self.broker_id} shut down cleanly")
+
+    def _halt(self) -> None:
+        """The fetcher refused a truncation (before 2.1, unclean election disabled) and the
+        broker exits: 0.11-2.0 throw ``FatalExitError`` and call ``Exit.exit``, 0.10
+        ``System.exit``; either way the JVM's shutdown hook runs ``KafkaServer.shutdown``,
+        whose first step is the controlled shutdown. (In 0.10 the hook then deadlocks waiting
+        for the fetcher thread that called ``System.exit``, KAFKA-4039, fixed in 0.11.0.0: the
+        process hangs with its ZooKeeper session open until killed. The model stops it, as
+        0.11-2.0 do; either way it serves nothing until restarted.)"""
+        self._fetch_dst = None
+        if self._fetch_timer is not None:
+            self._fetch_timer.cancel()
+        self.ctx.log_event("shutdown", f"broker {self.broker_id} exits: log truncation is not allowed")
+        self.request_controlled_shutdown()
 
     def request_controlled_shutdown(self) -> None:
         """Ask the controller to move leadership away; stop on the answer or after 5 s."""
@@ -505,6 +527,9 @@ class Broker:
         self._drain_events()
         self._note_state()
         if action == "discard":
+            return
+        if action == "halt":
+            self._halt()
             return
         self._fetch_dst = None
         if self._fetch_timer is not None:

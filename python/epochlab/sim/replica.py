@@ -14,8 +14,9 @@ Simplifications (stated where they apply): ISR changes always go through an Alte
 request to the controller, in the ZK generations too (ZK-era leaders wrote the ISR to
 ZooKeeper with a compare-and-set on the zkVersion, which the partition epoch stands for);
 the leader's OffsetOutOfRange answer carries its log start/end offsets instead of a separate
-ListOffsets round trip; the ZK-era follower "halt if truncating below HW with unclean election
-disabled" check is not modelled (the truncation happens).
+ListOffsets round trip. Before 2.1 a follower whose log end offset is past the leader's halts
+its broker when unclean leader election is disabled (``truncation_halts``; the broker then
+shuts down as its shutdown hook does).
 """
 
 from __future__ import annotations
@@ -52,6 +53,13 @@ def reload_log(log: epochlab.ReplicaLog, clean_shutdown: bool) -> None:
     LEO; producer state reloaded from the newest snapshot left, or replayed)."""
     log.reload(clean_shutdown)
 
+def straddle_note(base: int, last: int, target: int) -> str:
+    """What a truncation inside a batch leaves (``LogSegment.truncateTo`` cuts at the start of
+    the batch holding the target, the log end offset is set to the target): a hole. The Rust
+    replica writes the same text."""
+    return f"; batch [{base}, {last}] held it and went whole, offsets {base}-{target - 1} are a hole"
+
+
 class Replica(LeaderFetchMixin, FollowerFetchMixin):
     """One replica of the partition on broker ``broker_id``.
 
@@ -71,7 +79,8 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
         self.generation = generation
         self.min_insync_replicas = min_insync_replicas
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
-        self.log = core.ReplicaLog(kip101_epoch_cache=generation.kip101_epoch_cache)
+        self.log = core.ReplicaLog(kip101_epoch_cache=generation.kip101_epoch_cache,
+                                   wrapper_batches=generation.wrapper_batches)
         self.checkpointed_high_watermark = 0
         self.events: list[str] = []
         self.fetcher_session = 0
@@ -80,6 +89,9 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
         self.record_diverging_fetch_offset = False
         #: KAFKA-5522 (before Kafka 1.0.0): a ListOffsets by timestamp may answer the HW itself
         self.list_offsets_up_to_hw = False
+        #: before Kafka 2.1 with unclean leader election disabled: a follower told its log end
+        #: offset is past the leader's halts the broker instead of truncating
+        self.truncation_halts = False
         self._reset_volatile()
 
     def take_events(self) -> list[str]:
@@ -232,8 +244,11 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
 
     def _truncate(self, offset: int, why: str) -> None:
         before = self.log.log_end_offset
+        straddling = self.log.batch_containing(offset) if offset < before else None
         if self.log.truncate_to(offset):
-            self.events.append(f"truncated {before} -> {offset} ({why})")
+            self.events.append(f"truncated {before} -> {offset} ({why})" + (
+                straddle_note(straddling.base_offset, straddling.last_offset, offset)
+                if straddling is not None and straddling.base_offset < offset else ""))
 
     # -- leader: produce --------------------------------------------------------------------
     def handle_produce(self, req: ProduceRequest, now_ms: int) -> ProduceResponse:

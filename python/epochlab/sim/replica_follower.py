@@ -29,6 +29,17 @@ _EPOCH_ERRORS = {"FENCED_LEADER_EPOCH": "fenced_leader_epoch",
                  "UNKNOWN_LEADER_EPOCH": "unknown_leader_epoch"}
 
 
+def wrapper_event(leo: int, base: int, last: int) -> str:
+    """The event of a v0/v1 follower taking a wrapper that does not start at its log end
+    offset (the Rust follower writes the same text)."""
+    if base < leo:
+        return (f"took wrapper [{base}, {last}] at log end offset {leo}: offsets {base}-{leo - 1} "
+                f"are now twice in the log (v0/v1 follower checks the wrapper's own offset, "
+                f"KAFKA-3919)")
+    return (f"took wrapper [{base}, {last}] at log end offset {leo}: offsets {leo}-{base - 1} "
+            f"are missing from the log (v0/v1 follower checks the wrapper's own offset)")
+
+
 class FollowerFetchMixin:
     """Methods of :class:`~epochlab.sim.replica.Replica` that act as a follower."""
 
@@ -122,19 +133,32 @@ class FollowerFetchMixin:
                                                  log.log_end_offset, log.high_watermark)
             return self._apply_outcome(outcome, f"DivergingEpoch{resp.diverging_epoch}")
         if resp.batches:
+            leo, first = log.log_end_offset, resp.batches[0]
             try:
                 log.append_batches_as_follower(list(resp.batches))
             except UnexpectedAppendOffsetError:
                 self.events.append(
-                    f"cannot append at {log.log_end_offset}: leader batch starts at "
-                    f"{resp.batches[0].base_offset} (replica cannot make progress)")
+                    f"cannot append at {leo}: leader batch starts at "
+                    f"{first.base_offset} (replica cannot make progress)")
                 return "backoff"
+            if first.base_offset != leo:
+                self.events.append(wrapper_event(leo, first.base_offset, first.last_offset))
         log.update_high_watermark(min(resp.high_watermark, log.log_end_offset))
         return "continue"
 
     def _handle_offset_out_of_range(self, resp: FetchResponse) -> str:
         """``handleOutOfRangeError`` / ``fetchOffsetAndTruncate`` (1.4a)."""
         log = self.log
+        if resp.log_end_offset < log.log_end_offset and self.truncation_halts:  # type: ignore[attr-defined]
+            # Kafka before 2.1 (ReplicaFetcherThread.handleOffsetOutOfRange): with unclean
+            # leader election disabled for the topic the broker exits instead (0.10: System.exit;
+            # 0.11-2.0: FatalExitError); the Rust follower writes the same text
+            self.events.append(
+                f"halts: log truncation is not allowed (the leader's log end offset "
+                f"{resp.log_end_offset} is below ours, {log.log_end_offset}, and unclean leader "
+                f"election is disabled)")
+            self.fetch_state = "idle"
+            return "halt"
         if resp.log_end_offset < log.log_end_offset:
             self._truncate(resp.log_end_offset, "OFFSET_OUT_OF_RANGE: leader LEO below ours")  # type: ignore[attr-defined]
         elif resp.log_start_offset > log.log_end_offset:

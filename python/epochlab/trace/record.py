@@ -193,7 +193,8 @@ class TraceRecorder:
         target = schema(min_insync_replicas=c.config.min_insync_replicas,
                         kip101_epoch_cache=c.generation.kip101_epoch_cache,
                         generation=c.generation.label, seed=c.seed,
-                        eligible_leader_replicas=c.controller.elr_enabled, **metadata)
+                        eligible_leader_replicas=c.controller.elr_enabled,
+                        wrapper_batches=c.generation.wrapper_batches or None, **metadata)
         n = len(self.rows["kind"])
         columns = []
         for f in target:

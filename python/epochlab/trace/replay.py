@@ -115,7 +115,8 @@ def replay(trace: Any, *, checks: Iterable[str] | None = None, collect: str = "f
     replayer = _core.Replayer(checks=None if checks is None else list(checks), collect=collect,
                               min_insync_replicas=min_insync_replicas,
                               kip101_epoch_cache=kip101_epoch_cache,
-                              eligible_leader_replicas=meta.get("eligible_leader_replicas") == "True")
+                              eligible_leader_replicas=meta.get("eligible_leader_replicas") == "True",
+                              wrapper_batches=meta.get("wrapper_batches") == "True")
     pause = sorted(hooks or {})
     error: TraceError | None = None
     stopped = False
