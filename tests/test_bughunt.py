@@ -77,3 +77,16 @@ def test_the_off_by_default_steps_section_is_what_its_json_renders() -> None:
     hunted = {row.split(" | ")[0].lstrip("| ") for row in section.splitlines()
               if row.startswith("| KAFKA-6082") or row.startswith("| KAFKA-2334")}
     assert hunted == {"KAFKA-6082 (KAFKA-3083)", "KAFKA-2334"}
+
+
+def test_the_wrapper_batches_section_is_what_its_json_renders() -> None:
+    results = json.loads((ROOT / "benches" / "results" / "bughunt-wrappers.json").read_text())
+    doc = (ROOT / "docs" / "bugs.md").read_text()
+    begin, end = bughunt.markers("wrappers")
+    section = doc.split(begin, 1)[1].split(end, 1)[0]
+    assert section == bughunt.markdown(results)
+    assert not any(row.endswith("| **none** |") for row in section.splitlines())  # all matched
+    rows = [row for row in section.splitlines() if row.startswith("| KAFKA-3919 | hw-truncation | random")]
+    assert len(rows) == 1
+    found_by = rows[0].split(" | ")[4]  # runs to the first match per seed
+    assert sum(not r.startswith(">") for r in found_by.split(", ")) >= 3, rows[0]

@@ -148,13 +148,18 @@ impl Replica {
         }
         if let Some(first) = resp.batches.first() {
             let leo = log.log_end_offset().0;
-            let (base, last) = (first.base_offset().0, first.last_offset().0);
+            let base = first.base_offset().0;
             if log.append_batches_as_follower(&resp.batches).is_err() {
                 self.events.push(format!("cannot append at {leo}: leader batch starts at {base} (replica cannot make progress)"));
                 return FollowerAction::Backoff;
             }
-            if base != leo {
-                self.events.push(wrapper_event(leo, base, last));
+            // v0/v1: each wrapper that does not start where the previous one ended
+            let mut expected = leo;
+            for b in &resp.batches {
+                if b.base_offset().0 != expected {
+                    self.events.push(wrapper_event(expected, b.base_offset().0, b.last_offset().0));
+                }
+                expected = b.last_offset().0 + 1;
             }
         }
         log.update_high_watermark(resp.high_watermark.min(log.log_end_offset()));

@@ -318,11 +318,12 @@ impl Replica {
 
     pub(crate) fn truncate(&mut self, log: &mut ReplicaLog, offset: Offset, why: &str) {
         let before = log.log_end_offset();
-        let straddling = if offset < before { log.batch_containing(offset).filter(|b| b.base_offset() < offset) } else { None };
+        let store = log.store();
+        let straddling = store.containing(offset.0).map(|i| (store.base(i), store.last(i))).filter(|&(base, _)| base < offset.0 && offset < before);
         if log.truncate_to(offset) {
-            let note = straddling.map_or(String::new(), |b| {
+            let note = straddling.map_or(String::new(), |(base, last)| {
                 // the same text as the Python replica's straddle_note
-                format!("; batch [{}, {}] held it and went whole, offsets {}-{} are a hole", b.base_offset(), b.last_offset(), b.base_offset(), offset.0 - 1)
+                format!("; batch [{base}, {last}] held it and went whole, offsets {base}-{} are a hole", offset.0 - 1)
             });
             self.events.push(format!("truncated {before} -> {offset} ({why}){note}"));
         }

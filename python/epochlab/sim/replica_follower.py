@@ -141,8 +141,11 @@ class FollowerFetchMixin:
                     f"cannot append at {leo}: leader batch starts at "
                     f"{first.base_offset} (replica cannot make progress)")
                 return "backoff"
-            if first.base_offset != leo:
-                self.events.append(wrapper_event(leo, first.base_offset, first.last_offset))
+            expected = leo
+            for batch in resp.batches:  # v0/v1: each wrapper that does not start where expected
+                if batch.base_offset != expected:
+                    self.events.append(wrapper_event(expected, batch.base_offset, batch.last_offset))
+                expected = batch.last_offset + 1
         log.update_high_watermark(min(resp.high_watermark, log.log_end_offset))
         return "continue"
 
