@@ -545,7 +545,7 @@ class Replica:
     def list_offsets_up_to_hw(self, value: bool) -> None: ...
     @property
     def truncation_halts(self) -> bool:
-        """Before Kafka 2.1 with unclean leader election disabled: a follower whose log end
+        """Before Kafka 2.0.1 (KAFKA-7414), unclean leader election disabled: a follower whose log end
         offset is past the leader's halts its broker instead of truncating."""
     @truncation_halts.setter
     def truncation_halts(self, value: bool) -> None: ...

@@ -104,7 +104,7 @@ impl PyReplica {
     fn set_list_offsets_up_to_hw(&self, value: bool) {
         lock(&self.inner).list_offsets_up_to_hw = value;
     }
-    /// Before Kafka 2.1 with unclean leader election disabled: a follower whose log end
+    /// Before Kafka 2.0.1 (KAFKA-7414), unclean leader election disabled: a follower whose log end
     /// offset is past the leader's halts its broker instead of truncating.
     #[getter]
     fn truncation_halts(&self) -> bool {

@@ -18,7 +18,7 @@ pub enum FollowerAction {
     Fenced,
     /// The response belongs to an abandoned fetcher session.
     Discard,
-    /// The broker exits: a log truncation that is not allowed (before Kafka 2.1, unclean
+    /// The broker exits: a log truncation that is not allowed (before Kafka 2.0.1, unclean
     /// leader election disabled, the leader's log end offset below the follower's).
     Halt,
 }
@@ -169,7 +169,7 @@ impl Replica {
     /// `handleOutOfRangeError` / `fetchOffsetAndTruncate` (1.4a).
     fn handle_offset_out_of_range(&mut self, log: &mut ReplicaLog, resp: &FetchResponse) -> FollowerAction {
         if resp.log_end_offset < log.log_end_offset() && self.truncation_halts {
-            // Kafka before 2.1 (ReplicaFetcherThread.handleOffsetOutOfRange); the Python
+            // Kafka before 2.0.1 (ReplicaFetcherThread.handleOffsetOutOfRange); the Python
             // follower writes the same text
             self.events.push(format!(
                 "halts: log truncation is not allowed (the leader's log end offset {} is below ours, {}, and unclean leader election is disabled)",

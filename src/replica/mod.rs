@@ -107,7 +107,7 @@ pub struct Replica {
     /// ListOffsets by timestamp as before 1.0.0 (KAFKA-5522): an answer may be the HW itself
     /// (the first uncommitted offset), whatever the isolation level.
     pub list_offsets_up_to_hw: bool,
-    /// Before Kafka 2.1 with unclean leader election disabled: a follower whose log end
+    /// Before Kafka 2.0.1 (KAFKA-7414), unclean leader election disabled: a follower whose log end
     /// offset is past the leader's halts its broker ([`FollowerAction::Halt`]).
     pub truncation_halts: bool,
 }

@@ -274,7 +274,7 @@ class Broker:
         self.ctx.log_event("shutdown", f"broker {self.broker_id} shut down cleanly")
 
     def _halt(self) -> None:
-        """The fetcher refused a truncation (before 2.1, unclean election disabled) and the
+        """The fetcher refused a truncation (before 2.0.1, unclean election disabled) and the
         broker exits: 0.11-2.0 throw ``FatalExitError`` and call ``Exit.exit``, 0.10
         ``System.exit``; either way the JVM's shutdown hook runs ``KafkaServer.shutdown``,
         whose first step is the controlled shutdown. (In 0.10 the hook then deadlocks waiting

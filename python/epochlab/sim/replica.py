@@ -14,9 +14,9 @@ Simplifications (stated where they apply): ISR changes always go through an Alte
 request to the controller, in the ZK generations too (ZK-era leaders wrote the ISR to
 ZooKeeper with a compare-and-set on the zkVersion, which the partition epoch stands for);
 the leader's OffsetOutOfRange answer carries its log start/end offsets instead of a separate
-ListOffsets round trip. Before 2.1 a follower whose log end offset is past the leader's halts
-its broker when unclean leader election is disabled (``truncation_halts``; the broker then
-shuts down as its shutdown hook does).
+ListOffsets round trip. Before 2.0.1 (KAFKA-7414) a follower whose log end offset is past the
+leader's halts its broker when unclean leader election is disabled (``truncation_halts``; the
+broker then shuts down as its shutdown hook does).
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
         self.record_diverging_fetch_offset = False
         #: KAFKA-5522 (before Kafka 1.0.0): a ListOffsets by timestamp may answer the HW itself
         self.list_offsets_up_to_hw = False
-        #: before Kafka 2.1 with unclean leader election disabled: a follower told its log end
+        #: before 2.0.1 (KAFKA-7414), unclean leader election disabled: a follower told its log end
         #: offset is past the leader's halts the broker instead of truncating
         self.truncation_halts = False
         self._reset_volatile()

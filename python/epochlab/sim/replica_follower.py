@@ -153,7 +153,7 @@ class FollowerFetchMixin:
         """``handleOutOfRangeError`` / ``fetchOffsetAndTruncate`` (1.4a)."""
         log = self.log
         if resp.log_end_offset < log.log_end_offset and self.truncation_halts:  # type: ignore[attr-defined]
-            # Kafka before 2.1 (ReplicaFetcherThread.handleOffsetOutOfRange): with unclean
+            # Kafka before 2.0.1 (ReplicaFetcherThread.handleOffsetOutOfRange): with unclean
             # leader election disabled for the topic the broker exits instead (0.10: System.exit;
             # 0.11-2.0: FatalExitError); the Rust follower writes the same text
             self.events.append(
