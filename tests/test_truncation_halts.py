@@ -45,6 +45,11 @@ def test_kip_279_halts_only_with_release_2_0_0() -> None:
     old = dataclasses.replace(scenario, cluster={**scenario.cluster, "kafka.release": "2.0.0"})
     result = run_scenario(old, "kip-279", write=False)
     assert any(HALT in e for e in result.events)
+    run = execute(scenario_to_schedule(old, "kip-279"))
+    assert {v.invariant for v in run.verdict.protocol_violations} == {"Liveness-Converge"}
+    assert "KAFKA-7414 (KAFKA-3410)" in [b.id for b in catalogue.match("kip-279", "Liveness-Converge", run.events)]
+    default = execute(scenario_to_schedule(scenario, "kip-279"))
+    assert not default.verdict.protocol_violations
     failed = {c.description for c in result.checks if not c.passed}
     # (the logs "agree": logs_match compares the live replicas, and broker 2 is down)
     assert failed == {"from 2.0.1 broker 2 truncates, catches up and rejoins the ISR"}
