@@ -101,6 +101,12 @@ impl ReplicaLog {
     pub fn wrapper_batches(&self) -> bool {
         self.wrapper_batches
     }
+    /// Whether a replicated batch `[base, last]` may be appended where the log (or the
+    /// previous batch of the same append) ends, at `end`: starting there in v2; with
+    /// wrappers, its own (last) offset at or past it.
+    pub fn follows(&self, end: Offset, base: Offset, last: Offset) -> bool {
+        if self.wrapper_batches { last >= end } else { base == end }
+    }
 
     /// Sets the clock a leader's appends are stamped with (the broker's time now). Until it is
     /// set, appended batches carry [`NO_TIMESTAMP`].
@@ -427,12 +433,12 @@ impl ReplicaLog {
     pub fn append_batches_as_follower(&mut self, batches: &[RecordBatch]) -> Result<Offset, LogError> {
         let mut expected = self.log_end_offset;
         for b in batches {
-            if self.wrapper_batches {
-                if b.last_offset() < expected {
-                    return Err(LogError::OutOfOrderOffsets { offset: b.last_offset().0, log_end_offset: expected.0 });
-                }
-            } else if b.base_offset() != expected {
-                return Err(LogError::UnexpectedAppendOffset { first_offset: b.base_offset().0, log_end_offset: expected.0 });
+            if !self.follows(expected, b.base_offset(), b.last_offset()) {
+                return Err(if self.wrapper_batches {
+                    LogError::OutOfOrderOffsets { offset: b.last_offset().0, log_end_offset: expected.0 }
+                } else {
+                    LogError::UnexpectedAppendOffset { first_offset: b.base_offset().0, log_end_offset: expected.0 }
+                });
             }
             expected = Offset(b.last_offset().0 + 1);
         }

@@ -138,20 +138,18 @@ impl Replayer {
         if !alive {
             self.report(p, row, Invariant::TraceConsistency, format!("broker {b} appends while crashed"), vec![]);
         }
-        // a v0/v1 follower takes a wrapper at its own offsets when the wrapper's last offset is
-        // at or past its log end offset (ReplicaLog::with_wrapper_batches)
+        // a v0/v1 follower takes a wrapper at its own offsets if its log accepts it there
+        // (ReplicaLog::follows)
         let mut wrapper_base = None;
-        if let Some(o) = expected_base {
-            if o != leo {
-                let last = o.checked_add(records.len() as u64).map(|e| e.saturating_sub(1));
-                if self.opts.wrapper_batches && !leader && !records.is_empty() && last.is_some_and(|l| l >= leo) {
-                    wrapper_base = Some(o);
-                } else {
-                    let msg = format!("broker {b}: batch at offset {o} but the log end offset is {leo}");
-                    self.report(p, row, Invariant::TraceConsistency, msg, vec![]);
-                    return;
-                }
+        if let Some(o) = expected_base.filter(|&o| o != leo) {
+            let last = o.saturating_add(records.len().saturating_sub(1) as u64);
+            let log = &self.partitions[p].replicas[r].log;
+            if leader || records.is_empty() || !log.follows(Offset(leo), Offset(o), Offset(last)) {
+                let msg = format!("broker {b}: batch at offset {o} but the log end offset is {leo}");
+                self.report(p, row, Invariant::TraceConsistency, msg, vec![]);
+                return;
             }
+            wrapper_base = Some(o);
         }
         if LeaderEpoch::try_new(epoch as i128, "epoch").is_err() {
             self.report(p, row, Invariant::TraceConsistency, format!("epoch {epoch} outside 0..=2^31-1"), vec![]);
@@ -231,9 +229,9 @@ impl Replayer {
                 let flags = if st.is_transactional(i) { FLAG_TRANSACTIONAL } else { 0 } | if st.is_control(i) { FLAG_CONTROL } else { 0 };
                 (st.base(i), st.epoch(i), st.producer(i), flags)
             };
-            let leo = self.partitions[p].replicas[r].log.log_end_offset().0;
-            let wrapper = self.opts.wrapper_batches && base + scratch.len() as u64 > leo;
-            if base != leo && !wrapper {
+            let log = &self.partitions[p].replicas[r].log;
+            let leo = log.log_end_offset().0;
+            if !log.follows(Offset(leo), Offset(base), Offset(base + scratch.len() as u64 - 1)) {
                 let msg = format!("broker {b} at log end offset {leo} fetches from {src}, whose batch there starts at {base}");
                 self.report(p, row, Invariant::TraceConsistency, msg, vec![]);
                 break;

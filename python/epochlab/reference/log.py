@@ -87,6 +87,12 @@ class ReplicaLog:
     def wrapper_batches(self) -> bool:
         return self._wrappers
 
+    def _follows(self, end: int, base: int, last: int) -> bool:
+        """``ReplicaLog::follows``: whether a replicated batch ``[base, last]`` may be appended
+        where the log (or the previous batch of the same append) ends: starting there in v2;
+        with wrappers, its own (last) offset at or past it."""
+        return last >= end if self._wrappers else base == end
+
     @property
     def kip101_epoch_cache(self) -> bool:
         return self._kip101
@@ -165,14 +171,15 @@ class ReplicaLog:
         for batch in chain:
             if not isinstance(batch, RecordBatch):
                 raise TypeError(f"argument 'batch' must be RecordBatch, not {type(batch).__name__}")
-            if self._wrappers:
-                if batch.last_offset < expected:
-                    raise UnexpectedAppendOffsetError(
-                        f"replicated wrapper's offset {batch.last_offset} is below the log end "
-                        f"offset {expected} (out of order offsets)",
-                        first_offset=batch.last_offset, log_end_offset=expected,
-                    )
-            elif batch.base_offset != expected:
+            if self._follows(expected, batch.base_offset, batch.last_offset):
+                pass
+            elif self._wrappers:
+                raise UnexpectedAppendOffsetError(
+                    f"replicated wrapper's offset {batch.last_offset} is below the log end "
+                    f"offset {expected} (out of order offsets)",
+                    first_offset=batch.last_offset, log_end_offset=expected,
+                )
+            else:
                 raise UnexpectedAppendOffsetError(
                     f"replicated batch starts at offset {batch.base_offset} but the log end "
                     f"offset is {expected}",

@@ -256,8 +256,8 @@ class _Replay:
             self.report(part, row, "trace-consistency", f"broker {b} appends while crashed", [])
         base = leo
         if expected is not None and expected != leo:
-            # a v0/v1 follower takes a wrapper whose last offset reaches its log end offset
-            if self.wrappers and not leader and records and expected + len(records) > leo:
+            # a v0/v1 follower takes a wrapper at its own offsets if its log accepts it there
+            if not leader and records and rep.log._follows(leo, expected, expected + len(records) - 1):  # noqa: SLF001
                 base = expected
             else:
                 self.report(part, row, "trace-consistency",
@@ -312,7 +312,7 @@ class _Replay:
         end = max(first, _first_ending_at_or_after(batches, upto))
         for x in batches[first:end]:
             leo = part.replicas[r].log.log_end_offset
-            if x.base_offset != leo and not (self.wrappers and x.last_offset >= leo):
+            if not part.replicas[r].log._follows(leo, x.base_offset, x.last_offset):  # noqa: SLF001
                 self.report(part, row, "trace-consistency", f"broker {b} at log end offset {leo} fetches "
                             f"from {src}, whose batch there starts at {x.base_offset}", [])
                 break
