@@ -261,6 +261,8 @@ class ReplicaLog:
     @property
     def recovery_point(self) -> int:
         """End (exclusive) of the flushed prefix; what survives a crash that loses the page cache."""
+    def state_key(self) -> tuple[int, int, int, int]:
+        """``(log_end_offset, high_watermark, batch_count, log_start_offset)`` in one call."""
     @property
     def batch_count(self) -> int: ...
     @property
@@ -365,6 +367,10 @@ class ReplicaLog:
     def epoch_cache(self) -> LeaderEpochCache:
         """A copy of the epoch cache."""
     def epoch_entries(self) -> list[tuple[int, int]]: ...
+    def epoch_boundaries(self) -> tuple[list[tuple[int, int]], RecordBatch | None]:
+        """``([(epoch, base_offset)...], bad)``: the epoch of each batch that starts a new epoch,
+        in log order, up to the first batch whose epoch is lower than the one before it;
+        ``bad`` is that batch, or ``None`` (one call, no batch copied but the bad one)."""
     def producer_state(self) -> ProducerStateManager:
         """A copy of the producer state."""
     def rebuild_producer_state(self) -> None:
@@ -566,6 +572,9 @@ class Replica:
     def isr(self) -> tuple[int, ...]: ...
     @property
     def pending_isr(self) -> list[int] | None: ...
+    def state_key(self) -> tuple[str, int | None, int | None, list[int] | None, int, int, int, int]:
+        """``(role, leader_epoch, partition_epoch, pending_isr)`` and the log's ``state_key()``,
+        in one call (the state checker's change detector)."""
     @property
     def maximal_isr(self) -> tuple[int, ...]: ...
     @property

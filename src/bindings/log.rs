@@ -43,6 +43,12 @@ impl PyReplicaLog {
     fn recovery_point(&self) -> u64 {
         lock(&self.inner).recovery_point().0
     }
+    /// `(log_end_offset, high_watermark, batch_count, log_start_offset)` in one call: what a
+    /// state checker compares to tell whether the log changed.
+    fn state_key(&self) -> (u64, u64, usize, u64) {
+        let log = lock(&self.inner);
+        (log.log_end_offset().0, log.high_watermark().0, log.batch_count(), log.log_start_offset().0)
+    }
     #[getter]
     fn batch_count(&self) -> usize {
         lock(&self.inner).batch_count()
@@ -225,6 +231,14 @@ impl PyReplicaLog {
     }
     fn epoch_cache(&self) -> PyLeaderEpochCache {
         PyLeaderEpochCache::wrap(lock(&self.inner).epoch_cache().clone())
+    }
+    /// `([(epoch, base_offset)…], bad)`: the epoch of each batch that starts a new epoch, in
+    /// log order, up to the first batch whose epoch is lower than the one before it; `bad`
+    /// is that batch, or `None`. One call, no batch copied but the bad one.
+    fn epoch_boundaries(&self) -> (Vec<(u32, u64)>, Option<PyRecordBatch>) {
+        let log = lock(&self.inner);
+        let (bounds, bad) = log.epoch_boundaries();
+        (bounds.into_iter().map(|(e, o)| (e.0, o.0)).collect(), bad.map(|i| PyRecordBatch(log.batch(i))))
     }
     fn epoch_entries(&self) -> Vec<(u32, u64)> {
         entry_pairs(lock(&self.inner).epoch_cache())

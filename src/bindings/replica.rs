@@ -150,6 +150,21 @@ impl PyReplica {
     fn pending_isr(&self) -> Option<Vec<u32>> {
         lock(&self.inner).pending_isr.as_ref().map(|v| v.iter().map(|b| b.0).collect())
     }
+    /// `(role, leader_epoch, partition_epoch, pending_isr)` followed by the log's
+    /// `ReplicaLog.state_key()`, in one call (the state checker's change detector).
+    #[allow(clippy::type_complexity)]
+    fn state_key(&self, py: Python<'_>) -> (&'static str, Option<u32>, Option<u32>, Option<Vec<u32>>, u64, u64, usize, u64) {
+        self.with(py, |r, log| {
+            let role = match r.role {
+                Role::None => "none",
+                Role::Leader => "leader",
+                Role::Follower => "follower",
+            };
+            (role, r.leader_epoch.map(|e| e.0), r.partition_epoch,
+             r.pending_isr.as_ref().map(|v| v.iter().map(|b| b.0).collect()),
+             log.log_end_offset().0, log.high_watermark().0, log.batch_count(), log.log_start_offset().0)
+        })
+    }
     #[getter]
     fn maximal_isr<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         PyTuple::new(py, lock(&self.inner).maximal_isr().iter().map(|b| b.0))

@@ -508,6 +508,27 @@ impl ReplicaLog {
         Some(self.store.records(i)[(offset.0 - self.store.base(i)) as usize])
     }
 
+    /// The log's epoch boundaries: `(epoch, base offset)` of each batch whose epoch differs
+    /// from the previous batch's, in log order, up to the first batch whose epoch is lower
+    /// than its predecessor's; that batch's index, if any, comes second. One pass over the
+    /// batch columns, no batch copied (the state checker's Inv-EpochMonotone input).
+    pub fn epoch_boundaries(&self) -> (Vec<(LeaderEpoch, Offset)>, Option<usize>) {
+        let mut out: Vec<(LeaderEpoch, Offset)> = Vec::new();
+        let mut last: Option<u32> = None;
+        for i in 0..self.store.len() {
+            let e = self.store.epoch(i);
+            match last {
+                Some(l) if e < l => return (out, Some(i)),
+                Some(l) if e == l => {}
+                _ => {
+                    out.push((LeaderEpoch(e), Offset(self.store.base(i))));
+                    last = Some(e);
+                }
+            }
+        }
+        (out, None)
+    }
+
     /// `[start, end)` ranges within `[log_start, log_end)` that no batch covers.
     pub fn holes(&self) -> Vec<(Offset, Offset)> {
         let mut holes = Vec::new();

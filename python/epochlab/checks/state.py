@@ -142,12 +142,11 @@ class StateChecker:
         c = self.cluster
         ctrl = c.controller
         changed: list[int] = []
+        keys = self._keys
         for b, broker in c.brokers.items():
-            r, log = broker.replica, broker.replica.log
-            key = (broker.alive, broker.incarnation, r.role, r.leader_epoch, r.partition_epoch,
-                   log.log_end_offset, log.high_watermark, log.batch_count, log.log_start_offset,
-                   r.pending_isr)
-            if self._keys.get(b) != key:
+            # role, epochs, pending ISR and the log's LEO, HW, batch count and start: one call
+            key = (broker.alive, broker.incarnation, broker.replica.state_key())
+            if keys.get(b) != key:
                 self._keys[b] = key
                 changed.append(b)
         ctrl_key = (ctrl.leader, ctrl.leader_epoch, ctrl.partition_epoch, ctrl.isr, ctrl.elr,
@@ -197,19 +196,15 @@ class StateChecker:
     def _check_epochs(self, b: int, log: Any, r: Any) -> None:
         """Inv-EpochMonotone: batch epochs non-decreasing; the cache equals the epoch
         boundaries of the log plus at most one data-less trailing entry at the LEO."""
-        derived: list[tuple[int, int]] = []
-        last_epoch = -1
-        for batch in log.batches():
-            e = batch.partition_leader_epoch
-            if e < last_epoch:
-                self.report("Inv-EpochMonotone", f"broker {b}: batch at {batch.base_offset} has "
-                            f"epoch {e} after epoch {last_epoch}",
-                            {"replica": b, "offset": batch.base_offset, "epoch": e,
-                             "previous_epoch": last_epoch, "records": list(batch.records)})
-                return
-            if e != last_epoch:
-                derived.append((e, batch.base_offset))
-                last_epoch = e
+        derived, bad = log.epoch_boundaries()  # one pass in the log's implementation
+        last_epoch = derived[-1][0] if derived else -1
+        if bad is not None:
+            e = bad.partition_leader_epoch
+            self.report("Inv-EpochMonotone", f"broker {b}: batch at {bad.base_offset} has "
+                        f"epoch {e} after epoch {last_epoch}",
+                        {"replica": b, "offset": bad.base_offset, "epoch": e,
+                         "previous_epoch": last_epoch, "records": list(bad.records)})
+            return
         entries = [tuple(x) for x in log.epoch_entries()]
         leo = log.log_end_offset
         extra = entries[len(derived):]

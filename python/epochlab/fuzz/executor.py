@@ -89,9 +89,10 @@ class _Run:
         return False
 
     def advance_to(self, time_ms: int) -> None:
-        now = self.cluster.now_ms
-        if time_ms > now:
-            self.cluster.run_until(self._tick, time_ms - now)
+        cluster = self.cluster
+        if time_ms > cluster.now_ms:
+            tick = self._tick
+            cluster.kernel.run_until(time_ms, lambda: tick(cluster))
 
     def apply(self, action: Action) -> None:
         c, p, op = self.cluster, action.params, action.op

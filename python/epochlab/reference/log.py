@@ -75,6 +75,11 @@ class ReplicaLog:
     def batch_count(self) -> int:
         return len(self._batches)
 
+    def state_key(self) -> tuple[int, int, int, int]:
+        """``(log_end_offset, high_watermark, batch_count, log_start_offset)``: what a state
+        checker compares to tell whether the log changed."""
+        return (self._log_end_offset, self._high_watermark, len(self._batches), self._log_start_offset)
+
     @property
     def record_count(self) -> int:
         return sum(len(b) for b in self._batches)
@@ -442,6 +447,21 @@ class ReplicaLog:
 
     def epoch_entries(self) -> list[tuple[int, int]]:
         return self._epoch_cache.entries()
+
+    def epoch_boundaries(self) -> tuple[list[tuple[int, int]], RecordBatch | None]:
+        """``([(epoch, base_offset)...], bad)``: the epoch of each batch that starts a new
+        epoch, in log order, up to the first batch whose epoch is lower than the one before
+        it; ``bad`` is that batch, or ``None``."""
+        out: list[tuple[int, int]] = []
+        last = -1
+        for batch in self._batches:
+            e = batch.partition_leader_epoch
+            if e < last:
+                return out, batch
+            if e != last:
+                out.append((e, batch.base_offset))
+                last = e
+        return out, None
 
     def producer_state(self) -> ProducerStateManager:
         """A copy of the producer state."""

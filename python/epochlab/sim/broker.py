@@ -41,7 +41,6 @@ gets "connection refused" at once and backs off (a partitioned leader is only no
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import epochlab
@@ -52,6 +51,7 @@ from epochlab.generations import Generation
 from epochlab.sim.config import ClusterConfig
 from epochlab.sim.kernel import Timer
 from epochlab.sim.messages import (
+    evolve,
     AlterPartitionRequest,
     AlterPartitionResponse,
     BrokerHeartbeat,
@@ -491,7 +491,7 @@ class Broker:
             return
         if isinstance(req, FetchRequest):
             if self.ctx.generation.kraft:  # KIP-903: fetches carry the broker epoch
-                req = replace(req, broker_epoch=self.incarnation)
+                req = evolve(req, broker_epoch=self.incarnation)
             self.ctx.post(self.broker_id, leader, "on_fetch", req, kind="fetch")
         else:
             self.ctx.post(self.broker_id, leader, "on_offsets_for_leader_epoch", req, kind="fetch")
@@ -646,9 +646,9 @@ class Broker:
             preferred = self.replica.preferred_read_replica(req.fetch_offset, req.rack)
             if preferred is not None:
                 # the offsets without the read: no records, so no aborted transactions either
-                resp = self.replica.handle_consumer_fetch(replace(req, max_records=0))
+                resp = self.replica.handle_consumer_fetch(evolve(req, max_records=0))
                 if resp.error is None:
-                    resp = replace(resp, preferred_read_replica=preferred)
+                    resp = evolve(resp, preferred_read_replica=preferred)
                 return resp
         return self.replica.handle_consumer_fetch(req)
 

@@ -11,11 +11,13 @@ partition data whose fetch state changed while the request was in flight, ``PROT
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 from epochlab import RecordBatch
 
 __all__ = [
     "MAX_TIMESTAMP",
+    "evolve",
     "is_list_spec",
     "AddPartitionsToTxnRequest",
     "AlterPartitionRequest",
@@ -41,6 +43,27 @@ __all__ = [
     "RECORD_ABORT_MARKER",
     "RECORD_COMMIT_MARKER",
 ]
+
+_Msg = TypeVar("_Msg")
+
+
+def evolve(msg: _Msg, **changes: object) -> _Msg:
+    """A copy of the message ``msg`` with ``changes`` applied: ``dataclasses.replace`` for
+    these plain frozen dataclasses (no ``__post_init__``, no slots), without its walk over the
+    fields on every call (it is on the fetch path). An unknown field is a ``TypeError``.
+
+    >>> evolve(FetchRequest(1, 0, 5, 2, 1, 0), broker_epoch=3).broker_epoch
+    3
+    """
+    fields = msg.__dict__
+    for name in changes:
+        if name not in fields:
+            raise TypeError(f"{type(msg).__name__} has no field {name!r}")
+    copy = object.__new__(type(msg))
+    copy.__dict__.update(fields)
+    copy.__dict__.update(changes)
+    return copy
+
 
 #: Kinds of the records a consumer fetch returns (last element of each record tuple).
 RECORD_DATA = 0

@@ -22,6 +22,7 @@ broker then shuts down as its shutdown hook does).
 from __future__ import annotations
 
 from types import ModuleType
+from typing import Any
 
 import epochlab
 from epochlab.errors import (
@@ -93,6 +94,12 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
         #: offset is past the leader's halts the broker instead of truncating
         self.truncation_halts = False
         self._reset_volatile()
+
+    def state_key(self) -> tuple[Any, ...]:
+        """``(role, leader_epoch, partition_epoch, pending_isr)`` and the log's
+        ``state_key()``: what the state checker compares to tell whether this replica changed
+        (``epochlab._core.Replica.state_key`` gives the same in one call into Rust)."""
+        return (self.role, self.leader_epoch, self.partition_epoch, self.pending_isr, *self.log.state_key())
 
     def take_events(self) -> list[str]:
         """Events since the last call, oldest first; the list is emptied."""
