@@ -213,3 +213,20 @@ def test_epoch_boundaries_stop_at_the_first_epoch_that_goes_down(impl: Any) -> N
     bounds, bad = log.epoch_boundaries()
     assert bounds == [(0, 0), (2, 3)]
     assert (bad.base_offset, bad.partition_leader_epoch, list(bad.records)) == (4, 1, [5])
+
+
+def test_gc_for_many_runs_changes_no_run_and_restores_the_collector() -> None:
+    import gc
+
+    from epochlab.fuzz.executor import MANY_RUNS_GC_THRESHOLD, gc_for_many_runs
+
+    schedule = generate_schedule(45, Generation.STRICT_MIN_ISR, FuzzProfile(actions=40))
+    before = gc.get_threshold()
+    outside = _fingerprint(execute(schedule))
+    with pytest.raises(RuntimeError, match="inside"):
+        with gc_for_many_runs():
+            assert gc.get_threshold()[0] == max(before[0], MANY_RUNS_GC_THRESHOLD)
+            assert gc.get_freeze_count() > 0
+            assert _fingerprint(execute(schedule)) == outside
+            raise RuntimeError("inside")
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0

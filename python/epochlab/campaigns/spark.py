@@ -144,6 +144,12 @@ def _task(grid_json: str, campaign_seed: int, inject_failure: str | None) -> Cal
     builds everything else inside the task."""
 
     def run_rows(batches: Iterator[Any]) -> Iterator[Any]:
+        from epochlab.fuzz.executor import gc_for_many_runs
+
+        with gc_for_many_runs():  # the task runs schedule after schedule
+            yield from _rows(batches)
+
+    def _rows(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
         from epochlab.campaigns.runs import run_one

@@ -153,7 +153,7 @@ def hunt_random(generation: Generation | str, seed: int, budget: Budget,
     listing that generation is matched, or ``budget`` is spent. Run *i* is exactly run *i* of
     ``Campaign(generation, profile, seed=seed)``; nothing is shrunk or written."""
     from epochlab.fuzz.campaign import run_seed
-    from epochlab.fuzz.executor import execute
+    from epochlab.fuzz.executor import execute, gc_for_many_runs
     from epochlab.fuzz.generator import FuzzProfile, generate_schedule
 
     generation = Generation.parse(generation)
@@ -162,19 +162,20 @@ def hunt_random(generation: Generation | str, seed: int, budget: Budget,
     wanted, matched = _targets(generation, bugs), set()
     start = time.monotonic()
     record.stopped = "runs"
-    while record.runs < budget.runs:
-        if time.monotonic() - start >= budget.seconds:
-            record.stopped = "seconds"
-            break
-        this_seed = run_seed(seed, record.runs)
-        result = execute(generate_schedule(this_seed, generation, profile), backend=backend)
-        record.runs += 1
-        for v in result.verdict.protocol_violations:
-            matched |= _note(record, v.invariant, record.runs, time.monotonic() - start,
-                             this_seed, v.message, result.events)
-        if wanted <= matched:
-            record.stopped = "all-matched"
-            break
+    with gc_for_many_runs():
+        while record.runs < budget.runs:
+            if time.monotonic() - start >= budget.seconds:
+                record.stopped = "seconds"
+                break
+            this_seed = run_seed(seed, record.runs)
+            result = execute(generate_schedule(this_seed, generation, profile), backend=backend)
+            record.runs += 1
+            for v in result.verdict.protocol_violations:
+                matched |= _note(record, v.invariant, record.runs, time.monotonic() - start,
+                                 this_seed, v.message, result.events)
+            if wanted <= matched:
+                record.stopped = "all-matched"
+                break
     record.seconds = round(time.monotonic() - start, 3)
     return record
 

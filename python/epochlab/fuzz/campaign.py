@@ -28,7 +28,7 @@ from typing import Any
 
 from epochlab.checks import Violation
 from epochlab.checks.catalogue import match
-from epochlab.fuzz.executor import RunResult, execute
+from epochlab.fuzz.executor import RunResult, execute, gc_for_many_runs
 from epochlab.fuzz.generator import FuzzProfile, generate_schedule
 from epochlab.fuzz.schedule import Schedule
 from epochlab.fuzz.shrink import shrink
@@ -158,6 +158,10 @@ class Campaign:
     elapsed: float = 0.0
 
     def run(self) -> list[Finding]:
+        with gc_for_many_runs():
+            return self._run()
+
+    def _run(self) -> list[Finding]:
         start = time.monotonic()
         deadline = None if self.seconds is None else start + self.seconds
         run = 0
