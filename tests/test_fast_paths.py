@@ -1,17 +1,24 @@
 """The fuzz loop's fast paths (issue 14, session 13) change no run.
 
-Each fast path has a plain form it replaced; the differential test below runs the same
-schedules once as shipped and once with every fast path swapped for its plain form, and asks
-for byte-identical histories, verdicts, final states and end times:
+The event loop and the network run in Rust (``epochlab._core.Kernel`` / ``Network``) on the
+rust and python backends; the reference backend runs the pure-Python ones
+(``epochlab.sim.kernel`` / ``epochlab.sim.network``), which have fast paths of their own. Each
+fast path has a plain form; the differential tests below run the same schedules both ways and
+ask for byte-identical histories, verdicts, final states and end times:
 
-* ``Kernel.run_until`` steps inline; the plain form calls :meth:`Kernel.step` per event (a
-  ``step`` set on the instance switches to it, as trace recording does);
-* ``Kernel.post_at`` pushes a message's delivery without a :class:`Timer`; plain: ``schedule_at``;
-* ``Network`` memoises each route (keys, incarnations, direction, link) until a node's life or
-  a link changes; plain: the memo never keeps anything;
-* ``Network._schedule`` draws a delay as ``lo + _randbelow(hi - lo + 1)``; plain: ``randint``;
-* the state checker's change detector asks ``replica.state_key()`` once per broker; plain: the
-  ten attribute reads it replaced.
+* the Rust loop and network against the plain Python ones (rust backend);
+* the Python loop's fast paths against their plain forms (reference backend):
+  ``Kernel.run_until`` steps inline (plain: :meth:`Kernel.step` per event, which a ``step``
+  set on the instance switches to, as trace recording does); ``Kernel.post_at`` pushes a
+  delivery without a :class:`Timer` (plain: ``schedule_at``); ``Network`` memoises each route
+  until a node's life or a link changes (plain: the memo keeps nothing); ``Network._schedule``
+  draws ``lo + _randbelow(hi - lo + 1)`` (plain: ``randint``);
+* on every backend, the state checker's change detector asks ``replica.state_key()`` once per
+  broker (plain: the ten attribute reads it replaced).
+
+Then the Rust network against the Python one on random operation sequences (duplication, loss,
+reordering, partitions, coalescing, restarts: what fuzz schedules rarely reach), and the Rust
+network's random stream against ``random.Random``.
 """
 
 from __future__ import annotations
@@ -27,8 +34,10 @@ from epochlab.checks import state as state_module
 from epochlab.fuzz import FuzzProfile, execute, generate_schedule
 from epochlab.generations import Generation
 from epochlab.sim import Cluster, ClusterConfig, ProducerConfig
+from epochlab.sim import cluster as cluster_module
 from epochlab.sim import network as network_module
 from epochlab.sim.kernel import Kernel
+from epochlab.sim.network import Network
 from epochlab.sim.messages import ConsumerFetchRequest, FetchRequest, ProduceResponse, evolve
 
 
@@ -68,6 +77,10 @@ def _plain_observe(self: Any) -> None:
 
 
 def _plain(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every fast path in its plain form, the event loop and the network in Python."""
+    import types
+
+    monkeypatch.setattr(cluster_module, "_core", types.SimpleNamespace(Kernel=Kernel, Network=Network))
     init = Kernel.__init__
 
     def kernel_init(self: Kernel, seed: int) -> None:
@@ -112,7 +125,7 @@ def test_the_plain_forms_are_really_taken(monkeypatch: pytest.MonkeyPatch) -> No
     """The differential test above compares something: under ``_plain`` each replaced path runs."""
     _plain(monkeypatch)
     steps = [0]
-    step = Kernel.step
+    step = Kernel.step  # the Python kernel's: under _plain every backend runs it
 
     def counted(self: Kernel) -> bool:
         steps[0] += 1
@@ -124,6 +137,7 @@ def test_the_plain_forms_are_really_taken(monkeypatch: pytest.MonkeyPatch) -> No
     c.run_for(300)
     p.send(1)
     c.run_until(lambda _c: not p.pending, 2000)
+    assert isinstance(c.kernel, Kernel) and isinstance(c.network, Network)
     assert steps[0] == c.kernel.steps > 0           # every event through the instance's step
     assert not c.network._routes                     # the memo kept nothing
     assert c.network._randbelow is None
@@ -230,3 +244,125 @@ def test_gc_for_many_runs_changes_no_run_and_restores_the_collector() -> None:
             assert _fingerprint(execute(schedule)) == outside
             raise RuntimeError("inside")
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+NODES: tuple[Any, ...] = (1, 2, 3, "controller", "p", "coordinator")
+
+
+def _drive(kernel_type: Any, network_type: Any, seed: int, ops: int = 160) -> list[Any]:
+    """A random sequence of network operations (drawn from ``seed`` by the test, not by the
+    network) on one implementation; returns everything observable, in order."""
+    import random
+
+    draw = random.Random(seed)
+    kernel = kernel_type(seed)
+    net = network_type(kernel, (1, 9), (2, 4))
+    seen: list[Any] = []
+
+    def deliver(label: str, src: Any, dst: Any, hops: int) -> Any:
+        def run() -> None:
+            seen.append(("got", kernel.now_ms, label, kernel.last_quiet))
+            if hops and (len(label) + kernel.now_ms) % 3 == 0:  # an answer sent from a delivery
+                net.send(dst, src, deliver(label + "'", dst, src, hops - 1), "", None, False)
+        return run
+
+    for n in NODES:
+        net.set_alive(n, True)
+    for i in range(ops):
+        op = draw.choice(["send"] * 6 + ["run"] * 3 + ["alive", "partition", "heal", "link", "slow",
+                                                        "discard", "peers"])
+        a, b = draw.sample(NODES, 2)
+        if op == "send":
+            kind = draw.choice(["", "", "fetch"])
+            coalesce = draw.choice([None, None, "metadata"])
+            quiet = draw.random() < 0.3
+            net.send(a, b, deliver(f"m{i}", a, b, 2), kind, coalesce, quiet)
+        elif op == "run":
+            kernel.run_until(kernel.now_ms + draw.randint(0, 400))
+        elif op == "alive":
+            net.set_alive(a, draw.random() < 0.6)
+        elif op == "partition":
+            nodes = list(NODES)
+            draw.shuffle(nodes)
+            cut = draw.randint(1, len(nodes) - 1)
+            net.partition([nodes[:cut], nodes[cut:cut + draw.randint(0, 2)]])
+        elif op == "heal":
+            net.heal()
+        elif op == "link":
+            lo = draw.randint(0, 20)
+            delay = draw.choice([None, (lo, lo + draw.randint(0, 50))])
+            seen.append(("link", net.set_link(a, b, delay, draw.choice([0.0, 0.0, 0.3, 1.0]),
+                                              draw.choice([0.0, 0.4]), draw.random() < 0.3)))
+        elif op == "slow":
+            net.slow_node(a, draw.choice([0, 50, 300]))
+        elif op == "discard":
+            seen.append(("discard", net.discard_held(a, b)))
+        elif op == "peers":
+            seen.append(("peers", a, list(net.peers(a)), net.is_alive(a), net.connected(a, b),
+                         net.usable(a, b)))
+        seen.append((net.sent, net.delivered, net.dropped, net.held, kernel.now_ms, kernel.steps))
+    net.heal()
+    for n in NODES:
+        net.set_alive(n, True)
+    kernel.run_until(kernel.now_ms + 60_000)
+    seen.append(("end", net.sent, net.delivered, net.dropped, net.held, kernel.now_ms, kernel.steps))
+    return seen
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_rust_network_is_the_python_network(seed: int) -> None:
+    from epochlab import _core
+
+    rust = _drive(_core.Kernel, _core.Network, seed)
+    python = _drive(Kernel, Network, seed)
+    assert rust == python
+    assert sum(1 for x in rust if x[0] == "got") > 10  # the sequence delivered something
+
+
+def test_the_rust_networks_stream_is_random_dot_random() -> None:
+    import random
+
+    from epochlab import _core
+
+    draws = [("below", n) for n in (1, 2, 3, 7, 100, 2**31, 2**32, 2**32 + 5, 2**53, 2**63, 2**64 - 1)]
+    draws = (draws + [("random", 0)] * 3) * 70  # past 624 words: the twister's refill
+    rng = random.Random("3:network")
+    got = _core._twister_draws(rng, draws)
+    want = [float(rng._randbelow(n)) if kind == "below" else rng.random() for kind, n in draws]
+    assert got == want
+    with pytest.raises(ValueError, match="Mersenne"):
+        _core._twister_draws(type("Liar", (), {"getstate": lambda self: (3, (1, 2), None)})(), [])
+
+
+def test_the_rust_kernel_keeps_the_python_kernels_contract() -> None:
+    from epochlab import _core
+
+    for make in (Kernel, _core.Kernel):
+        k = make(9)
+        out: list[Any] = []
+        t = k.schedule(5, lambda: out.append(("b", k.last_quiet)), quiet=True)
+        k.schedule(5, lambda: out.append(("c", k.last_quiet)))
+        k.schedule(1, lambda: (out.append(("a", k.last_quiet)),
+                               k.schedule(0, lambda: out.append(("child", k.last_quiet)))))
+        k.schedule(-3, lambda: out.append(("negative delay runs now", k.now_ms)))
+        k.schedule(2.9, lambda: out.append(("float delay", k.now_ms)))
+        k.schedule_at(3, lambda: None).cancel()
+        assert t.time_ms == 5 and not t.cancelled and t.quiet
+        assert k.next_time() == 0
+        assert k.run_until(10) is False and k.now_ms == 10
+        assert out == [("negative delay runs now", 0), ("a", False), ("child", False),
+                       ("float delay", 2), ("b", True), ("c", False)], make
+        assert k.steps == 6 and k.rng("x") is k.rng("x")
+        assert k.rng("x").random() == make(9).rng("x").random()
+        k.schedule(1, lambda: None)
+        assert k.run_until(100, lambda: True) is True and k.now_ms == 10  # stop holds at once
+        assert k.run_until(100, lambda: k.now_ms >= 11) is True and k.now_ms == 11
+
+        def boom() -> None:
+            raise RuntimeError("in a callback")
+        k.schedule(1, boom, quiet=True)
+        with pytest.raises(RuntimeError, match="in a callback"):
+            k.run_until(200)
+        k.schedule(1, lambda: out.append(("after", k.last_quiet)))
+        k.run_until(300)
+        assert out[-1] == ("after", False)  # the failed quiet event did not leak its quietness

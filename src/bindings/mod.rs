@@ -14,6 +14,7 @@ mod messages;
 mod producer_state;
 mod replay;
 mod replica;
+mod sim;
 
 use pyo3::prelude::*;
 
@@ -40,5 +41,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     divergence::register(m)?;
     replay::register(m)?;
     formats::register(m)?;
+    sim::register(m)?;
     Ok(())
 }

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from epochlab import _core
 from epochlab.errors import ConfigError, ScenarioError
 from epochlab.generations import Generation
 from epochlab.sim.broker import Broker
@@ -70,8 +71,11 @@ class Cluster:
         _check_generation_settings(config, self.generation)
         self.seed = seed
         self.topic_partition = partition
-        self.kernel = Kernel(seed)
-        self.network = Network(self.kernel, config.network_delay_ms, config.controller_delay_ms)
+        # the event loop and the network: in Rust (epochlab._core), except for the pure-Python
+        # reference backend, which runs the Python ones (the same semantics, draw for draw)
+        loop = (Kernel, Network) if backend == "reference" else (_core.Kernel, _core.Network)
+        self.kernel: Any = loop[0](seed)
+        self.network: Any = loop[1](self.kernel, config.network_delay_ms, config.controller_delay_ms)
         self.recorder = Recorder(self.kernel)
         self.history: list[HistoryOp] = self.recorder.history
         self.events: list[Event] = self.recorder.events

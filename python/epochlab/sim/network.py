@@ -39,6 +39,14 @@ metadata log in order and send AlterPartition one at a time over one connection
 Partitions: ``partition([[1, "p"], [2, 3, "controller"]])`` puts each listed group on its own
 side; every node not listed forms one further group together, except the transaction
 coordinator (node ``"coordinator"``), which stays on the controller's side unless listed.
+
+Two implementations with one contract: this class (the reference backend's, and the statement
+of the rules) and ``epochlab._core.Network`` (``src/bindings/sim.rs``), which the rust and
+python backends run with the Rust kernel, so a message's send, delay draw, hold and arrival
+checks cost no Python. The Rust network draws from its own Mersenne Twister, seeded from the
+state of ``kernel.rng("network")`` and drawing as ``random.Random.randint`` and ``random()``
+do, so both give the same run draw for draw (``tests/test_fast_paths.py``: schedules of every
+generation, random operation sequences, the raw stream).
 """
 
 from __future__ import annotations

@@ -1,0 +1,1007 @@
+//! `Kernel`, `Timer` and `Network`: the simulator's event loop and message delivery in Rust
+//! (issue 14). The semantics are those `epochlab.sim.kernel` and `epochlab.sim.network`
+//! document, which re-export these classes; this file is their implementation.
+//!
+//! * The kernel keeps virtual time and one queue of events ordered by `(time, sequence)`. An
+//!   event is either a Python callback (with its `Timer`, or none for `post_at`) or a message
+//!   in flight on a network; the loop of `run_until` pops, checks and dispatches in Rust and
+//!   calls into Python only for the callback, the message's `deliver` and `stop`.
+//! * The network draws its delays from its own Mersenne Twister, seeded from the state of
+//!   `kernel.rng("network")` (a `random.Random`) and drawing exactly as CPython's `randint`
+//!   (`_randbelow_with_getrandbits`) and `random()` do, so a run is the same draw for draw
+//!   as with the Python network it replaces.
+//!
+//! No lock is held while Python code runs: a callback may schedule, send or read the clock.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
+use std::sync::Mutex;
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyInt, PyList, PyString};
+
+use super::args::lock;
+
+/// Linux's minimum retransmission timeout (`TCP_RTO_MIN`): what one lost packet costs.
+const RTO_MIN_MS: i64 = 200;
+/// Linux's ceiling on the retransmission timeout (`TCP_RTO_MAX`).
+const RTO_MAX_MS: i64 = 120_000;
+/// Most a lost message waits for retransmissions (`request.timeout.ms`, then a reconnect).
+const RECONNECT_MS: i64 = 30_000;
+
+// -- CPython's Mersenne Twister ------------------------------------------------------------
+
+const MT_N: usize = 624;
+const MT_M: usize = 397;
+
+/// MT19937 as `_randommodule.c` has it, with the draws `random.Random` builds on it.
+struct Twister {
+    state: [u32; MT_N],
+    index: usize,
+}
+
+impl Twister {
+    /// From `random.Random.getstate()`: `(3, (624 words..., index), gauss_next)`.
+    fn from_python(rng: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let state = rng.call_method0("getstate")?;
+        let words: Vec<u64> = state.get_item(1)?.extract()?;
+        if words.len() != MT_N + 1 || words[..MT_N].iter().any(|w| *w > u64::from(u32::MAX)) || words[MT_N] > MT_N as u64 {
+            return Err(PyValueError::new_err("not the state of a random.Random (Mersenne Twister, version 3)"));
+        }
+        let mut out = Twister { state: [0; MT_N], index: words[MT_N] as usize };
+        for (slot, w) in out.state.iter_mut().zip(&words) {
+            *slot = *w as u32;
+        }
+        Ok(out)
+    }
+
+    fn next_u32(&mut self) -> u32 {
+        const UPPER: u32 = 0x8000_0000;
+        const LOWER: u32 = 0x7fff_ffff;
+        const MATRIX_A: u32 = 0x9908_b0df;
+        if self.index >= MT_N {
+            for k in 0..MT_N {
+                let y = (self.state[k] & UPPER) | (self.state[(k + 1) % MT_N] & LOWER);
+                let mag = if y & 1 == 1 { MATRIX_A } else { 0 };
+                self.state[k] = self.state[(k + MT_M) % MT_N] ^ (y >> 1) ^ mag;
+            }
+            self.index = 0;
+        }
+        let mut y = self.state[self.index];
+        self.index += 1;
+        y ^= y >> 11;
+        y ^= (y << 7) & 0x9d2c_5680;
+        y ^= (y << 15) & 0xefc6_0000;
+        y ^ (y >> 18)
+    }
+
+    /// `getrandbits(k)` for `1 <= k <= 64`: 32-bit words, least significant first, the last
+    /// one shifted down to the bits that remain.
+    fn bits(&mut self, k: u32) -> u64 {
+        if k <= 32 {
+            return u64::from(self.next_u32() >> (32 - k));
+        }
+        let low = u64::from(self.next_u32());
+        let high = u64::from(self.next_u32() >> (64 - k));
+        low | (high << 32)
+    }
+
+    /// `_randbelow_with_getrandbits(n)`, `n >= 1`.
+    fn below(&mut self, n: u64) -> u64 {
+        let k = 64 - n.leading_zeros();
+        loop {
+            let r = self.bits(k);
+            if r < n {
+                return r;
+            }
+        }
+    }
+
+    /// `random()`: 53 random bits as a float in `[0, 1)`.
+    fn uniform(&mut self) -> f64 {
+        let a = f64::from(self.next_u32() >> 5);
+        let b = f64::from(self.next_u32() >> 6);
+        (a * 67_108_864.0 + b) * (1.0 / 9_007_199_254_740_992.0)
+    }
+}
+
+// -- arguments -------------------------------------------------------------------------------
+
+/// A time or delay in ms: any Python int (saturated to the i64 range: the simulator's clock
+/// never gets near it), or anything `int()` takes (`int(2.5) == 2`).
+fn ms(v: &Bound<'_, PyAny>) -> PyResult<i64> {
+    let v = if v.is_instance_of::<PyInt>() { v.clone() } else { v.py().get_type::<PyInt>().call1((v,))? };
+    match v.extract::<i64>() {
+        Ok(x) => Ok(x),
+        Err(_) => Ok(if v.lt(0)? { i64::MIN } else { i64::MAX }),
+    }
+}
+
+fn quiet_arg(v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<bool>> {
+    match v {
+        None => Ok(None),
+        Some(v) if v.is_none() => Ok(None),
+        Some(v) => Ok(Some(v.is_truthy()?)),
+    }
+}
+
+// -- the event queue --------------------------------------------------------------------------
+
+/// Handle of a scheduled callback; `cancel()` makes it a no-op. `quiet`: the callback changes
+/// no broker or controller state (`Kernel`).
+#[pyclass(frozen, name = "Timer", module = "epochlab._core")]
+pub(crate) struct PyTimer {
+    cancelled: AtomicBool,
+    #[pyo3(get)]
+    quiet: bool,
+    #[pyo3(get)]
+    time_ms: i64,
+}
+
+#[pymethods]
+impl PyTimer {
+    #[new]
+    #[pyo3(signature = (time_ms, quiet=false))]
+    fn new(time_ms: &Bound<'_, PyAny>, quiet: bool) -> PyResult<Self> {
+        Ok(Self { cancelled: AtomicBool::new(false), quiet, time_ms: ms(time_ms)? })
+    }
+    fn cancel(&self) {
+        self.cancelled.store(true, AtomicOrdering::Relaxed);
+    }
+    #[getter]
+    fn cancelled(&self) -> bool {
+        self.cancelled.load(AtomicOrdering::Relaxed)
+    }
+    fn __repr__(&self) -> String {
+        format!("Timer(time_ms={}, quiet={}, cancelled={})", self.time_ms, self.quiet, self.cancelled())
+    }
+}
+
+enum What {
+    Call { callback: Py<PyAny>, timer: Option<Py<PyTimer>>, quiet: bool },
+    Deliver { net: usize, message: Message },
+}
+
+struct Event {
+    time: i64,
+    seq: u64,
+    what: What,
+}
+
+impl PartialEq for Event {
+    fn eq(&self, other: &Self) -> bool {
+        (self.time, self.seq) == (other.time, other.seq)
+    }
+}
+impl Eq for Event {}
+impl PartialOrd for Event {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Event {
+    /// Reversed: `BinaryHeap` is a max-heap, the earliest `(time, sequence)` must come first.
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.time, other.seq).cmp(&(self.time, self.seq))
+    }
+}
+
+impl Event {
+    fn cancelled(&self) -> bool {
+        matches!(&self.what, What::Call { timer: Some(t), .. } if t.get().cancelled())
+    }
+    fn quiet(&self) -> bool {
+        match &self.what {
+            What::Call { quiet, .. } => *quiet,
+            What::Deliver { message, .. } => message.quiet,
+        }
+    }
+}
+
+struct KernelState {
+    now: i64,
+    sequence: u64,
+    steps: u64,
+    last_quiet: bool,
+    in_quiet: bool,
+    queue: BinaryHeap<Event>,
+    nets: Vec<Net>,
+}
+
+impl KernelState {
+    fn push(&mut self, time: i64, what: What) {
+        self.sequence += 1;
+        let time = time.max(self.now);
+        self.queue.push(Event { time, seq: self.sequence, what });
+    }
+
+    fn next_time(&mut self) -> Option<i64> {
+        while self.queue.peek().is_some_and(Event::cancelled) {
+            self.queue.pop();
+        }
+        self.queue.peek().map(|e| e.time)
+    }
+
+    /// Pop the earliest event due at or before `limit` (any, with `None`), advancing the clock
+    /// and the quietness to it; a delivery is checked here and comes back as the callable to
+    /// call, or as nothing to do when it was dropped or held.
+    fn pop(&mut self, limit: Option<i64>) -> Option<Option<Py<PyAny>>> {
+        let due = self.next_time()?;
+        if limit.is_some_and(|l| due > l) {
+            return None;
+        }
+        let event = self.queue.pop()?;
+        self.now = event.time;
+        self.steps += 1;
+        let quiet = event.quiet();
+        self.in_quiet = quiet;
+        self.last_quiet = quiet;
+        Some(match event.what {
+            What::Call { callback, .. } => Some(callback),
+            What::Deliver { net, message } => self.arrive(net, message),
+        })
+    }
+
+    fn arrive(&mut self, net: usize, message: Message) -> Option<Py<PyAny>> {
+        let n = &mut self.nets[net];
+        if !n.alive_as_sent(message.dst, message.dst_incarnation) {
+            n.dropped += 1;
+            return None;
+        }
+        let direction = message.direction();
+        if n.held.contains_key(&direction) || !n.usable(message.src, message.dst) {
+            n.hold(direction, message);
+            return None;
+        }
+        n.delivered += 1;
+        Some(message.deliver)
+    }
+}
+
+/// The deterministic kernel: virtual clock, event queue, per-component random streams
+/// (`epochlab.sim.kernel`).
+#[pyclass(frozen, dict, name = "Kernel", module = "epochlab._core")]
+pub(crate) struct PyKernel {
+    state: Mutex<KernelState>,
+    seed: Py<PyAny>,
+    rngs: Py<PyDict>,
+}
+
+impl PyKernel {
+    fn state(&self) -> std::sync::MutexGuard<'_, KernelState> {
+        lock(&self.state)
+    }
+
+    fn schedule_call(&self, py: Python<'_>, time: i64, callback: Py<PyAny>, quiet: Option<bool>) -> PyResult<Py<PyTimer>> {
+        let mut k = self.state();
+        let quiet = quiet.unwrap_or(k.in_quiet);
+        let at = time.max(k.now);
+        let timer = Py::new(py, PyTimer { cancelled: AtomicBool::new(false), quiet, time_ms: at })?;
+        k.push(at, What::Call { callback, timer: Some(timer.clone_ref(py)), quiet });
+        Ok(timer)
+    }
+
+    /// Run one popped event's Python side; the quietness ends with it, also on an error.
+    fn dispatch(&self, py: Python<'_>, callable: Option<Py<PyAny>>) -> PyResult<()> {
+        let result = match callable {
+            Some(f) => f.call0(py).map(|_| ()),
+            None => Ok(()),
+        };
+        self.state().in_quiet = false;
+        result
+    }
+}
+
+#[pymethods]
+impl PyKernel {
+    #[new]
+    fn new(py: Python<'_>, seed: Py<PyAny>) -> Self {
+        Self {
+            state: Mutex::new(KernelState {
+                now: 0,
+                sequence: 0,
+                steps: 0,
+                last_quiet: false,
+                in_quiet: false,
+                queue: BinaryHeap::new(),
+                nets: Vec::new(),
+            }),
+            seed,
+            rngs: PyDict::new(py).unbind(),
+        }
+    }
+
+    #[getter]
+    fn seed(&self, py: Python<'_>) -> Py<PyAny> {
+        self.seed.clone_ref(py)
+    }
+    /// The virtual time in milliseconds.
+    #[getter]
+    fn now_ms(&self) -> i64 {
+        self.state().now
+    }
+    /// Whether the last event run was quiet.
+    #[getter]
+    fn last_quiet(&self) -> bool {
+        self.state().last_quiet
+    }
+    /// Events run so far.
+    #[getter]
+    fn steps(&self) -> u64 {
+        self.state().steps
+    }
+
+    /// The random stream of one component (a `random.Random` made on first use from the seed
+    /// and `name`; independent of every other component's draws).
+    fn rng<'py>(&self, py: Python<'py>, name: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let rngs = self.rngs.bind(py);
+        if let Some(stream) = rngs.get_item(name)? {
+            return Ok(stream);
+        }
+        let seed = format!("{}:{}", self.seed.bind(py).str()?, name.str()?);
+        let stream = py.import("random")?.getattr("Random")?.call1((seed,))?;
+        rngs.set_item(name, &stream)?;
+        Ok(stream)
+    }
+
+    /// Run `callback` `delay_ms` (negative counts as 0) after now.
+    #[pyo3(signature = (delay_ms, callback, quiet=None))]
+    fn schedule(&self, py: Python<'_>, delay_ms: &Bound<'_, PyAny>, callback: Py<PyAny>,
+                quiet: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTimer>> {
+        let delay = ms(delay_ms)?.max(0);
+        let quiet = quiet_arg(quiet)?;
+        let now = self.state().now;
+        self.schedule_call(py, now.saturating_add(delay), callback, quiet)
+    }
+
+    /// Run `callback` at `time_ms` (clamped to now); `quiet` defaults to whether the event
+    /// scheduling it is quiet.
+    #[pyo3(signature = (time_ms, callback, quiet=None))]
+    fn schedule_at(&self, py: Python<'_>, time_ms: &Bound<'_, PyAny>, callback: Py<PyAny>,
+                   quiet: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTimer>> {
+        let time = ms(time_ms)?;
+        let quiet = quiet_arg(quiet)?;
+        self.schedule_call(py, time, callback, quiet)
+    }
+
+    /// `schedule_at` for an event nobody cancels: no `Timer` is made.
+    fn post_at(&self, time_ms: &Bound<'_, PyAny>, callback: Py<PyAny>, quiet: bool) -> PyResult<()> {
+        let time = ms(time_ms)?;
+        self.state().push(time, What::Call { callback, timer: None, quiet });
+        Ok(())
+    }
+
+    /// Time of the earliest pending event, `None` if the queue is empty.
+    fn next_time(&self) -> Option<i64> {
+        self.state().next_time()
+    }
+
+    /// Run the earliest pending event (advancing the clock to it); `False` if none.
+    fn step(&self, py: Python<'_>) -> PyResult<bool> {
+        let popped = self.state().pop(None);
+        match popped {
+            None => Ok(false),
+            Some(callable) => self.dispatch(py, callable).map(|_| true),
+        }
+    }
+
+    /// Run every event due at or before `time_ms`; the clock ends at `time_ms` unless `stop`
+    /// (checked first and after each event) returned true first. Returns whether it stopped.
+    /// A `step` set on the instance (trace recording, tests that watch events) is called once
+    /// per event instead of the built-in loop.
+    #[pyo3(signature = (time_ms, stop=None))]
+    fn run_until(slf: &Bound<'_, Self>, time_ms: &Bound<'_, PyAny>, stop: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+        let py = slf.py();
+        let me = slf.get();
+        let limit = ms(time_ms)?;
+        me.state().last_quiet = false;
+        let stop = stop.filter(|s| !s.is_none());
+        if let Some(s) = stop {
+            if s.call0()?.is_truthy()? {
+                return Ok(true);
+            }
+        }
+        let step = slf.getattr(pyo3::intern!(py, "__dict__"))?.get_item("step").ok();
+        loop {
+            if let Some(step) = &step {
+                match me.state().next_time() {
+                    Some(t) if t <= limit => {}
+                    _ => break,
+                }
+                step.call0()?;
+            } else {
+                let popped = me.state().pop(Some(limit));
+                match popped {
+                    None => break,
+                    Some(callable) => me.dispatch(py, callable)?,
+                }
+            }
+            if let Some(s) = stop {
+                if s.call0()?.is_truthy()? {
+                    return Ok(true);
+                }
+            }
+        }
+        let mut k = me.state();
+        k.now = k.now.max(limit);
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        let k = self.state();
+        format!("Kernel(now_ms={}, pending={}, steps={})", k.now, k.queue.len(), k.steps)
+    }
+}
+
+// -- the network ------------------------------------------------------------------------------
+
+type NodeId = usize;
+
+#[derive(Clone, Copy, PartialEq)]
+struct Link {
+    lo: i64,
+    hi: i64,
+    drop: f64,
+    duplicate: f64,
+    reorder: bool,
+}
+
+struct NodeInfo {
+    key: String,
+    object: Py<PyAny>,
+    alive: bool,
+    incarnation: u64,
+    slow_ms: i64,
+    group: i64,
+    peers: HashSet<NodeId>,
+}
+
+struct Message {
+    seq: u64,
+    src: NodeId,
+    dst: NodeId,
+    src_incarnation: u64,
+    dst_incarnation: u64,
+    deliver: Py<PyAny>,
+    extra_ms: i64,
+    coalesce: Option<String>,
+    quiet: bool,
+}
+
+type Direction = (NodeId, u64, NodeId, u64);
+
+impl Message {
+    fn direction(&self) -> Direction {
+        (self.src, self.src_incarnation, self.dst, self.dst_incarnation)
+    }
+    fn copy(&self, py: Python<'_>) -> Message {
+        Message { deliver: self.deliver.clone_ref(py), coalesce: self.coalesce.clone(), ..*self }
+    }
+}
+
+struct Net {
+    rng: Twister,
+    default: Link,
+    controller: Link,
+    nodes: Vec<NodeInfo>,
+    by_int: HashMap<i64, NodeId>,
+    by_str: HashMap<String, NodeId>,
+    by_key: HashMap<String, NodeId>,
+    links: HashMap<(NodeId, NodeId), Link>,
+    partitioned: bool,
+    last_arrival: HashMap<Direction, i64>,
+    seq: u64,
+    held: HashMap<Direction, Vec<Message>>,
+    sent: u64,
+    delivered: u64,
+    dropped: u64,
+    held_count: u64,
+}
+
+/// A node as the network names it: `b<id>` for a broker (an int), `n<name>` else.
+fn node_key(node: &Bound<'_, PyAny>) -> PyResult<String> {
+    Ok(if node.is_instance_of::<PyInt>() || node.is_instance_of::<PyBool>() {
+        format!("b{}", node.str()?)
+    } else {
+        format!("n{}", node.str()?)
+    })
+}
+
+impl Net {
+    fn id(&mut self, node: &Bound<'_, PyAny>) -> PyResult<NodeId> {
+        let exact_int = node.is_exact_instance_of::<PyInt>();
+        if exact_int {
+            if let Ok(v) = node.extract::<i64>() {
+                if let Some(id) = self.by_int.get(&v) {
+                    return Ok(*id);
+                }
+            }
+        } else if let Ok(s) = node.cast_exact::<PyString>() {
+            if let Some(id) = self.by_str.get(s.to_str()?) {
+                return Ok(*id);
+            }
+        }
+        let key = node_key(node)?;
+        let id = match self.by_key.get(&key) {
+            Some(id) => *id,
+            None => {
+                let id = self.nodes.len();
+                self.nodes.push(NodeInfo {
+                    key: key.clone(),
+                    object: node.clone().unbind(),
+                    alive: false,
+                    incarnation: 0,
+                    slow_ms: 0,
+                    group: -1,
+                    peers: HashSet::new(),
+                });
+                self.by_key.insert(key, id);
+                id
+            }
+        };
+        if exact_int {
+            if let Ok(v) = node.extract::<i64>() {
+                self.by_int.insert(v, id);
+            }
+        } else if let Ok(s) = node.cast_exact::<PyString>() {
+            self.by_str.insert(s.to_str()?.to_owned(), id);
+        }
+        Ok(id)
+    }
+
+    fn pair(&self, a: NodeId, b: NodeId) -> (NodeId, NodeId) {
+        if self.nodes[a].key <= self.nodes[b].key { (a, b) } else { (b, a) }
+    }
+
+    fn link(&self, a: NodeId, b: NodeId) -> Link {
+        match self.links.get(&self.pair(a, b)) {
+            Some(l) => *l,
+            None if self.nodes[a].key == "ncontroller" || self.nodes[b].key == "ncontroller" => self.controller,
+            None => self.default,
+        }
+    }
+
+    fn connected(&self, a: NodeId, b: NodeId) -> bool {
+        !self.partitioned || self.nodes[a].group == self.nodes[b].group
+    }
+
+    fn usable(&self, a: NodeId, b: NodeId) -> bool {
+        self.connected(a, b) && self.link(a, b).drop < 1.0
+    }
+
+    fn alive_as_sent(&self, node: NodeId, incarnation: u64) -> bool {
+        let n = &self.nodes[node];
+        n.alive && n.incarnation == incarnation
+    }
+
+    fn hold(&mut self, direction: Direction, message: Message) {
+        let queue = self.held.entry(direction).or_default();
+        let mut index = queue.len();
+        while index > 0 && queue[index - 1].seq > message.seq {
+            index -= 1;
+        }
+        queue.insert(index, message);
+        self.held_count += 1;
+    }
+
+    /// The arrival time of `message` on `link` (delay draw, losses, the connection's order).
+    fn arrival(&mut self, now: i64, direction: Direction, message: &Message, link: Link) -> PyResult<i64> {
+        if link.hi < link.lo {
+            return Err(PyValueError::new_err(format!("empty range in randrange({}, {})", link.lo, link.hi + 1)));
+        }
+        let width = (link.hi as i128 - link.lo as i128 + 1) as u128;
+        let delay = if width > u128::from(u64::MAX) {
+            return Err(PyValueError::new_err("a link's delay range is wider than 2**64 ms"));
+        } else {
+            link.lo.saturating_add(self.rng.below(width as u64) as i64)
+        };
+        let mut arrival = now.saturating_add(delay).saturating_add(message.extra_ms);
+        if link.drop > 0.0 && link.drop < 1.0 {
+            let (mut rto, mut waited) = (RTO_MIN_MS, 0i64);
+            while waited < RECONNECT_MS && self.rng.uniform() < link.drop {
+                self.dropped += 1;
+                waited += rto;
+                rto = (rto * 2).min(RTO_MAX_MS);
+            }
+            arrival = arrival.saturating_add(waited.min(RECONNECT_MS));
+        }
+        if !link.reorder {
+            let last = self.last_arrival.get(&direction).copied().unwrap_or(0);
+            arrival = arrival.max(last);
+            self.last_arrival.insert(direction, arrival);
+        }
+        Ok(arrival)
+    }
+
+    fn discard_dead(&mut self) {
+        let dead: Vec<Direction> = self
+            .held
+            .iter()
+            .filter(|(_, q)| {
+                let first = &q[0];
+                !(self.alive_as_sent(first.dst, first.dst_incarnation) && self.alive_as_sent(first.src, first.src_incarnation))
+            })
+            .map(|(d, _)| *d)
+            .collect();
+        for d in dead {
+            if let Some(q) = self.held.remove(&d) {
+                self.dropped += q.len() as u64;
+            }
+        }
+    }
+
+    /// `"<key>#<incarnation>"` of both ends: the order in which held connections are released.
+    fn direction_name(&self, d: &Direction) -> (String, String) {
+        (format!("{}#{}", self.nodes[d.0].key, d.1), format!("{}#{}", self.nodes[d.2].key, d.3))
+    }
+}
+
+fn net_of(k: &mut KernelState, index: usize) -> &mut Net {
+    &mut k.nets[index]
+}
+
+/// Routes messages between nodes through the kernel's event queue (`epochlab.sim.network`).
+#[pyclass(frozen, name = "Network", module = "epochlab._core")]
+pub(crate) struct PyNetwork {
+    kernel: Py<PyKernel>,
+    index: usize,
+}
+
+impl PyNetwork {
+    fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&mut KernelState, usize) -> T) -> T {
+        let kernel = self.kernel.bind(py).get();
+        let mut k = kernel.state();
+        f(&mut k, self.index)
+    }
+
+    /// Schedule `message`'s delivery on `direction` (`Network._schedule`).
+    fn schedule(k: &mut KernelState, index: usize, direction: Direction, message: Message, link: Link) -> PyResult<()> {
+        let now = k.now;
+        let arrival = net_of(k, index).arrival(now, direction, &message, link)?;
+        k.push(arrival, What::Deliver { net: index, message });
+        Ok(())
+    }
+
+    /// Deliver, in order, what is held on every connection that is usable again.
+    fn release(k: &mut KernelState, index: usize) -> PyResult<()> {
+        let net = net_of(k, index);
+        net.discard_dead();
+        let mut directions: Vec<(String, String, Direction)> = net
+            .held
+            .keys()
+            .map(|d| {
+                let (a, b) = net.direction_name(d);
+                (a, b, *d)
+            })
+            .collect();
+        directions.sort();
+        for (_, _, d) in directions {
+            let net = net_of(k, index);
+            let (src, dst) = match net.held.get(&d) {
+                Some(q) => (q[0].src, q[0].dst),
+                None => continue,
+            };
+            if !net.usable(src, dst) {
+                continue;
+            }
+            let queue = net.held.remove(&d).unwrap_or_default();
+            let mut newest: HashMap<&str, u64> = HashMap::new();
+            for m in &queue {
+                if let Some(c) = &m.coalesce {
+                    newest.insert(c.as_str(), m.seq);
+                }
+            }
+            let keep: Vec<bool> = queue.iter().map(|m| m.coalesce.as_deref().is_none_or(|c| newest[c] == m.seq)).collect();
+            let link = net.link(src, dst);
+            for (m, keep) in queue.into_iter().zip(keep) {
+                if !keep {
+                    net_of(k, index).dropped += 1;
+                    continue;
+                }
+                Self::schedule(k, index, d, m, link)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn delay_pair(v: &Bound<'_, PyAny>) -> PyResult<(i64, i64)> {
+    if v.len()? != 2 {
+        return Err(PyValueError::new_err("a delay range is (min_ms, max_ms)"));
+    }
+    Ok((ms(&v.get_item(0)?)?, ms(&v.get_item(1)?)?))
+}
+
+#[pymethods]
+impl PyNetwork {
+    #[new]
+    fn new(py: Python<'_>, kernel: Py<PyKernel>, default_delay_ms: &Bound<'_, PyAny>,
+           controller_delay_ms: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let stream = kernel.get().rng(py, PyString::new(py, "network").as_any())?;
+        let rng = Twister::from_python(&stream)?;
+        let (dlo, dhi) = delay_pair(default_delay_ms)?;
+        let (clo, chi) = delay_pair(controller_delay_ms)?;
+        let link = |lo, hi| Link { lo, hi, drop: 0.0, duplicate: 0.0, reorder: false };
+        let net = Net {
+            rng,
+            default: link(dlo, dhi),
+            controller: link(clo, chi),
+            nodes: Vec::new(),
+            by_int: HashMap::new(),
+            by_str: HashMap::new(),
+            by_key: HashMap::new(),
+            links: HashMap::new(),
+            partitioned: false,
+            last_arrival: HashMap::new(),
+            seq: 0,
+            held: HashMap::new(),
+            sent: 0,
+            delivered: 0,
+            dropped: 0,
+            held_count: 0,
+        };
+        let index = {
+            let mut k = kernel.get().state();
+            k.nets.push(net);
+            k.nets.len() - 1
+        };
+        Ok(Self { kernel, index })
+    }
+
+    #[getter]
+    fn sent(&self, py: Python<'_>) -> u64 {
+        self.with(py, |k, i| k.nets[i].sent)
+    }
+    #[getter]
+    fn delivered(&self, py: Python<'_>) -> u64 {
+        self.with(py, |k, i| k.nets[i].delivered)
+    }
+    #[getter]
+    fn dropped(&self, py: Python<'_>) -> u64 {
+        self.with(py, |k, i| k.nets[i].dropped)
+    }
+    #[getter]
+    fn held(&self, py: Python<'_>) -> u64 {
+        self.with(py, |k, i| k.nets[i].held_count)
+    }
+
+    /// Mark a node up or down; going up starts a new incarnation. Messages held on the
+    /// connections of a node that goes down are lost with them.
+    fn set_alive(&self, node: &Bound<'_, PyAny>, alive: bool) -> PyResult<()> {
+        self.with(node.py(), |k, i| {
+            let net = net_of(k, i);
+            let id = net.id(node)?;
+            let n = &mut net.nodes[id];
+            if alive && !n.alive {
+                n.incarnation += 1;
+            }
+            n.alive = alive;
+            n.peers.clear(); // a new or dead incarnation has no connections yet
+            if !alive {
+                net.discard_dead();
+            }
+            Ok(())
+        })
+    }
+
+    /// The nodes that opened a connection to `node`'s current incarnation (sent it a message),
+    /// ordered by name: those a process crash of `node` resets.
+    fn peers<'py>(&self, node: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        let py = node.py();
+        let objects = self.with(py, |k, i| -> PyResult<Vec<Py<PyAny>>> {
+            let net = net_of(k, i);
+            let id = net.id(node)?;
+            let mut peers: Vec<NodeId> = net.nodes[id].peers.iter().copied().collect();
+            peers.sort_by(|a, b| net.nodes[*a].key.cmp(&net.nodes[*b].key));
+            Ok(peers.into_iter().map(|p| net.nodes[p].object.clone_ref(py)).collect())
+        })?;
+        PyList::new(py, objects)
+    }
+
+    fn is_alive(&self, node: &Bound<'_, PyAny>) -> PyResult<bool> {
+        self.with(node.py(), |k, i| {
+            let net = net_of(k, i);
+            let id = net.id(node)?;
+            Ok(net.nodes[id].alive)
+        })
+    }
+
+    /// Cut the network into `groups`; every node not listed forms one further group, except
+    /// the transaction coordinator, which stays on the controller's side unless listed.
+    fn partition(&self, groups: &Bound<'_, PyAny>) -> PyResult<()> {
+        let py = groups.py();
+        let mut listed: Vec<(Bound<'_, PyAny>, i64)> = Vec::new();
+        for (index, group) in groups.try_iter()?.enumerate() {
+            for node in group?.try_iter()? {
+                listed.push((node?, index as i64));
+            }
+        }
+        self.with(py, |k, i| {
+            let net = net_of(k, i);
+            for n in net.nodes.iter_mut() {
+                n.group = -1;
+            }
+            let mut coordinator_listed = false;
+            let mut controller_group = None;
+            for (node, index) in &listed {
+                let id = net.id(node)?;
+                net.nodes[id].group = *index;
+                match net.nodes[id].key.as_str() {
+                    "ncoordinator" => coordinator_listed = true,
+                    "ncontroller" => controller_group = Some(*index),
+                    _ => {}
+                }
+            }
+            if let (false, Some(g)) = (coordinator_listed, controller_group) {
+                let id = net.id(PyString::new(py, "coordinator").as_any())?;
+                net.nodes[id].group = g;
+            }
+            net.partitioned = true;
+            Self::release(k, i)
+        })
+    }
+
+    /// Remove the partition (link settings and slow followers stay).
+    fn heal(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, |k, i| {
+            net_of(k, i).partitioned = false;
+            Self::release(k, i)
+        })
+    }
+
+    /// Configure the link between `a` and `b` (both directions). Returns False when
+    /// `duplicate` or `reorder` was asked for on the controller channel, where they cannot
+    /// happen and are not applied.
+    #[pyo3(signature = (a, b, delay_ms=None, drop=0.0, duplicate=0.0, reorder=false))]
+    fn set_link(&self, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, delay_ms: Option<&Bound<'_, PyAny>>,
+                drop: f64, duplicate: f64, reorder: bool) -> PyResult<bool> {
+        let py = a.py();
+        let delay = match delay_ms {
+            Some(d) if !d.is_none() => Some(delay_pair(d)?),
+            _ => None,
+        };
+        self.with(py, |k, i| {
+            let net = net_of(k, i);
+            let (ia, ib) = (net.id(a)?, net.id(b)?);
+            let base = net.link(ia, ib);
+            let mut link = Link { lo: base.lo, hi: base.hi, drop, duplicate, reorder };
+            let mut applicable = true;
+            let controller = net.nodes[ia].key == "ncontroller" || net.nodes[ib].key == "ncontroller";
+            if controller && (duplicate > 0.0 || reorder) {
+                link.duplicate = 0.0;
+                link.reorder = false;
+                applicable = false;
+            }
+            if let Some((lo, hi)) = delay {
+                link.lo = lo;
+                link.hi = hi;
+            }
+            let pair = net.pair(ia, ib);
+            net.links.insert(pair, link);
+            Self::release(k, i)?;
+            Ok(applicable)
+        })
+    }
+
+    /// Add `extra_delay_ms` to every fetch request `node` sends (0 removes it).
+    fn slow_node(&self, node: &Bound<'_, PyAny>, extra_delay_ms: &Bound<'_, PyAny>) -> PyResult<()> {
+        let extra = ms(extra_delay_ms)?.max(0);
+        self.with(node.py(), |k, i| {
+            let net = net_of(k, i);
+            let id = net.id(node)?;
+            net.nodes[id].slow_ms = extra;
+            Ok(())
+        })
+    }
+
+    /// Whether the current partition lets `a` and `b` talk.
+    fn connected(&self, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<bool> {
+        self.with(a.py(), |k, i| {
+            let net = net_of(k, i);
+            let (ia, ib) = (net.id(a)?, net.id(b)?);
+            Ok(net.connected(ia, ib))
+        })
+    }
+
+    /// Whether messages between `a` and `b` get through now (connected, and the link not cut
+    /// with `drop=1.0`).
+    fn usable(&self, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<bool> {
+        self.with(a.py(), |k, i| {
+            let net = net_of(k, i);
+            let (ia, ib) = (net.id(a)?, net.id(b)?);
+            Ok(net.usable(ia, ib))
+        })
+    }
+
+    /// Send a message: `deliver()` runs at the destination after the link's delay, or once the
+    /// path is usable again, unless either end dies or restarts first. `kind == "fetch"`
+    /// messages get the sender's slow-node delay; `coalesce` names messages of which only the
+    /// newest matters after a gap.
+    #[pyo3(signature = (src, dst, deliver, kind="", coalesce=None, quiet=false))]
+    fn send(&self, src: &Bound<'_, PyAny>, dst: &Bound<'_, PyAny>, deliver: Py<PyAny>, kind: &str,
+            coalesce: Option<String>, quiet: bool) -> PyResult<()> {
+        let py = src.py();
+        self.with(py, |k, i| {
+            let net = net_of(k, i);
+            net.sent += 1;
+            let (s, d) = (net.id(src)?, net.id(dst)?);
+            net.nodes[d].peers.insert(s);
+            net.seq += 1;
+            let message = Message {
+                seq: net.seq,
+                src: s,
+                dst: d,
+                src_incarnation: net.nodes[s].incarnation,
+                dst_incarnation: net.nodes[d].incarnation,
+                deliver,
+                extra_ms: if kind == "fetch" { net.nodes[s].slow_ms } else { 0 },
+                coalesce,
+                quiet,
+            };
+            let direction = message.direction();
+            let link = net.link(s, d);
+            if net.held.contains_key(&direction) || !(net.connected(s, d) && link.drop < 1.0) {
+                net.hold(direction, message);
+                return Ok(());
+            }
+            if link.duplicate > 0.0 && net.rng.uniform() < link.duplicate {
+                Self::schedule(k, i, direction, message.copy(py), link)?;
+            }
+            Self::schedule(k, i, direction, message, link)
+        })
+    }
+
+    /// Drop what is held on the connection `src` -> `dst` (the sender gave up on it); returns
+    /// how many messages went.
+    fn discard_held(&self, src: &Bound<'_, PyAny>, dst: &Bound<'_, PyAny>) -> PyResult<u64> {
+        self.with(src.py(), |k, i| {
+            let net = net_of(k, i);
+            let (s, d) = (net.id(src)?, net.id(dst)?);
+            let gone: Vec<Direction> = net.held.iter().filter(|(_, q)| q[0].src == s && q[0].dst == d).map(|(dir, _)| *dir).collect();
+            let mut count = 0;
+            for dir in gone {
+                if let Some(q) = net.held.remove(&dir) {
+                    count += q.len() as u64;
+                }
+            }
+            net.dropped += count;
+            Ok(count)
+        })
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        self.with(py, |k, i| {
+            let n = &k.nets[i];
+            format!("Network(sent={}, delivered={}, dropped={}, held={})", n.sent, n.delivered, n.dropped, n.held_count)
+        })
+    }
+}
+
+/// The draws of the network's stream, for the test that compares them with `random.Random`:
+/// `(kind, argument)` pairs, `("below", n)` or `("random", 0)`, drawn from a twister seeded
+/// with `rng`'s state; returns the values as floats (exact for `below` up to 2**53).
+#[pyfunction]
+fn _twister_draws(rng: &Bound<'_, PyAny>, draws: Vec<(String, u64)>) -> PyResult<Vec<f64>> {
+    let mut t = Twister::from_python(rng)?;
+    draws
+        .into_iter()
+        .map(|(kind, n)| match kind.as_str() {
+            "below" if n >= 1 => Ok(t.below(n) as f64),
+            "random" => Ok(t.uniform()),
+            _ => Err(PyTypeError::new_err(format!("unknown draw {kind:?} of {n}"))),
+        })
+        .collect()
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyTimer>()?;
+    m.add_class::<PyKernel>()?;
+    m.add_class::<PyNetwork>()?;
+    m.add_function(wrap_pyfunction!(_twister_draws, m)?)?;
+    m.add("RTO_MIN_MS", RTO_MIN_MS)?;
+    m.add("RTO_MAX_MS", RTO_MAX_MS)?;
+    m.add("RECONNECT_MS", RECONNECT_MS)?;
+    Ok(())
+}
