@@ -98,6 +98,8 @@ KEYWORDS = {
     "kip320_truncation": ["request_epoch", "current_epoch", "error"], "flush": ["up_to"],
     "Replayer": ["checks", "collect", "min_insync_replicas", "kip101_epoch_cache", "max_violations"],
     "replay_batch": ["start", "stop", "pause_kinds"],
+    "Timer": ["quiet"], "schedule": ["quiet"], "schedule_at": ["quiet"], "run_until": ["stop"],
+    "set_link": ["delay_ms", "drop", "duplicate", "reorder"], "send": ["kind", "coalesce", "quiet"],
 }
 
 # name -> number of positional parameters; keyword parameters come from KEYWORDS at random.
@@ -110,7 +112,10 @@ MODULE_CALLABLES = {
     "parse_segment": 2, "parse_leader_epoch_checkpoint": 2, "parse_offset_checkpoint": 2,
     "parse_partition_metadata": 2, "parse_producer_snapshot": 2, "parse_offset_index": 2,
     "parse_time_index": 2, "parse_txn_index": 2,
+    "Kernel": 1, "Network": 3, "Timer": 1, "RTO_MIN_MS": 0, "RTO_MAX_MS": 0, "RECONNECT_MS": 0,
 }
+#: Constants of the module: read, not called.
+MODULE_CONSTANTS = {"RTO_MIN_MS", "RTO_MAX_MS", "RECONNECT_MS"}
 STATIC_METHODS = {
     ("TruncationOutcome", "truncate"): 1, ("TruncationOutcome", "truncate_and_retry"): 1,
     ("TruncationOutcome", "fenced"): 0, ("TruncationOutcome", "unknown_leader_epoch"): 0,
@@ -130,6 +135,7 @@ METHODS = {
         "aborted_transactions": 2, "ongoing_transactions": 0, "unreplicated_transactions": 0,
         "enable_journal": 0, "take_journal": 0,
         "take_producer_snapshot": 0, "producer_snapshot_offsets": 0, "reload": 0,
+        "state_key": 0, "epoch_boundaries": 0,
     },
     "Replayer": {
         "replay_batch": 2, "violations": 0, "replicas": 0, "log": 2, "true_high_watermark": 1,
@@ -146,6 +152,12 @@ METHODS = {
         "clear": 0, "copy": 0,
     },
     "RecordBatch": {"with_base_offset": 1},
+    # The event loop and the network (callbacks of junk fail as TypeError when run).
+    "Kernel": {"rng": 1, "schedule": 2, "schedule_at": 2, "post_at": 3, "next_time": 0, "step": 0,
+               "run_until": 1},
+    "Timer": {"cancel": 0},
+    "Network": {"set_alive": 2, "peers": 1, "is_alive": 1, "partition": 1, "heal": 0, "set_link": 2,
+                "slow_node": 2, "connected": 2, "usable": 2, "send": 3, "discard_held": 2},
     "LogAppendInfo": {}, "TruncationOutcome": {}, "FetchCheck": {},
     # Messages are the simulator's dataclasses; junk in their place must still fail cleanly.
     "Replica": {
@@ -155,7 +167,7 @@ METHODS = {
         "checkpoint_high_watermark": 0, "flush": 0, "crash": 1, "clean_shutdown": 0,
         "next_request": 0, "handle_fetch": 2, "handle_offsets_for_leader_epoch": 1,
         "handle_consumer_fetch": 1, "handle_fetch_response": 1, "preferred_read_replica": 2,
-        "handle_offsets_for_leader_epoch_response": 1,
+        "handle_offsets_for_leader_epoch_response": 1, "state_key": 0,
     },
 }
 # Fuzzed with paths confined to a temporary directory (see test_checkpoint_files_*).
@@ -203,7 +215,8 @@ def read_everything(obj: Any, label: str) -> None:
             call_safely(f"{name}({label})", lambda: probe(obj), allowed=())
     if type(obj).__hash__ is not None:
         call_safely(f"hash({label})", lambda: hash(obj), allowed=())
-    for reader in ("batches", "holes", "entries", "snapshot", "epoch_entries", "producer_ids"):
+    for reader in ("batches", "holes", "entries", "snapshot", "epoch_entries", "producer_ids",
+                   "state_key", "epoch_boundaries"):
         if hasattr(obj, reader):
             call_safely(f"{label}.{reader}()", getattr(obj, reader), allowed=())
 
@@ -245,7 +258,23 @@ def populated_instances() -> dict[str, Any]:
         "FetchCheck": core.FetchCheck.diverging(1, 2),
         "Replica": core.Replica(1, [1, 2, 3], 3, 2, 10_000),
         "Replayer": core.Replayer(),
+        **_event_loop(),
     }
+
+
+def _event_loop() -> dict[str, Any]:
+    """A kernel with events pending and a network with live nodes, a held message and a link."""
+    kernel = core.Kernel(3)
+    net = core.Network(kernel, (1, 5), (1, 2))
+    for node in (1, 2, "controller", "p"):
+        net.set_alive(node, True)
+    net.set_link(1, "p", (0, 3), 0.2, 0.3, True)
+    net.send("p", 1, lambda: None, "fetch", "metadata", False)
+    net.partition([[1], [2, "p"]])
+    net.send(2, 1, lambda: None)
+    timer = kernel.schedule(7, lambda: None)
+    kernel.post_at(9, lambda: None, True)
+    return {"Kernel": kernel, "Network": net, "Timer": timer}
 
 
 # Arguments that are close to valid, so calls get past argument conversion into the core.
@@ -262,7 +291,7 @@ near_valid = st.one_of(
 )
 
 targets = st.sampled_from(
-    [("module", name) for name in MODULE_CALLABLES]
+    [("module", name) for name in MODULE_CALLABLES if name not in MODULE_CONSTANTS]
     + [("static", key) for key in STATIC_METHODS]
     + [("method", (cls, name)) for cls, methods in METHODS.items() for name in methods]
 )

@@ -18,11 +18,13 @@ use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::Mutex;
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyInt, PyList, PyString};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
 
 use super::args::lock;
+use super::errors::to_py_err;
+use crate::error::ArgumentError;
 
 /// Linux's minimum retransmission timeout (`TCP_RTO_MIN`): what one lost packet costs.
 const RTO_MIN_MS: i64 = 200;
@@ -48,7 +50,8 @@ impl Twister {
         let state = rng.call_method0("getstate")?;
         let words: Vec<u64> = state.get_item(1)?.extract()?;
         if words.len() != MT_N + 1 || words[..MT_N].iter().any(|w| *w > u64::from(u32::MAX)) || words[MT_N] > MT_N as u64 {
-            return Err(PyValueError::new_err("not the state of a random.Random (Mersenne Twister, version 3)"));
+            return Err(invalid("rng", format!("{} words", words.len()),
+                               "not the state of a random.Random (Mersenne Twister, version 3)"));
         }
         let mut out = Twister { state: [0; MT_N], index: words[MT_N] as usize };
         for (slot, w) in out.state.iter_mut().zip(&words) {
@@ -109,14 +112,32 @@ impl Twister {
 
 // -- arguments -------------------------------------------------------------------------------
 
-/// A time or delay in ms: any Python int (saturated to the i64 range: the simulator's clock
-/// never gets near it), or anything `int()` takes (`int(2.5) == 2`).
+/// A time or delay in ms: an int (saturated to the i64 range: the simulator's clock never gets
+/// near it) or a float (truncated toward zero, as `int()` does); anything else is a
+/// `TypeError`, a NaN an `InvalidArgumentError`, an infinity an `OverflowError`.
 fn ms(v: &Bound<'_, PyAny>) -> PyResult<i64> {
-    let v = if v.is_instance_of::<PyInt>() { v.clone() } else { v.py().get_type::<PyInt>().call1((v,))? };
-    match v.extract::<i64>() {
-        Ok(x) => Ok(x),
-        Err(_) => Ok(if v.lt(0)? { i64::MIN } else { i64::MAX }),
+    if v.is_instance_of::<PyInt>() {
+        return Ok(match v.extract::<i64>() {
+            Ok(x) => x,
+            Err(_) => if v.lt(0)? { i64::MIN } else { i64::MAX },
+        });
     }
+    if let Ok(f) = v.cast::<PyFloat>() {
+        let x = f.value();
+        if x.is_nan() {
+            return Err(invalid("time_ms", "nan".into(), "a time or delay in ms is a number"));
+        }
+        if x.is_infinite() {
+            return Err(PyOverflowError::new_err("cannot convert an infinite float to a time in ms"));
+        }
+        return Ok(x.trunc().clamp(i64::MIN as f64, i64::MAX as f64) as i64);
+    }
+    Err(PyTypeError::new_err(format!("a time or delay in ms is an int or a float, not {}", v.get_type().name()?)))
+}
+
+/// `InvalidArgumentError` naming the argument, the value and why it is refused.
+fn invalid(argument: &'static str, value: String, reason: &str) -> PyErr {
+    to_py_err(ArgumentError::InvalidText { argument, value, reason: reason.to_owned() })
 }
 
 fn quiet_arg(v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<bool>> {
@@ -589,14 +610,14 @@ impl Net {
     /// The arrival time of `message` on `link` (delay draw, losses, the connection's order).
     fn arrival(&mut self, now: i64, direction: Direction, message: &Message, link: Link) -> PyResult<i64> {
         if link.hi < link.lo {
-            return Err(PyValueError::new_err(format!("empty range in randrange({}, {})", link.lo, link.hi + 1)));
+            return Err(invalid("delay_ms", format!("({}, {})", link.lo, link.hi), "an empty range: max below min"));
         }
-        let width = (link.hi as i128 - link.lo as i128 + 1) as u128;
-        let delay = if width > u128::from(u64::MAX) {
-            return Err(PyValueError::new_err("a link's delay range is wider than 2**64 ms"));
-        } else {
-            link.lo.saturating_add(self.rng.below(width as u64) as i64)
-        };
+        let width = link.hi as i128 - link.lo as i128 + 1;
+        if width > i128::from(u64::MAX) {
+            return Err(invalid("delay_ms", format!("({}, {})", link.lo, link.hi), "wider than 2**64 - 1 ms"));
+        }
+        let drawn = link.lo as i128 + i128::from(self.rng.below(width as u64));
+        let delay = drawn.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
         let mut arrival = now.saturating_add(delay).saturating_add(message.extra_ms);
         if link.drop > 0.0 && link.drop < 1.0 {
             let (mut rto, mut waited) = (RTO_MIN_MS, 0i64);
@@ -707,11 +728,13 @@ impl PyNetwork {
     }
 }
 
+/// `(min_ms, max_ms)` from a sequence of two times.
 fn delay_pair(v: &Bound<'_, PyAny>) -> PyResult<(i64, i64)> {
-    if v.len()? != 2 {
-        return Err(PyValueError::new_err("a delay range is (min_ms, max_ms)"));
+    let items: Vec<Bound<'_, PyAny>> = v.extract()?;
+    match items.as_slice() {
+        [lo, hi] => Ok((ms(lo)?, ms(hi)?)),
+        _ => Err(invalid("delay_ms", format!("{} values", items.len()), "a delay range is (min_ms, max_ms)")),
     }
-    Ok((ms(&v.get_item(0)?)?, ms(&v.get_item(1)?)?))
 }
 
 #[pymethods]
@@ -990,7 +1013,7 @@ fn _twister_draws(rng: &Bound<'_, PyAny>, draws: Vec<(String, u64)>) -> PyResult
         .map(|(kind, n)| match kind.as_str() {
             "below" if n >= 1 => Ok(t.below(n) as f64),
             "random" => Ok(t.uniform()),
-            _ => Err(PyTypeError::new_err(format!("unknown draw {kind:?} of {n}"))),
+            _ => Err(invalid("draws", format!("{kind:?} of {n}"), "a draw is (\"below\", n >= 1) or (\"random\", 0)")),
         })
         .collect()
 }
