@@ -49,20 +49,22 @@ LOOP: dict[str, dict[str, float]] = {}
 def _loop_counts(schedule: Any, impl: str) -> tuple[int, int]:
     """(engine events, calls from Python into the Rust extension) of one run of ``schedule``:
     events counted on the kernel, crossings by a profiler hook on C calls into ``epochlab._core``
-    (method calls; property reads do not show to the hook, so this is a floor: since session
-    13 the state checker's change detector is one ``state_key()`` method call per broker where
-    it was eight property reads, so the count rose while the real crossings fell; slow, so
-    measured on two runs apart from the timing)."""
+    (method calls; property reads do not show to the hook, so this is a floor. Session 13
+    raised the count while the cost fell: the state checker's change detector is one
+    ``state_key()`` method call per broker where it was eight property reads, and the kernel
+    and the network are Rust classes now, so every ``schedule`` and ``send`` is a call into
+    the extension, while the loop's own pops and deliveries cross nothing; slow, so measured on
+    two runs apart from the timing)."""
     import sys
 
-    from epochlab.sim import kernel as kernel_module
+    from epochlab.sim import cluster as cluster_module
 
-    kernels: list[Any] = []
-    init = kernel_module.Kernel.__init__
+    clusters: list[Any] = []
+    init = cluster_module.Cluster.__init__
 
-    def noting_init(self: Any, seed: int) -> None:
-        init(self, seed)
-        kernels.append(self)
+    def noting_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        clusters.append(self)
 
     crossings = [0]
 
@@ -73,14 +75,14 @@ def _loop_counts(schedule: Any, impl: str) -> tuple[int, int]:
             if module == "epochlab._core":
                 crossings[0] += 1
 
-    kernel_module.Kernel.__init__ = noting_init  # type: ignore[method-assign]
+    cluster_module.Cluster.__init__ = noting_init  # type: ignore[method-assign]
     sys.setprofile(profile)
     try:
         execute(schedule, backend=impl)
     finally:
         sys.setprofile(None)
-        kernel_module.Kernel.__init__ = init  # type: ignore[method-assign]
-    return sum(k.steps for k in kernels), crossings[0]  # Kernel.steps: the events it ran
+        cluster_module.Cluster.__init__ = init  # type: ignore[method-assign]
+    return sum(c.kernel.steps for c in clusters), crossings[0]  # Kernel.steps: the events it ran
 
 
 @pytest.mark.benchmark(group="fuzz-loop latest")

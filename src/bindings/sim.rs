@@ -19,7 +19,9 @@ use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::Mutex;
 
 use pyo3::exceptions::{PyOverflowError, PyTypeError};
+use pyo3::gc::PyVisit;
 use pyo3::prelude::*;
+use pyo3::PyTraverseError;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
 
 use super::args::lock;
@@ -210,6 +212,15 @@ impl Ord for Event {
 }
 
 impl Event {
+    fn visit(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+        match &self.what {
+            What::Call { callback, timer, .. } => {
+                visit.call(callback)?;
+                visit.call(timer)
+            }
+            What::Deliver { message, .. } => visit.call(&message.deliver),
+        }
+    }
     fn cancelled(&self) -> bool {
         matches!(&self.what, What::Call { timer: Some(t), .. } if t.get().cancelled())
     }
@@ -296,11 +307,15 @@ impl PyKernel {
     }
 
     fn schedule_call(&self, py: Python<'_>, time: i64, callback: Py<PyAny>, quiet: Option<bool>) -> PyResult<Py<PyTimer>> {
-        let mut k = self.state();
-        let quiet = quiet.unwrap_or(k.in_quiet);
-        let at = time.max(k.now);
+        let (now, in_quiet) = {
+            let k = self.state();
+            (k.now, k.in_quiet)
+        };
+        let quiet = quiet.unwrap_or(in_quiet);
+        let at = time.max(now);
+        // made with no lock held: an allocation may run the garbage collector (__traverse__)
         let timer = Py::new(py, PyTimer { cancelled: AtomicBool::new(false), quiet, time_ms: at })?;
-        k.push(at, What::Call { callback, timer: Some(timer.clone_ref(py)), quiet });
+        self.state().push(at, What::Call { callback, timer: Some(timer.clone_ref(py)), quiet });
         Ok(timer)
     }
 
@@ -453,6 +468,42 @@ impl PyKernel {
     fn __repr__(&self) -> String {
         let k = self.state();
         format!("Kernel(now_ms={}, pending={}, steps={})", k.now, k.queue.len(), k.steps)
+    }
+
+    /// The garbage collector's view: every callback, timer and message in flight or held (a
+    /// run's callbacks close over the cluster that owns this kernel: a cycle the collector
+    /// must see to free a finished run). A state locked by a method that is allocating is not
+    /// visited: under-reporting only delays a collection.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.seed)?;
+        visit.call(&self.rngs)?;
+        let Ok(k) = self.state.try_lock() else { return Ok(()) };
+        for event in k.queue.iter() {
+            event.visit(&visit)?;
+        }
+        for net in &k.nets {
+            for node in &net.nodes {
+                visit.call(&node.object)?;
+            }
+            for message in net.held.values().flatten() {
+                visit.call(&message.deliver)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Break the cycles: drop the pending events and the held messages (after the lock is
+    /// released, since dropping them may free other objects).
+    fn __clear__(&self) {
+        let taken = match self.state.try_lock() {
+            Ok(mut k) => {
+                let queue = std::mem::take(&mut k.queue);
+                let held: Vec<_> = k.nets.iter_mut().map(|n| std::mem::take(&mut n.held)).collect();
+                Some((queue, held))
+            }
+            Err(_) => None,
+        };
+        drop(taken);
     }
 }
 
@@ -992,6 +1043,10 @@ impl PyNetwork {
             net.dropped += count;
             Ok(count)
         })
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.kernel)
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
