@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from epochlab.errors import ConfigError
 
 pyspark = pytest.importorskip("pyspark")
 
@@ -91,24 +92,35 @@ def test_every_run_written_once(spark: Any, baseline: Any) -> None:
 def test_same_seed_same_parquet_contents(spark: Any, baseline: Any, tmp_path: Path) -> None:
     run_batches(spark, _spec(), tmp_path, progress=False)
     assert _rows(spark, tmp_path) == baseline[1]
-    # file by file: same partitions, and each partition's rows identical in order
-    a = {p.parent.relative_to(baseline[0].out): p for p in baseline[0].out.glob("runs/*/*/*.parquet")}
-    b = {p.parent.relative_to(tmp_path): p for p in tmp_path.glob("runs/*/*/*.parquet")}
-    assert sorted(a) == sorted(b)
+    # file by file: same batch directories, each holding the same shards (named by a per-job
+    # id, so matched by their first row) with identical rows in identical order
     import pyarrow.parquet as pq
 
+    def shards(root: Path) -> dict[tuple[str, Any], Any]:
+        out = {}
+        for path in root.glob("runs/batch=*/*.parquet"):
+            table = pq.read_table(path)
+            first = (table.column("config_id")[0].as_py(), table.column("run_id")[0].as_py())
+            out[(path.parent.name, first)] = table
+        return out
+
+    a, b = shards(baseline[0].out), shards(tmp_path)
+    assert a and sorted(a) == sorted(b)
+    assert len({batch for batch, _ in a}) == len(list(baseline[0].out.glob("runs/batch=*")))
     for key in a:
-        assert pq.read_table(a[key]).equals(pq.read_table(b[key]))
+        assert a[key].equals(b[key])
+    assert not list(tmp_path.glob("runs/config_id=*"))  # one directory per batch, no more
 
 
 def test_resume_after_interruption(spark: Any, baseline: Any, tmp_path: Path) -> None:
     spec = _spec()
     first = run_batches(spark, spec, tmp_path, progress=False, stop_after=2)
     assert first.ran == [0, 1]
-    # a kill in the middle of batch 1's commit: some of its partitions never landed
-    victims = sorted(tmp_path.glob("runs/config_id=*/batch=1"))[:2]
+    # a kill in the middle of batch 1's commit: some of its shards never landed
+    victims = sorted(tmp_path.glob("runs/batch=1/*.parquet"))[:2]
+    assert victims
     for victim in victims:
-        shutil.rmtree(victim)
+        victim.unlink()
     with pytest.raises(Exception, match="resume needs"):
         run_batches(spark, CampaignSpec(spec.grid, RUNS, seed=SEED + 1, batch_runs=BATCH),
                     tmp_path, resume=True, progress=False)
@@ -118,6 +130,14 @@ def test_resume_after_interruption(spark: Any, baseline: Any, tmp_path: Path) ->
     assert read_runs(spark, tmp_path).count() == RUNS
     third = run_batches(spark, spec, tmp_path, resume=True, progress=False)
     assert third.ran == [] and _rows(spark, tmp_path) == baseline[1]
+
+
+def test_a_directory_in_the_old_layout_is_not_resumed(spark: Any, tmp_path: Path) -> None:
+    spec = _spec()
+    run_batches(spark, spec, tmp_path, progress=False, stop_after=0)  # campaign.json only
+    (tmp_path / "runs" / "config_id=g5-x" / "batch=0").mkdir(parents=True)
+    with pytest.raises(ConfigError, match="earlier build"):
+        run_batches(spark, spec, tmp_path, resume=True, progress=False)
 
 
 def test_task_failure_loses_and_duplicates_nothing(spark: Any, baseline: Any, tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ distinct violation, write ``summary.json`` and the report.
 Artifacts under ``out``::
 
     campaign.json                     seed, runs, batch size, grid (checked by --resume)
-    runs/config_id=<id>/batch=<k>/    the result rows (Parquet)
+    runs/batch=<k>/                   the result rows (Parquet, sorted by config_id, run_id)
     summary.json                      the aggregates (epochlab.campaigns.aggregate.summarize)
     report.md, report.html, plots/    the report (epochlab.campaigns.report)
     violations/<signature>/           a run directory of the shrunk schedule (README.md with

@@ -10,9 +10,13 @@ A campaign of ``runs`` runs is cut into *batches* of ``batch_runs`` consecutive 
 2. ``mapInArrow`` over it: each task rebuilds the grid from its JSON, runs its rows with
    :func:`~epochlab.campaigns.runs.run_one` and yields Arrow batches of result rows (nothing
    the task needs is pickled but strings and integers, STYLE habit 8);
-3. a shuffle by ``config_id``, sorted by ``run_id`` within each partition, written as Parquet
-   under ``<out>/runs/config_id=<id>/batch=<k>/`` with *dynamic partition overwrite*: a batch
-   run twice (a retried job, a resumed campaign) replaces its own partitions and nothing else.
+3. a shuffle by ``config_id`` into at most 8 shards, sorted by ``(config_id, run_id)`` within
+   each, written as Parquet under ``<out>/runs/batch=<k>/`` (one file per shard) with *dynamic
+   partition overwrite*: a batch run twice (a retried job, a resumed campaign) replaces its own
+   directory and nothing else. Until session 13 the rows were partitioned by ``config_id`` too:
+   one small file per configuration and batch, 120 per batch with the default grid, whose
+   writing cost more than a fifth of a 2,000-run batch and did not scale with cores; a
+   directory in that layout is not resumed (:class:`~epochlab.errors.ConfigError`).
 
 Rows are a pure function of (configuration, run id, campaign seed, build), so a retried or
 speculative task produces identical rows, and Spark keeps the output of exactly one attempt.
@@ -248,7 +252,13 @@ def _done_batches(spark: Any, out: Path, spec: CampaignSpec) -> set[int]:
     from pyspark.sql import functions as F
 
     runs = out / "runs"
-    if not runs.exists() or not any(runs.glob("config_id=*")):
+    if runs.exists() and any(runs.glob("config_id=*")):
+        raise ConfigError(f"{runs}: written by an earlier build (runs/config_id=<id>/batch=<k>/); "
+                          "this build writes runs/batch=<k>/ and cannot resume it: run the "
+                          "campaign again without --resume, or with another --out",
+                          where=str(runs), field="runs", expected="runs/batch=<k>/",
+                          got="runs/config_id=<id>/batch=<k>/")
+    if not runs.exists() or not any(runs.glob("batch=*")):
         return set()
     df = spark.read.parquet(str(runs)).select("batch", "config_id", "run_id")
     counts = {r["batch"]: (r["rows"], r["pairs"], r["lo"], r["hi"]) for r in
@@ -293,7 +303,7 @@ def _run_batch(spark: Any, spec: CampaignSpec, out: Path, k: int, lo: int, hi: i
     shards = min(len(spec.grid.configs), 8)
     (results.repartition(shards, "config_id").sortWithinPartitions("config_id", "run_id")
      .write.mode("overwrite").option("partitionOverwriteMode", "dynamic")
-     .partitionBy("config_id", "batch").parquet(str(out / "runs")))
+     .partitionBy("batch").parquet(str(out / "runs")))
 
 
 def _set_job_group(spark: Any, group: str, description: str) -> None:
