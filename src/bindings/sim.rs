@@ -11,7 +11,12 @@
 //!   (`_randbelow_with_getrandbits`) and `random()` do, so a run is the same draw for draw
 //!   as with the Python network it replaces.
 //!
-//! No lock is held while Python code runs: a callback may schedule, send or read the clock.
+//! No lock is held while Python code may run: a callback may schedule, send or read the clock,
+//! and so may a node's `__str__` or an object's finaliser. So node arguments are resolved
+//! before the lock is taken, errors are built after it is released, and the Python objects a
+//! method lets go of (cancelled callbacks, lost messages) are dropped after it too (the
+//! graveyard). Python allocations under the lock may run the garbage collector: `__traverse__`
+//! only tries the lock.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet};
@@ -240,6 +245,8 @@ struct KernelState {
     in_quiet: bool,
     queue: BinaryHeap<Event>,
     nets: Vec<Net>,
+    /// Python objects let go of under the lock, dropped after it (module doc).
+    graveyard: Vec<Py<PyAny>>,
 }
 
 impl KernelState {
@@ -251,7 +258,9 @@ impl KernelState {
 
     fn next_time(&mut self) -> Option<i64> {
         while self.queue.peek().is_some_and(Event::cancelled) {
-            self.queue.pop();
+            if let Some(Event { what: What::Call { callback, .. }, .. }) = self.queue.pop() {
+                self.graveyard.push(callback);
+            }
         }
         self.queue.peek().map(|e| e.time)
     }
@@ -280,6 +289,7 @@ impl KernelState {
         let n = &mut self.nets[net];
         if !n.alive_as_sent(message.dst, message.dst_incarnation) {
             n.dropped += 1;
+            n.graveyard.push(message.deliver);
             return None;
         }
         let direction = message.direction();
@@ -319,8 +329,22 @@ impl PyKernel {
         Ok(timer)
     }
 
+    /// Drop, with no lock held, what the last locked section let go of.
+    fn sweep(&self) {
+        let dead = {
+            let mut k = self.state();
+            let mut dead = std::mem::take(&mut k.graveyard);
+            for net in k.nets.iter_mut() {
+                dead.append(&mut net.graveyard);
+            }
+            dead
+        };
+        drop(dead);
+    }
+
     /// Run one popped event's Python side; the quietness ends with it, also on an error.
     fn dispatch(&self, py: Python<'_>, callable: Option<Py<PyAny>>) -> PyResult<()> {
+        self.sweep();
         let result = match callable {
             Some(f) => f.call0(py).map(|_| ()),
             None => Ok(()),
@@ -343,6 +367,7 @@ impl PyKernel {
                 in_quiet: false,
                 queue: BinaryHeap::new(),
                 nets: Vec::new(),
+                graveyard: Vec::new(),
             }),
             seed,
             rngs: PyDict::new(py).unbind(),
@@ -411,14 +436,19 @@ impl PyKernel {
 
     /// Time of the earliest pending event, `None` if the queue is empty.
     fn next_time(&self) -> Option<i64> {
-        self.state().next_time()
+        let next = self.state().next_time();
+        self.sweep();
+        next
     }
 
     /// Run the earliest pending event (advancing the clock to it); `False` if none.
     fn step(&self, py: Python<'_>) -> PyResult<bool> {
         let popped = self.state().pop(None);
         match popped {
-            None => Ok(false),
+            None => {
+                self.sweep();
+                Ok(false)
+            }
             Some(callable) => self.dispatch(py, callable).map(|_| true),
         }
     }
@@ -442,7 +472,9 @@ impl PyKernel {
         let step = slf.getattr(pyo3::intern!(py, "__dict__"))?.get_item("step").ok();
         loop {
             if let Some(step) = &step {
-                match me.state().next_time() {
+                let next = me.state().next_time();
+                me.sweep();
+                match next {
                     Some(t) if t <= limit => {}
                     _ => break,
                 }
@@ -460,6 +492,7 @@ impl PyKernel {
                 }
             }
         }
+        me.sweep();
         let mut k = me.state();
         k.now = k.now.max(limit);
         Ok(false)
@@ -570,6 +603,37 @@ struct Net {
     delivered: u64,
     dropped: u64,
     held_count: u64,
+    graveyard: Vec<Py<PyAny>>,
+}
+
+/// A node argument, resolved before the lock is taken (module doc): an int that fits, a
+/// string (its UTF-8 form checked, so reading it again under the lock runs nothing), or any
+/// other object with the name `str()` gave it.
+enum NodeArg<'py> {
+    Int(i64, Bound<'py, PyAny>),
+    Str(Bound<'py, PyString>),
+    Key(String, Bound<'py, PyAny>),
+}
+
+fn node_py<'py>(node: &NodeArg<'py>) -> Python<'py> {
+    match node {
+        NodeArg::Int(_, o) | NodeArg::Key(_, o) => o.py(),
+        NodeArg::Str(s) => s.py(),
+    }
+}
+
+fn node_arg<'py>(node: &Bound<'py, PyAny>) -> PyResult<NodeArg<'py>> {
+    if node.is_exact_instance_of::<PyInt>() {
+        if let Ok(v) = node.extract::<i64>() {
+            return Ok(NodeArg::Int(v, node.clone()));
+        }
+    }
+    if let Ok(s) = node.cast_exact::<PyString>() {
+        if s.to_str().is_ok() {
+            return Ok(NodeArg::Str(s.clone()));
+        }
+    }
+    Ok(NodeArg::Key(node_key(node)?, node.clone()))
 }
 
 /// A node as the network names it: `b<id>` for a broker (an int), `n<name>` else.
@@ -582,27 +646,30 @@ fn node_key(node: &Bound<'_, PyAny>) -> PyResult<String> {
 }
 
 impl Net {
-    fn id(&mut self, node: &Bound<'_, PyAny>) -> PyResult<NodeId> {
-        let exact_int = node.is_exact_instance_of::<PyInt>();
-        if exact_int {
-            if let Ok(v) = node.extract::<i64>() {
-                if let Some(id) = self.by_int.get(&v) {
-                    return Ok(*id);
+    fn id(&mut self, node: &NodeArg<'_>) -> NodeId {
+        let (key, object) = match node {
+            NodeArg::Int(v, object) => {
+                if let Some(id) = self.by_int.get(v) {
+                    return *id;
                 }
+                (format!("b{v}"), object.as_any())
             }
-        } else if let Ok(s) = node.cast_exact::<PyString>() {
-            if let Some(id) = self.by_str.get(s.to_str()?) {
-                return Ok(*id);
+            NodeArg::Str(s) => {
+                let text = s.to_str().unwrap_or_default(); // checked by node_arg
+                if let Some(id) = self.by_str.get(text) {
+                    return *id;
+                }
+                (format!("n{text}"), s.as_any())
             }
-        }
-        let key = node_key(node)?;
+            NodeArg::Key(key, object) => (key.clone(), object),
+        };
         let id = match self.by_key.get(&key) {
             Some(id) => *id,
             None => {
                 let id = self.nodes.len();
                 self.nodes.push(NodeInfo {
                     key: key.clone(),
-                    object: node.clone().unbind(),
+                    object: object.clone().unbind(),
                     alive: false,
                     incarnation: 0,
                     slow_ms: 0,
@@ -613,14 +680,16 @@ impl Net {
                 id
             }
         };
-        if exact_int {
-            if let Ok(v) = node.extract::<i64>() {
-                self.by_int.insert(v, id);
+        match node {
+            NodeArg::Int(v, _) => {
+                self.by_int.insert(*v, id);
             }
-        } else if let Ok(s) = node.cast_exact::<PyString>() {
-            self.by_str.insert(s.to_str()?.to_owned(), id);
+            NodeArg::Str(s) => {
+                self.by_str.insert(s.to_str().unwrap_or_default().to_owned(), id);
+            }
+            NodeArg::Key(..) => {}
         }
-        Ok(id)
+        id
     }
 
     fn pair(&self, a: NodeId, b: NodeId) -> (NodeId, NodeId) {
@@ -659,13 +728,13 @@ impl Net {
     }
 
     /// The arrival time of `message` on `link` (delay draw, losses, the connection's order).
-    fn arrival(&mut self, now: i64, direction: Direction, message: &Message, link: Link) -> PyResult<i64> {
+    fn arrival(&mut self, now: i64, direction: Direction, message: &Message, link: Link) -> Result<i64, DelayError> {
         if link.hi < link.lo {
-            return Err(invalid("delay_ms", format!("({}, {})", link.lo, link.hi), "an empty range: max below min"));
+            return Err(DelayError { lo: link.lo, hi: link.hi, reason: "an empty range: max below min" });
         }
         let width = link.hi as i128 - link.lo as i128 + 1;
         if width > i128::from(u64::MAX) {
-            return Err(invalid("delay_ms", format!("({}, {})", link.lo, link.hi), "wider than 2**64 - 1 ms"));
+            return Err(DelayError { lo: link.lo, hi: link.hi, reason: "wider than 2**64 - 1 ms" });
         }
         let drawn = link.lo as i128 + i128::from(self.rng.below(width as u64));
         let delay = drawn.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
@@ -700,6 +769,7 @@ impl Net {
         for d in dead {
             if let Some(q) = self.held.remove(&d) {
                 self.dropped += q.len() as u64;
+                self.graveyard.extend(q.into_iter().map(|m| m.deliver));
             }
         }
     }
@@ -707,6 +777,20 @@ impl Net {
     /// `"<key>#<incarnation>"` of both ends: the order in which held connections are released.
     fn direction_name(&self, d: &Direction) -> (String, String) {
         (format!("{}#{}", self.nodes[d.0].key, d.1), format!("{}#{}", self.nodes[d.2].key, d.3))
+    }
+}
+
+/// A delay range no draw can come from; made into an `InvalidArgumentError` once the lock is
+/// released.
+struct DelayError {
+    lo: i64,
+    hi: i64,
+    reason: &'static str,
+}
+
+impl From<DelayError> for PyErr {
+    fn from(e: DelayError) -> PyErr {
+        invalid("delay_ms", format!("({}, {})", e.lo, e.hi), e.reason)
     }
 }
 
@@ -722,14 +806,19 @@ pub(crate) struct PyNetwork {
 }
 
 impl PyNetwork {
+    /// Run `f` on the kernel's state with its lock held, then drop what it let go of.
     fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&mut KernelState, usize) -> T) -> T {
         let kernel = self.kernel.bind(py).get();
-        let mut k = kernel.state();
-        f(&mut k, self.index)
+        let out = {
+            let mut k = kernel.state();
+            f(&mut k, self.index)
+        };
+        kernel.sweep();
+        out
     }
 
     /// Schedule `message`'s delivery on `direction` (`Network._schedule`).
-    fn schedule(k: &mut KernelState, index: usize, direction: Direction, message: Message, link: Link) -> PyResult<()> {
+    fn schedule(k: &mut KernelState, index: usize, direction: Direction, message: Message, link: Link) -> Result<(), DelayError> {
         let now = k.now;
         let arrival = net_of(k, index).arrival(now, direction, &message, link)?;
         k.push(arrival, What::Deliver { net: index, message });
@@ -737,7 +826,7 @@ impl PyNetwork {
     }
 
     /// Deliver, in order, what is held on every connection that is usable again.
-    fn release(k: &mut KernelState, index: usize) -> PyResult<()> {
+    fn release(k: &mut KernelState, index: usize) -> Result<(), DelayError> {
         let net = net_of(k, index);
         net.discard_dead();
         let mut directions: Vec<(String, String, Direction)> = net
@@ -769,7 +858,9 @@ impl PyNetwork {
             let link = net.link(src, dst);
             for (m, keep) in queue.into_iter().zip(keep) {
                 if !keep {
-                    net_of(k, index).dropped += 1;
+                    let net = net_of(k, index);
+                    net.dropped += 1;
+                    net.graveyard.push(m.deliver);
                     continue;
                 }
                 Self::schedule(k, index, d, m, link)?;
@@ -815,6 +906,7 @@ impl PyNetwork {
             delivered: 0,
             dropped: 0,
             held_count: 0,
+            graveyard: Vec::new(),
         };
         let index = {
             let mut k = kernel.get().state();
@@ -844,9 +936,10 @@ impl PyNetwork {
     /// Mark a node up or down; going up starts a new incarnation. Messages held on the
     /// connections of a node that goes down are lost with them.
     fn set_alive(&self, node: &Bound<'_, PyAny>, alive: bool) -> PyResult<()> {
-        self.with(node.py(), |k, i| {
+        let node = node_arg(node)?;
+        self.with(node_py(&node), |k, i| {
             let net = net_of(k, i);
-            let id = net.id(node)?;
+            let id = net.id(&node);
             let n = &mut net.nodes[id];
             if alive && !n.alive {
                 n.incarnation += 1;
@@ -856,42 +949,45 @@ impl PyNetwork {
             if !alive {
                 net.discard_dead();
             }
-            Ok(())
-        })
+        });
+        Ok(())
     }
 
     /// The nodes that opened a connection to `node`'s current incarnation (sent it a message),
     /// ordered by name: those a process crash of `node` resets.
     fn peers<'py>(&self, node: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         let py = node.py();
-        let objects = self.with(py, |k, i| -> PyResult<Vec<Py<PyAny>>> {
+        let node = node_arg(node)?;
+        let objects = self.with(py, |k, i| {
             let net = net_of(k, i);
-            let id = net.id(node)?;
+            let id = net.id(&node);
             let mut peers: Vec<NodeId> = net.nodes[id].peers.iter().copied().collect();
             peers.sort_by(|a, b| net.nodes[*a].key.cmp(&net.nodes[*b].key));
-            Ok(peers.into_iter().map(|p| net.nodes[p].object.clone_ref(py)).collect())
-        })?;
+            peers.into_iter().map(|p| net.nodes[p].object.clone_ref(py)).collect::<Vec<_>>()
+        });
         PyList::new(py, objects)
     }
 
     fn is_alive(&self, node: &Bound<'_, PyAny>) -> PyResult<bool> {
-        self.with(node.py(), |k, i| {
+        let node = node_arg(node)?;
+        Ok(self.with(node_py(&node), |k, i| {
             let net = net_of(k, i);
-            let id = net.id(node)?;
-            Ok(net.nodes[id].alive)
-        })
+            let id = net.id(&node);
+            net.nodes[id].alive
+        }))
     }
 
     /// Cut the network into `groups`; every node not listed forms one further group, except
     /// the transaction coordinator, which stays on the controller's side unless listed.
     fn partition(&self, groups: &Bound<'_, PyAny>) -> PyResult<()> {
         let py = groups.py();
-        let mut listed: Vec<(Bound<'_, PyAny>, i64)> = Vec::new();
+        let mut listed: Vec<(NodeArg<'_>, i64)> = Vec::new();
         for (index, group) in groups.try_iter()?.enumerate() {
             for node in group?.try_iter()? {
-                listed.push((node?, index as i64));
+                listed.push((node_arg(&node?)?, index as i64));
             }
         }
+        let coordinator = node_arg(PyString::new(py, "coordinator").as_any())?;
         self.with(py, |k, i| {
             let net = net_of(k, i);
             for n in net.nodes.iter_mut() {
@@ -900,7 +996,7 @@ impl PyNetwork {
             let mut coordinator_listed = false;
             let mut controller_group = None;
             for (node, index) in &listed {
-                let id = net.id(node)?;
+                let id = net.id(node);
                 net.nodes[id].group = *index;
                 match net.nodes[id].key.as_str() {
                     "ncoordinator" => coordinator_listed = true,
@@ -909,12 +1005,13 @@ impl PyNetwork {
                 }
             }
             if let (false, Some(g)) = (coordinator_listed, controller_group) {
-                let id = net.id(PyString::new(py, "coordinator").as_any())?;
+                let id = net.id(&coordinator);
                 net.nodes[id].group = g;
             }
             net.partitioned = true;
             Self::release(k, i)
-        })
+        })?;
+        Ok(())
     }
 
     /// Remove the partition (link settings and slow followers stay).
@@ -922,7 +1019,8 @@ impl PyNetwork {
         self.with(py, |k, i| {
             net_of(k, i).partitioned = false;
             Self::release(k, i)
-        })
+        })?;
+        Ok(())
     }
 
     /// Configure the link between `a` and `b` (both directions). Returns False when
@@ -936,9 +1034,10 @@ impl PyNetwork {
             Some(d) if !d.is_none() => Some(delay_pair(d)?),
             _ => None,
         };
-        self.with(py, |k, i| {
+        let (a, b) = (node_arg(a)?, node_arg(b)?);
+        let applicable = self.with(py, |k, i| {
             let net = net_of(k, i);
-            let (ia, ib) = (net.id(a)?, net.id(b)?);
+            let (ia, ib) = (net.id(&a), net.id(&b));
             let base = net.link(ia, ib);
             let mut link = Link { lo: base.lo, hi: base.hi, drop, duplicate, reorder };
             let mut applicable = true;
@@ -954,39 +1053,42 @@ impl PyNetwork {
             }
             let pair = net.pair(ia, ib);
             net.links.insert(pair, link);
-            Self::release(k, i)?;
-            Ok(applicable)
-        })
+            Self::release(k, i).map(|_| applicable)
+        })?;
+        Ok(applicable)
     }
 
     /// Add `extra_delay_ms` to every fetch request `node` sends (0 removes it).
     fn slow_node(&self, node: &Bound<'_, PyAny>, extra_delay_ms: &Bound<'_, PyAny>) -> PyResult<()> {
         let extra = ms(extra_delay_ms)?.max(0);
-        self.with(node.py(), |k, i| {
+        let node = node_arg(node)?;
+        self.with(node_py(&node), |k, i| {
             let net = net_of(k, i);
-            let id = net.id(node)?;
+            let id = net.id(&node);
             net.nodes[id].slow_ms = extra;
-            Ok(())
-        })
+        });
+        Ok(())
     }
 
     /// Whether the current partition lets `a` and `b` talk.
     fn connected(&self, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<bool> {
-        self.with(a.py(), |k, i| {
+        let (a, b) = (node_arg(a)?, node_arg(b)?);
+        Ok(self.with(node_py(&a), |k, i| {
             let net = net_of(k, i);
-            let (ia, ib) = (net.id(a)?, net.id(b)?);
-            Ok(net.connected(ia, ib))
-        })
+            let (ia, ib) = (net.id(&a), net.id(&b));
+            net.connected(ia, ib)
+        }))
     }
 
     /// Whether messages between `a` and `b` get through now (connected, and the link not cut
     /// with `drop=1.0`).
     fn usable(&self, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<bool> {
-        self.with(a.py(), |k, i| {
+        let (a, b) = (node_arg(a)?, node_arg(b)?);
+        Ok(self.with(node_py(&a), |k, i| {
             let net = net_of(k, i);
-            let (ia, ib) = (net.id(a)?, net.id(b)?);
-            Ok(net.usable(ia, ib))
-        })
+            let (ia, ib) = (net.id(&a), net.id(&b));
+            net.usable(ia, ib)
+        }))
     }
 
     /// Send a message: `deliver()` runs at the destination after the link's delay, or once the
@@ -997,10 +1099,11 @@ impl PyNetwork {
     fn send(&self, src: &Bound<'_, PyAny>, dst: &Bound<'_, PyAny>, deliver: Py<PyAny>, kind: &str,
             coalesce: Option<String>, quiet: bool) -> PyResult<()> {
         let py = src.py();
+        let (src, dst) = (node_arg(src)?, node_arg(dst)?);
         self.with(py, |k, i| {
             let net = net_of(k, i);
             net.sent += 1;
-            let (s, d) = (net.id(src)?, net.id(dst)?);
+            let (s, d) = (net.id(&src), net.id(&dst));
             net.nodes[d].peers.insert(s);
             net.seq += 1;
             let message = Message {
@@ -1024,25 +1127,28 @@ impl PyNetwork {
                 Self::schedule(k, i, direction, message.copy(py), link)?;
             }
             Self::schedule(k, i, direction, message, link)
-        })
+        })?;
+        Ok(())
     }
 
     /// Drop what is held on the connection `src` -> `dst` (the sender gave up on it); returns
     /// how many messages went.
     fn discard_held(&self, src: &Bound<'_, PyAny>, dst: &Bound<'_, PyAny>) -> PyResult<u64> {
-        self.with(src.py(), |k, i| {
+        let (src, dst) = (node_arg(src)?, node_arg(dst)?);
+        Ok(self.with(node_py(&src), |k, i| {
             let net = net_of(k, i);
-            let (s, d) = (net.id(src)?, net.id(dst)?);
+            let (s, d) = (net.id(&src), net.id(&dst));
             let gone: Vec<Direction> = net.held.iter().filter(|(_, q)| q[0].src == s && q[0].dst == d).map(|(dir, _)| *dir).collect();
             let mut count = 0;
             for dir in gone {
                 if let Some(q) = net.held.remove(&dir) {
                     count += q.len() as u64;
+                    net.graveyard.extend(q.into_iter().map(|m| m.deliver));
                 }
             }
             net.dropped += count;
-            Ok(count)
-        })
+            count
+        }))
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {

@@ -139,20 +139,7 @@ class StateChecker:
     # -- observation ------------------------------------------------------------------------
     def observe(self) -> None:
         """Check every invariant whose inputs changed since the last call."""
-        c = self.cluster
-        ctrl = c.controller
-        changed: list[int] = []
-        keys = self._keys
-        for b, broker in c.brokers.items():
-            # role, epochs, pending ISR and the log's LEO, HW, batch count and start: one call
-            key = (broker.alive, broker.incarnation, broker.replica.state_key())
-            if keys.get(b) != key:
-                self._keys[b] = key
-                changed.append(b)
-        ctrl_key = (ctrl.leader, ctrl.leader_epoch, ctrl.partition_epoch, ctrl.isr, ctrl.elr,
-                    len(ctrl.elections))
-        ctrl_changed = ctrl_key != self._ctrl_key
-        self._ctrl_key = ctrl_key
+        changed, ctrl_changed = self._changes()
         if not changed and not ctrl_changed:
             return
         for b in changed:
@@ -161,6 +148,25 @@ class StateChecker:
         self._check_leaders()
         self._check_log_matching(changed)
         self._check_isr(ctrl_changed)
+
+    def _changes(self) -> tuple[list[int], bool]:
+        """The brokers whose change key moved since the last call, and whether the
+        controller's did (the keys are kept for the next call)."""
+        c = self.cluster
+        ctrl = c.controller
+        changed: list[int] = []
+        keys = self._keys
+        for b, broker in c.brokers.items():
+            # role, epochs, pending ISR and the log's LEO, HW, batch count and start: one call
+            key = (broker.alive, broker.incarnation, broker.replica.state_key())
+            if keys.get(b) != key:
+                keys[b] = key
+                changed.append(b)
+        ctrl_key = (ctrl.leader, ctrl.leader_epoch, ctrl.partition_epoch, ctrl.isr, ctrl.elr,
+                    len(ctrl.elections))
+        ctrl_changed = ctrl_key != self._ctrl_key
+        self._ctrl_key = ctrl_key
+        return changed, ctrl_changed
 
     # -- per replica: 6, 7, 8, 11 -----------------------------------------------------------
     def _check_replica(self, b: int) -> None:
