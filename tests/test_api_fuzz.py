@@ -153,7 +153,7 @@ METHODS = {
     },
     "RecordBatch": {"with_base_offset": 1},
     # The event loop and the network (callbacks of junk fail as TypeError when run).
-    "Kernel": {"rng": 1, "schedule": 2, "schedule_at": 2, "post_at": 3, "next_time": 0, "step": 0,
+    "Kernel": {"rng": 1, "schedule": 2, "schedule_at": 2, "next_time": 0, "step": 0,
                "run_until": 1},
     "Timer": {"cancel": 0},
     "Network": {"set_alive": 2, "peers": 1, "is_alive": 1, "partition": 1, "heal": 0, "set_link": 2,
@@ -273,7 +273,7 @@ def _event_loop() -> dict[str, Any]:
     net.partition([[1], [2, "p"]])
     net.send(2, 1, lambda: None)
     timer = kernel.schedule(7, lambda: None)
-    kernel.post_at(9, lambda: None, True)
+    kernel.schedule_at(9, lambda: None, True)
     return {"Kernel": kernel, "Network": net, "Timer": timer}
 
 

@@ -2,23 +2,18 @@
 
 The event loop and the network run in Rust (``epochlab._core.Kernel`` / ``Network``) on the
 rust and python backends; the reference backend runs the pure-Python ones
-(``epochlab.sim.kernel`` / ``epochlab.sim.network``), which have fast paths of their own. Each
-fast path has a plain form; the differential tests below run the same schedules both ways and
-ask for byte-identical histories, verdicts, final states and end times:
+(``epochlab.sim.kernel`` / ``epochlab.sim.network``), which state the contract. The
+differential tests below run the same schedules both ways and ask for byte-identical
+histories, verdicts, final states and end times:
 
-* the Rust loop and network against the plain Python ones (rust backend);
-* the Python loop's fast paths against their plain forms (reference backend):
-  ``Kernel.run_until`` steps inline (plain: :meth:`Kernel.step` per event, which a ``step``
-  set on the instance switches to, as trace recording does); ``Kernel.post_at`` pushes a
-  delivery without a :class:`Timer` (plain: ``schedule_at``); ``Network`` memoises each route
-  until a node's life or a link changes (plain: the memo keeps nothing); ``Network._schedule``
-  draws ``lo + _randbelow(hi - lo + 1)`` (plain: ``randint``);
-* on every backend, the state checker's change detector asks ``replica.state_key()`` once per
-  broker (plain: the ten attribute reads it replaced).
+* the Rust loop and network against the Python ones (rust backend);
+* on every backend, the state checker's change detector asking ``replica.state_key()`` once per
+  broker against the ten attribute reads it replaced (its plain form, ``_plain_changes``).
 
 Then the Rust network against the Python one on random operation sequences (duplication, loss,
-reordering, partitions, coalescing, restarts: what fuzz schedules rarely reach), and the Rust
-network's random stream against ``random.Random``.
+reordering, partitions, coalescing, restarts: what fuzz schedules rarely reach), the Rust
+network's random stream against ``random.Random``, the two kernels' contract, and the Rust
+loop's hygiene: finished runs are freed, re-entrant Python cannot deadlock it.
 """
 
 from __future__ import annotations
@@ -35,17 +30,9 @@ from epochlab.fuzz import FuzzProfile, execute, generate_schedule
 from epochlab.generations import Generation
 from epochlab.sim import Cluster, ClusterConfig, ProducerConfig
 from epochlab.sim import cluster as cluster_module
-from epochlab.sim import network as network_module
 from epochlab.sim.kernel import Kernel
 from epochlab.sim.network import Network
 from epochlab.sim.messages import ConsumerFetchRequest, FetchRequest, ProduceResponse, evolve
-
-
-class _Forgetful(dict):  # type: ignore[type-arg]
-    """A memo that keeps nothing."""
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        pass
 
 
 def _plain_changes(self: Any) -> tuple[list[int], bool]:
@@ -70,26 +57,10 @@ def _plain_changes(self: Any) -> tuple[list[int], bool]:
 
 
 def _plain(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every fast path in its plain form, the event loop and the network in Python."""
+    """The event loop and the network in Python, the change detector in its plain form."""
     import types
 
     monkeypatch.setattr(cluster_module, "_core", types.SimpleNamespace(Kernel=Kernel, Network=Network))
-    init = Kernel.__init__
-
-    def kernel_init(self: Kernel, seed: int) -> None:
-        init(self, seed)
-        self.step = self.step  # type: ignore[method-assign]  # an instance step: the plain loop
-
-    monkeypatch.setattr(Kernel, "__init__", kernel_init)
-    monkeypatch.setattr(Kernel, "post_at", lambda self, t, cb, quiet: self.schedule_at(t, cb, quiet))
-    net_init = network_module.Network.__init__
-
-    def network_init(self: Any, *args: Any) -> None:
-        net_init(self, *args)
-        self._routes = _Forgetful()
-        self._randbelow = None  # -> rng.randint
-
-    monkeypatch.setattr(network_module.Network, "__init__", network_init)
     monkeypatch.setattr(state_module.StateChecker, "_changes", _plain_changes)
 
 
@@ -131,17 +102,21 @@ def test_the_plain_forms_are_really_taken(monkeypatch: pytest.MonkeyPatch) -> No
     p.send(1)
     c.run_until(lambda _c: not p.pending, 2000)
     assert isinstance(c.kernel, Kernel) and isinstance(c.network, Network)
-    assert steps[0] == c.kernel.steps > 0           # every event through the instance's step
-    assert not c.network._routes                     # the memo kept nothing
-    assert c.network._randbelow is None
+    assert steps[0] == c.kernel.steps > 0           # every event through the Python kernel
 
 
 def test_kernel_counts_steps_and_honours_a_step_set_on_the_instance() -> None:
-    k = Kernel(seed=5)
+    from epochlab import _core
+
+    for make in (Kernel, _core.Kernel):
+        _counts_steps_and_honours_a_step_set_on_the_instance(make(5))
+
+
+def _counts_steps_and_honours_a_step_set_on_the_instance(k: Any) -> None:
     out: list[str] = []
     k.schedule(2, lambda: out.append("timer"))
-    k.post_at(1, lambda: out.append("message"), quiet=True)
-    k.post_at(2, lambda: out.append("message 2"), quiet=False)
+    k.schedule_at(1, lambda: out.append("message"), quiet=True)
+    k.schedule_at(2, lambda: out.append("message 2"), quiet=False)
     k.schedule(0, lambda: out.append("now")).cancel()
     k.run_until(5)
     assert out == ["message", "timer", "message 2"] and k.steps == 3 and k.now_ms == 5
@@ -153,7 +128,7 @@ def test_kernel_counts_steps_and_honours_a_step_set_on_the_instance() -> None:
         return step()
 
     k.step = watching  # type: ignore[method-assign]
-    k.post_at(7, lambda: None, quiet=False)
+    k.schedule_at(7, lambda: None, quiet=False)
     k.schedule_at(3, lambda: out.append("the past runs now"))
     k.run_until(10)
     assert watched == [5, 5] and out[-1] == "the past runs now" and k.steps == 5 and k.now_ms == 10

@@ -3,7 +3,7 @@
 //! document, which re-export these classes; this file is their implementation.
 //!
 //! * The kernel keeps virtual time and one queue of events ordered by `(time, sequence)`. An
-//!   event is either a Python callback (with its `Timer`, or none for `post_at`) or a message
+//!   event is either a Python callback (with its `Timer`) or a message
 //!   in flight on a network; the loop of `run_until` pops, checks and dispatches in Rust and
 //!   calls into Python only for the callback, the message's `deliver` and `stop`.
 //! * The network draws its delays from its own Mersenne Twister, seeded from the state of
@@ -188,7 +188,7 @@ impl PyTimer {
 }
 
 enum What {
-    Call { callback: Py<PyAny>, timer: Option<Py<PyTimer>>, quiet: bool },
+    Call { callback: Py<PyAny>, timer: Py<PyTimer>, quiet: bool },
     Deliver { net: usize, message: Message },
 }
 
@@ -227,7 +227,7 @@ impl Event {
         }
     }
     fn cancelled(&self) -> bool {
-        matches!(&self.what, What::Call { timer: Some(t), .. } if t.get().cancelled())
+        matches!(&self.what, What::Call { timer, .. } if timer.get().cancelled())
     }
     fn quiet(&self) -> bool {
         match &self.what {
@@ -325,7 +325,7 @@ impl PyKernel {
         let at = time.max(now);
         // made with no lock held: an allocation may run the garbage collector (__traverse__)
         let timer = Py::new(py, PyTimer { cancelled: AtomicBool::new(false), quiet, time_ms: at })?;
-        self.state().push(at, What::Call { callback, timer: Some(timer.clone_ref(py)), quiet });
+        self.state().push(at, What::Call { callback, timer: timer.clone_ref(py), quiet });
         Ok(timer)
     }
 
@@ -425,13 +425,6 @@ impl PyKernel {
         let time = ms(time_ms)?;
         let quiet = quiet_arg(quiet)?;
         self.schedule_call(py, time, callback, quiet)
-    }
-
-    /// `schedule_at` for an event nobody cancels: no `Timer` is made.
-    fn post_at(&self, time_ms: &Bound<'_, PyAny>, callback: Py<PyAny>, quiet: bool) -> PyResult<()> {
-        let time = ms(time_ms)?;
-        self.state().push(time, What::Call { callback, timer: None, quiet });
-        Ok(())
     }
 
     /// Time of the earliest pending event, `None` if the queue is empty.

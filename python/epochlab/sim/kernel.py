@@ -43,10 +43,6 @@ class Timer:
         self.cancelled = True
 
 
-_LOUD = Timer(0, quiet=False)   # the handles of Kernel.post_at's events (never cancelled)
-_QUIET = Timer(0, quiet=True)
-
-
 class Kernel:
     """Virtual time in integer milliseconds and a heap of pending callbacks.
 
@@ -78,25 +74,15 @@ class Kernel:
 
     def schedule(self, delay_ms: int, callback: Callable[[], None], quiet: bool | None = None) -> Timer:
         """Run ``callback`` ``delay_ms`` (>= 0) after now."""
-        return self.schedule_at(self.now_ms + (delay_ms if type(delay_ms) is int and delay_ms > 0
-                                               else max(0, int(delay_ms))), callback, quiet)
+        return self.schedule_at(self.now_ms + max(0, int(delay_ms)), callback, quiet)
 
     def schedule_at(self, time_ms: int, callback: Callable[[], None], quiet: bool | None = None) -> Timer:
         """Run ``callback`` at ``time_ms`` (clamped to now: the past cannot be scheduled);
         ``quiet`` (class doc) defaults to whether the event scheduling it is quiet."""
-        now = self.now_ms
-        timer = Timer(time_ms if time_ms > now else now, self._in_quiet if quiet is None else quiet)
+        timer = Timer(max(time_ms, self.now_ms), self._in_quiet if quiet is None else quiet)
         self._sequence += 1
         heapq.heappush(self._queue, (timer.time_ms, self._sequence, timer, callback))
         return timer
-
-    def post_at(self, time_ms: int, callback: Callable[[], None], quiet: bool) -> None:
-        """:meth:`schedule_at` for an event nobody cancels (a message's delivery): no
-        :class:`Timer` is made for it (one shared, never cancelled handle per quietness)."""
-        now = self.now_ms
-        self._sequence += 1
-        heapq.heappush(self._queue, (time_ms if time_ms > now else now, self._sequence,
-                                     _QUIET if quiet else _LOUD, callback))
 
     def next_time(self) -> int | None:
         """Time of the earliest pending event, ``None`` if the queue is empty."""
@@ -120,40 +106,16 @@ class Kernel:
 
     def run_until(self, time_ms: int, stop: Callable[[], bool] | None = None) -> bool:
         """Run every event due at or before ``time_ms``; the clock ends at ``time_ms`` unless
-        ``stop`` (checked after each event) returned true first. Returns whether it stopped.
-
-        The loop is :meth:`step` written out (the fuzz loop's hottest path); a ``step``
-        replaced on the instance (trace recording, tests that watch events) is called
-        instead, once per event."""
+        ``stop`` (checked after each event) returned true first. Returns whether it stopped."""
         self.last_quiet = False  # what happened before this call is news to ``stop``
         if stop is not None and stop():
             return True
-        if "step" in self.__dict__:
-            while True:
-                nxt = self.next_time()
-                if nxt is None or nxt > time_ms:
-                    break
-                self.step()
-                if stop is not None and stop():
-                    return True
-        else:
-            queue, pop = self._queue, heapq.heappop
-            while queue:
-                at, _, timer, callback = queue[0]
-                if timer.cancelled:
-                    pop(queue)
-                    continue
-                if at > time_ms:
-                    break
-                pop(queue)
-                self.now_ms = at
-                self.steps += 1
-                self._in_quiet = self.last_quiet = timer.quiet
-                try:
-                    callback()
-                finally:
-                    self._in_quiet = False
-                if stop is not None and stop():
-                    return True
+        while True:
+            nxt = self.next_time()
+            if nxt is None or nxt > time_ms:
+                break
+            self.step()
+            if stop is not None and stop():
+                return True
         self.now_ms = max(self.now_ms, time_ms)
         return False

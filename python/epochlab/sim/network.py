@@ -123,11 +123,6 @@ class Network:
         self._controller = LinkConfig(controller_delay_ms)
         self._links: dict[tuple[str, str], LinkConfig] = {}
         self._link_of: dict[tuple[Node, Node], LinkConfig] = {}  # memo of _link, per direction
-        #: memo of what a send from ``src`` to ``dst`` needs that changes only with a node's
-        #: life or a link's settings: (src_key, dst_key, their incarnations, the direction's
-        #: name, the link); cleared by ``set_alive`` and ``set_link``
-        self._routes: dict[tuple[Node, Node], tuple[str, str, int, int, tuple[str, str], LinkConfig]] = {}
-        self._randbelow = getattr(self._rng, "_randbelow", None)
         self._groups: dict[str, int] | None = None
         self._alive: dict[str, bool] = {}
         self._incarnation: dict[str, int] = {}
@@ -149,7 +144,6 @@ class Network:
         if alive and not self._alive.get(key, False):
             self._incarnation[key] = self._incarnation.get(key, 0) + 1
         self._alive[key] = alive
-        self._routes.clear()
         self._peers.pop(key, None)  # a new or dead incarnation has no connections yet
         if not alive:
             self._discard_dead()
@@ -192,7 +186,6 @@ class Network:
         self._links[self._pair(a, b)] = LinkConfig((int(lo), int(hi)), float(drop),
                                                    float(duplicate), bool(reorder))
         self._link_of.clear()
-        self._routes.clear()
         self._release()
         return applicable
 
@@ -219,40 +212,27 @@ class Network:
         first. ``kind == "fetch"`` messages get the sender's slow-node delay; ``coalesce``
         names messages of which only the newest matters after a gap (module doc)."""
         self.sent += 1
-        route = self._routes.get((src, dst))
-        if route is None:
-            route = self._route(src, dst)
-        src_key, dst_key, src_incarnation, dst_incarnation, direction, link = route
+        src_key, dst_key = _key(src), _key(dst)
+        self._peers.setdefault(dst_key, set()).add(src)
         self._seq += 1
-        msg = _Message(self._seq, src, dst, src_key, src_incarnation, dst_key, dst_incarnation,
-                       deliver, self._slow.get(src_key, 0) if kind == "fetch" else 0, coalesce, quiet)
-        groups = self._groups
-        if (direction in self._held or link.drop >= 1.0
-                or (groups is not None and groups.get(src_key, -1) != groups.get(dst_key, -1))):
+        incarnation = self._incarnation
+        msg = _Message(self._seq, src, dst, src_key, incarnation.get(src_key, 0),
+                       dst_key, incarnation.get(dst_key, 0), deliver,
+                       self._slow.get(src_key, 0) if kind == "fetch" else 0, coalesce, quiet)
+        direction = self._direction(msg)
+        link = self._link(src, dst)
+        if direction in self._held or not (self.connected(src, dst) and link.drop < 1.0):
             self._hold(direction, msg)
             return
         if link.duplicate > 0 and self._rng.random() < link.duplicate:
             self._schedule(direction, msg, link)
         self._schedule(direction, msg, link)
 
-    def _route(self, src: Node, dst: Node) -> tuple[str, str, int, int, tuple[str, str], LinkConfig]:
-        """Fill the route memo of ``src`` -> ``dst`` (and note ``src`` as a peer of ``dst``'s
-        current incarnation: the memo lives no longer than that incarnation)."""
-        src_key, dst_key = _key(src), _key(dst)
-        self._peers.setdefault(dst_key, set()).add(src)
-        src_incarnation = self._incarnation.get(src_key, 0)
-        dst_incarnation = self._incarnation.get(dst_key, 0)
-        route = (src_key, dst_key, src_incarnation, dst_incarnation,
-                 (f"{src_key}#{src_incarnation}", f"{dst_key}#{dst_incarnation}"), self._link(src, dst))
-        self._routes[(src, dst)] = route
-        return route
+    def _direction(self, msg: _Message) -> tuple[str, str]:
+        return (f"{msg.src_key}#{msg.src_incarnation}", f"{msg.dst_key}#{msg.dst_incarnation}")
 
     def _schedule(self, direction: tuple[str, str], msg: _Message, link: LinkConfig) -> None:
-        lo, hi = link.delay_ms
-        randbelow = self._randbelow
-        # Random.randint(lo, hi) is lo + _randbelow(hi - lo + 1): the same draw, two frames less
-        delay = lo + randbelow(hi - lo + 1) if randbelow is not None and hi >= lo else self._rng.randint(lo, hi)
-        arrival = self._kernel.now_ms + delay + msg.extra_ms
+        arrival = self._kernel.now_ms + self._rng.randint(*link.delay_ms) + msg.extra_ms
         if 0.0 < link.drop < 1.0:
             rto, waited = RTO_MIN_MS, 0
             while waited < RECONNECT_MS and self._rng.random() < link.drop:
@@ -261,11 +241,9 @@ class Network:
                 rto = min(rto * 2, RTO_MAX_MS)
             arrival += min(waited, RECONNECT_MS)
         if not link.reorder:
-            last = self._last_arrival.get(direction, 0)
-            if last > arrival:
-                arrival = last
+            arrival = max(arrival, self._last_arrival.get(direction, 0))
             self._last_arrival[direction] = arrival
-        self._kernel.post_at(arrival, lambda: self._arrive(direction, msg), msg.quiet)
+        self._kernel.schedule_at(arrival, lambda: self._arrive(direction, msg), msg.quiet)
 
     def _hold(self, direction: tuple[str, str], msg: _Message) -> None:
         queue = self._held.setdefault(direction, [])
@@ -279,14 +257,10 @@ class Network:
         return self._alive.get(key, False) and self._incarnation.get(key, 0) == incarnation
 
     def _arrive(self, direction: tuple[str, str], msg: _Message) -> None:
-        dst_key = msg.dst_key
-        if not (self._alive.get(dst_key, False) and self._incarnation.get(dst_key, 0) == msg.dst_incarnation):
+        if not self._alive_as_sent(msg.dst_key, msg.dst_incarnation):
             self.dropped += 1
             return
-        groups = self._groups
-        if (direction in self._held
-                or (groups is not None and groups.get(msg.src_key, -1) != groups.get(dst_key, -1))
-                or (self._link_of.get((msg.src, msg.dst)) or self._link(msg.src, msg.dst)).drop >= 1.0):
+        if direction in self._held or not self.usable(msg.src, msg.dst):
             self._hold(direction, msg)
             return
         self.delivered += 1
