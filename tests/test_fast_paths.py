@@ -405,3 +405,35 @@ print("ok", net.sent, net.dropped)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("ok 3 ")
+
+
+def test_the_collector_may_run_at_any_allocation() -> None:
+    """The Rust kernel and network under a collector that runs at every allocation (in a
+    subprocess: a crash fails by its exit code). Session 13: with an instance ``__dict__`` the
+    collector traversed a half-made Kernel and Python crashed; ``kernel.step = f`` is kept by
+    ``__setattr__`` now."""
+    import subprocess
+    import sys
+
+    code = """
+import gc
+from epochlab import _core
+from epochlab.fuzz import FuzzProfile, execute, generate_schedule
+gc.set_threshold(1, 1, 1)
+for i in range(300):
+    k = _core.Kernel(i)
+    net = _core.Network(k, (1, 5), (1, 2))
+    for node in (1, 2, "controller", "p"):
+        net.set_alive(node, True)
+    net.send("p", 1, lambda: None, "fetch", "metadata", False)
+    net.partition([[1], [2, "p"]])
+    net.send(2, 1, lambda: None)
+    k.schedule(7, lambda: k)
+    k.step = k.step
+    k.run_until(10)
+result = execute(generate_schedule(3, "strict-min-isr", FuzzProfile(actions=15)))
+print("ok", len(result.history_jsonl) > 0)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "ok True"

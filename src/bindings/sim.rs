@@ -304,11 +304,16 @@ impl KernelState {
 
 /// The deterministic kernel: virtual clock, event queue, per-component random streams
 /// (`epochlab.sim.kernel`).
-#[pyclass(frozen, dict, name = "Kernel", module = "epochlab._core")]
+/// (No instance `__dict__`: with one, PyO3 0.30 lets the collector traverse a half-made
+/// object, a NULL dict, and Python crashes. `kernel.step = f` is kept by `__setattr__`.)
+#[pyclass(frozen, name = "Kernel", module = "epochlab._core")]
 pub(crate) struct PyKernel {
     state: Mutex<KernelState>,
     seed: Py<PyAny>,
     rngs: Py<PyDict>,
+    /// A `step` set on the instance (trace recording, tests that watch events): `run_until`
+    /// calls it once per event instead of its own loop.
+    step_override: Mutex<Option<Py<PyAny>>>,
 }
 
 impl PyKernel {
@@ -371,6 +376,7 @@ impl PyKernel {
             }),
             seed,
             rngs: PyDict::new(py).unbind(),
+            step_override: Mutex::new(None),
         }
     }
 
@@ -462,7 +468,7 @@ impl PyKernel {
                 return Ok(true);
             }
         }
-        let step = slf.getattr(pyo3::intern!(py, "__dict__"))?.get_item("step").ok();
+        let step = lock(&me.step_override).as_ref().map(|f| f.bind(py).clone());
         loop {
             if let Some(step) = &step {
                 let next = me.state().next_time();
@@ -496,6 +502,18 @@ impl PyKernel {
         format!("Kernel(now_ms={}, pending={}, steps={})", k.now, k.queue.len(), k.steps)
     }
 
+    /// `kernel.step = f` replaces the step `run_until` takes (the Python kernel's instance
+    /// attribute); every other attribute is read-only.
+    fn __setattr__(&self, name: &str, value: Py<PyAny>) -> PyResult<()> {
+        if name != "step" {
+            return Err(pyo3::exceptions::PyAttributeError::new_err(format!(
+                "'Kernel' object attribute '{name}' is read-only")));
+        }
+        let old = lock(&self.step_override).replace(value);
+        drop(old);
+        Ok(())
+    }
+
     /// The garbage collector's view: every callback, timer and message in flight or held (a
     /// run's callbacks close over the cluster that owns this kernel: a cycle the collector
     /// must see to free a finished run). A state locked by a method that is allocating is not
@@ -503,6 +521,9 @@ impl PyKernel {
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.seed)?;
         visit.call(&self.rngs)?;
+        if let Ok(step) = self.step_override.try_lock() {
+            visit.call(step.as_ref())?;
+        }
         let Ok(k) = self.state.try_lock() else { return Ok(()) };
         for event in k.queue.iter() {
             event.visit(&visit)?;
@@ -530,6 +551,8 @@ impl PyKernel {
             Err(_) => None,
         };
         drop(taken);
+        let step = self.step_override.try_lock().ok().and_then(|mut s| s.take());
+        drop(step);
     }
 }
 
