@@ -304,6 +304,10 @@ def test_the_rust_networks_stream_is_random_dot_random() -> None:
 
 def test_the_rust_kernel_keeps_the_python_kernels_contract() -> None:
     from epochlab import _core
+    from epochlab.sim import network as network_module
+
+    for name in ("RTO_MIN_MS", "RTO_MAX_MS", "RECONNECT_MS"):  # one TCP model in both networks
+        assert getattr(_core, name) == getattr(network_module, name), name
 
     for make in (Kernel, _core.Kernel):
         k = make(9)
