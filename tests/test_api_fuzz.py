@@ -98,8 +98,9 @@ KEYWORDS = {
     "kip320_truncation": ["request_epoch", "current_epoch", "error"], "flush": ["up_to"],
     "Replayer": ["checks", "collect", "min_insync_replicas", "kip101_epoch_cache", "max_violations"],
     "replay_batch": ["start", "stop", "pause_kinds"],
-    "Timer": ["quiet"], "schedule": ["quiet"], "schedule_at": ["quiet"], "run_until": ["stop"],
+    "Timer": ["quiet"], "schedule": ["quiet"], "schedule_at": ["quiet"], "run_until": ["stop", "observe"],
     "set_link": ["delay_ms", "drop", "duplicate", "reorder"], "send": ["kind", "coalesce", "quiet"],
+    "post": ["kind", "coalesce", "quiet"],
 }
 
 # name -> number of positional parameters; keyword parameters come from KEYWORDS at random.
@@ -113,6 +114,7 @@ MODULE_CALLABLES = {
     "parse_partition_metadata": 2, "parse_producer_snapshot": 2, "parse_offset_index": 2,
     "parse_time_index": 2, "parse_txn_index": 2,
     "Kernel": 1, "Network": 3, "Timer": 1, "RTO_MIN_MS": 0, "RTO_MAX_MS": 0, "RECONNECT_MS": 0,
+    "ChangeWatch": 0,
 }
 #: Constants of the module: read, not called.
 MODULE_CONSTANTS = {"RTO_MIN_MS", "RTO_MAX_MS", "RECONNECT_MS"}
@@ -157,7 +159,8 @@ METHODS = {
                "run_until": 1},
     "Timer": {"cancel": 0},
     "Network": {"set_alive": 2, "peers": 1, "is_alive": 1, "partition": 1, "heal": 0, "set_link": 2,
-                "slow_node": 2, "connected": 2, "usable": 2, "send": 3, "discard_held": 2},
+                "slow_node": 2, "connected": 2, "usable": 2, "send": 3, "post": 5, "discard_held": 2},
+    "ChangeWatch": {"changes": 2, "forget": 1},
     "LogAppendInfo": {}, "TruncationOutcome": {}, "FetchCheck": {},
     # Messages are the simulator's dataclasses; junk in their place must still fail cleanly.
     "Replica": {
@@ -274,7 +277,11 @@ def _event_loop() -> dict[str, Any]:
     net.send(2, 1, lambda: None)
     timer = kernel.schedule(7, lambda: None)
     kernel.schedule_at(9, lambda: None, True)
-    return {"Kernel": kernel, "Network": net, "Timer": timer}
+    net.post(1, 2, {2: kernel}, "schedule", 5)  # arrives as kernel.schedule(5, 1): a TypeError
+    watch = core.ChangeWatch()
+    watch.changes({}, type("Controller", (), {"leader": 1, "leader_epoch": 0, "partition_epoch": 0,
+                                              "isr": (1,), "elr": (), "elections": []})())
+    return {"Kernel": kernel, "Network": net, "Timer": timer, "ChangeWatch": watch}
 
 
 # Arguments that are close to valid, so calls get past argument conversion into the core.

@@ -64,3 +64,36 @@ def test_latency_intervals_come_from_a_bootstrap_over_runs() -> None:
     assert hi50 == 10 and lo99 < 3000 <= hi99
     assert bootstrap_percentiles([[], []], (0.5,)) is None
     assert bootstrap_percentiles(few, (0.5, 0.99)) == bootstrap_percentiles(few, (0.5, 0.99))  # seeded
+
+
+def test_the_rust_bootstrap_draws_what_the_plain_loop_draws() -> None:
+    """``_core._bootstrap_draws`` (weighted ranks over one sorted list) against the plain
+    statement (pool, sort, interpolate per resample): the same draws and the same floats, on
+    random runs, quantiles (0, 1 and odd ones) and value ranges past 2**53."""
+    import random
+
+    from epochlab import _core
+    from epochlab.campaigns.aggregate import bootstrap_draws_plain
+
+    r = random.Random(14)
+    for trial in range(150):
+        runs = [[r.randint(-5, r.choice([3, 400, 2 ** 60])) for _ in range(r.randint(1, 12))]
+                for _ in range(r.randint(1, 25))]
+        qs = tuple(r.choice([0.0, 0.5, 0.99, 1.0, r.random()]) for _ in range(r.randint(1, 3)))
+        resamples = r.randint(1, 25)
+        plain = bootstrap_draws_plain(runs, qs, resamples, random.Random(trial))
+        assert _core._bootstrap_draws(runs, list(qs), resamples, random.Random(trial)) == plain, trial
+
+
+@pytest.mark.parametrize(("runs", "qs", "argument"), [([[1], []], [0.5], "runs"),
+                                                      ([[1]], [float("nan")], "qs"),
+                                                      ([[1]], [1.5], "qs")])
+def test_the_rust_bootstrap_refuses_what_it_cannot_draw_from(runs: list[list[int]], qs: list[float],
+                                                             argument: str) -> None:
+    import random
+
+    from epochlab import _core
+    from epochlab.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match=argument):
+        _core._bootstrap_draws(runs, qs, 3, random.Random(0))

@@ -1,4 +1,4 @@
-"""The fuzz loop's fast paths (issue 14, session 13) change no run.
+"""The fuzz loop's fast paths (issue 14, sessions 13 and 14) change no run.
 
 The event loop and the network run in Rust (``epochlab._core.Kernel`` / ``Network``) on the
 rust and python backends; the reference backend runs the pure-Python ones
@@ -7,8 +7,12 @@ differential tests below run the same schedules both ways and ask for byte-ident
 histories, verdicts, final states and end times:
 
 * the Rust loop and network against the Python ones (rust backend);
-* on every backend, the state checker's change detector asking ``replica.state_key()`` once per
-  broker against the ten attribute reads it replaced (its plain form, ``_plain_changes``).
+* on every backend, the state checker's change detector (``ChangeWatch``: one Rust call per
+  event with the Rust core, ``replica.state_key()`` once per broker in the reference) against
+  the ten attribute reads it replaced (its plain form, ``_AttrWatch``), and the kernel's
+  ``observe`` hook against a ``stop`` callback that checks ``last_quiet`` itself;
+* messages posted as ``(nodes, dst, method, msg, src)`` (``Network.post``) against a closure
+  per message (the Python network's ``post`` makes one).
 
 Then the Rust network against the Python one on random operation sequences (duplication, loss,
 reordering, partitions, coalescing, restarts: what fuzz schedules rarely reach), the Rust
@@ -35,33 +39,53 @@ from epochlab.sim.network import Network
 from epochlab.sim.messages import ConsumerFetchRequest, FetchRequest, ProduceResponse, evolve
 
 
-def _plain_changes(self: Any) -> tuple[list[int], bool]:
-    """``StateChecker._changes`` with the change key read attribute by attribute."""
-    c = self.cluster
-    ctrl = c.controller
-    changed: list[int] = []
-    for b, broker in c.brokers.items():
-        r, log = broker.replica, broker.replica.log
-        pending = r.pending_isr
-        key = (broker.alive, broker.incarnation, (r.role, r.leader_epoch, r.partition_epoch,
-               None if pending is None else list(pending), log.log_end_offset, log.high_watermark,
-               log.batch_count, log.log_start_offset))
-        if self._keys.get(b) != key:
-            self._keys[b] = key
-            changed.append(b)
-    ctrl_key = (ctrl.leader, ctrl.leader_epoch, ctrl.partition_epoch, ctrl.isr, ctrl.elr,
-                len(ctrl.elections))
-    ctrl_changed = ctrl_key != self._ctrl_key
-    self._ctrl_key = ctrl_key
-    return changed, ctrl_changed
+class _AttrWatch:
+    """``ChangeWatch`` with the change key read attribute by attribute (the plain form)."""
+
+    def __init__(self) -> None:
+        self._keys: dict[int, tuple[Any, ...]] = {}
+        self._ctrl_key: tuple[Any, ...] | None = None
+
+    def changes(self, brokers: dict[int, Any], ctrl: Any) -> tuple[list[int], bool] | None:
+        changed: list[int] = []
+        for b, broker in brokers.items():
+            r, log = broker.replica, broker.replica.log
+            pending = r.pending_isr
+            key = (broker.alive, broker.incarnation, (r.role, r.leader_epoch, r.partition_epoch,
+                   None if pending is None else list(pending), log.log_end_offset, log.high_watermark,
+                   log.batch_count, log.log_start_offset))
+            if self._keys.get(b) != key:
+                self._keys[b] = key
+                changed.append(b)
+        ctrl_key = (ctrl.leader, ctrl.leader_epoch, ctrl.partition_epoch, ctrl.isr, ctrl.elr,
+                    len(ctrl.elections))
+        ctrl_changed = ctrl_key != self._ctrl_key
+        self._ctrl_key = ctrl_key
+        return (changed, ctrl_changed) if changed or ctrl_changed else None
+
+    def forget(self, b: int) -> None:
+        self._keys.pop(b, None)
+
+
+def _advance_with_a_stop_callback(self: Any, time_ms: int) -> None:
+    """``_Run.advance_to`` as it was before the kernel's ``observe`` hook: a Python ``stop``
+    callback after every event that looks at ``last_quiet`` itself."""
+    if time_ms > self.cluster.now_ms:
+        self.cluster.kernel.run_until(time_ms, lambda: self._tick(self.cluster))
 
 
 def _plain(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The event loop and the network in Python, the change detector in its plain form."""
+    """The event loop and the network in Python, the change detector in its plain form, the
+    checker called from a ``stop`` callback."""
     import types
 
+    from epochlab import _core
+    from epochlab.fuzz import executor as executor_module
+
     monkeypatch.setattr(cluster_module, "_core", types.SimpleNamespace(Kernel=Kernel, Network=Network))
-    monkeypatch.setattr(state_module.StateChecker, "_changes", _plain_changes)
+    monkeypatch.setattr(_core, "ChangeWatch", _AttrWatch)
+    monkeypatch.setattr(reference, "ChangeWatch", _AttrWatch)
+    monkeypatch.setattr(executor_module._Run, "advance_to", _advance_with_a_stop_callback)
 
 
 def _fingerprint(result: Any) -> tuple[str, str, str, int]:
@@ -103,6 +127,113 @@ def test_the_plain_forms_are_really_taken(monkeypatch: pytest.MonkeyPatch) -> No
     c.run_until(lambda _c: not p.pending, 2000)
     assert isinstance(c.kernel, Kernel) and isinstance(c.network, Network)
     assert steps[0] == c.kernel.steps > 0           # every event through the Python kernel
+
+
+def test_the_fast_forms_are_the_ones_the_executor_uses() -> None:
+    """Without ``_plain``: the Rust change detector with the Rust core, the plain one with the
+    reference backend (the benchmark's baseline stays pure Python)."""
+    from epochlab import _core
+    from epochlab.fuzz.executor import _Run
+
+    schedule = generate_schedule(1, Generation.STRICT_MIN_ISR, FuzzProfile(actions=5))
+    assert isinstance(_Run(schedule, "rust").checker._watch, _core.ChangeWatch)
+    assert isinstance(_Run(schedule, "reference").checker._watch, reference.ChangeWatch)
+
+
+@pytest.mark.parametrize("kind", ["python", "rust"])
+def test_the_observe_hook_runs_first_and_after_each_event_that_is_not_quiet(kind: str) -> None:
+    from epochlab import _core
+
+    k = Kernel(1) if kind == "python" else _core.Kernel(1)
+    seen: list[Any] = []
+    k.schedule_at(1, lambda: seen.append("loud 1"), quiet=False)
+    k.schedule_at(2, lambda: seen.append("quiet 2"), quiet=True)
+    k.schedule_at(3, lambda: seen.append("loud 3"), quiet=False)
+    assert not k.run_until(5, lambda: bool(seen.append("stop")), lambda: seen.append(("observe", k.now_ms)))
+    assert seen == [("observe", 0), "stop", "loud 1", ("observe", 1), "stop", "quiet 2", "stop",
+                    "loud 3", ("observe", 3), "stop"]
+    seen.clear()
+    k.schedule_at(6, lambda: seen.append("quiet 6"), quiet=True)
+    k.schedule_at(7, lambda: seen.append("loud 7"), quiet=False)
+    k.schedule_at(8, lambda: seen.append("never"), quiet=False)
+    assert k.run_until(9, lambda: "loud 7" in seen, lambda: seen.append("observe"))  # stopped
+    assert seen == ["observe", "quiet 6", "loud 7", "observe"] and k.now_ms == 7
+    with pytest.raises(ZeroDivisionError):  # an error in the hook ends the run, as in stop
+        k.schedule_at(10, lambda: None, quiet=False)
+        k.run_until(12, None, lambda: 1 // (k.now_ms - 10) if k.now_ms >= 10 else None)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_rust_change_watch_is_the_plain_one(seed: int) -> None:
+    """``_core.ChangeWatch`` against ``reference.ChangeWatch`` on random changes of brokers
+    (Rust replicas and Python ones), the controller, and ``forget``."""
+    import random
+    import types
+
+    from epochlab import _core
+    from epochlab.sim.broker import make_replica
+
+    draw = random.Random(seed)
+
+    def replica(b: int) -> Any:
+        backend = draw.choice(["rust", "python", "reference"])
+        return make_replica(backend, b, (1, 2, 3), Generation.STRICT_MIN_ISR, 2, 10_000)
+
+    brokers = {b: types.SimpleNamespace(alive=True, incarnation=0, replica=replica(b)) for b in (1, 2, 3)}
+    ctrl = types.SimpleNamespace(leader=1, leader_epoch=0, partition_epoch=0, isr=(1, 2, 3), elr=(),
+                                 elections=[])
+    fast, plain = _core.ChangeWatch(), reference.ChangeWatch()
+    answers = []
+    for step in range(300):
+        op = draw.choice(["none"] * 4 + ["append", "hw", "crash", "restart", "ctrl", "isr", "forget",
+                                         "same isr", "elect"])
+        b = draw.choice([1, 2, 3])
+        broker = brokers[b]
+        if op == "append":
+            broker.replica.log.append_as_leader([step], 0)
+        elif op == "hw":
+            log = broker.replica.log
+            log.update_high_watermark(draw.randint(log.high_watermark, log.log_end_offset))
+        elif op == "crash":
+            broker.alive = False
+        elif op == "restart":
+            broker.alive, broker.incarnation, broker.replica = True, broker.incarnation + 1, replica(b)
+        elif op == "ctrl":
+            ctrl.leader, ctrl.leader_epoch = draw.choice([None, 1, 2, 3]), ctrl.leader_epoch + 1
+        elif op == "isr":
+            ctrl.isr = tuple(sorted(draw.sample([1, 2, 3], draw.randint(1, 3))))
+        elif op == "same isr":
+            ctrl.isr = tuple(ctrl.isr)  # an equal tuple, not the same object: no change
+        elif op == "elect":
+            ctrl.elections.append((step, ctrl.leader_epoch, b, False))
+        elif op == "forget":
+            fast.forget(b)
+            plain.forget(b)
+        got = fast.changes(brokers, ctrl)
+        assert got == plain.changes(brokers, ctrl), (seed, step, op)
+        answers.append(got)
+    assert any(a is None for a in answers) and any(a and a[0] for a in answers)
+    assert any(a and a[1] for a in answers)
+
+
+def test_the_change_watch_passes_errors_on_and_keeps_working() -> None:
+    import types
+
+    from epochlab import _core
+
+    ctrl = types.SimpleNamespace(leader=1, leader_epoch=0, partition_epoch=0, isr=(1,), elr=(), elections=[])
+    good = {1: types.SimpleNamespace(alive=True, incarnation=0, replica=_core.Replica(1, [1], 5, 1, 100))}
+    for watch in (_core.ChangeWatch(), reference.ChangeWatch()):
+        assert watch.changes(good, ctrl) == ([1], True)
+        with pytest.raises(TypeError, match=r"brokers\[2\] has no attribute 'incarnation'"):
+            watch.changes({2: types.SimpleNamespace(alive=True)}, ctrl)
+        with pytest.raises(TypeError, match="the controller has no attribute 'leader'"):
+            watch.changes(good, types.SimpleNamespace())
+        assert watch.changes(good, ctrl) is None  # what was kept before the errors still holds
+        with pytest.raises(TypeError):
+            watch.changes({"one": good[1]}, ctrl)  # broker ids are ints
+        with pytest.raises(ZeroDivisionError):  # an error inside a property is passed on as it is
+            watch.changes(good, type("C", (), {"leader": property(lambda self: 1 // 0)})())
 
 
 def test_kernel_counts_steps_and_honours_a_step_set_on_the_instance() -> None:
@@ -234,6 +365,14 @@ def _drive(kernel_type: Any, network_type: Any, seed: int, ops: int = 160) -> li
                 net.send(dst, src, deliver(label + "'", dst, src, hops - 1), "", None, False)
         return run
 
+    class Node:
+        def __init__(self, name: Any) -> None:
+            self.name = name
+
+        def on_msg(self, msg: Any, src: Any) -> None:
+            seen.append(("posted", kernel.now_ms, self.name, msg, src, kernel.last_quiet))
+
+    targets = {n: Node(n) for n in NODES}
     for n in NODES:
         net.set_alive(n, True)
     for i in range(ops):
@@ -244,7 +383,12 @@ def _drive(kernel_type: Any, network_type: Any, seed: int, ops: int = 160) -> li
             kind = draw.choice(["", "", "fetch"])
             coalesce = draw.choice([None, None, "metadata"])
             quiet = draw.random() < 0.3
-            net.send(a, b, deliver(f"m{i}", a, b, 2), kind, coalesce, quiet)
+            if draw.random() < 0.4:  # a call posted as (nodes, dst, method, msg, src)
+                net.post(a, b, targets, "on_msg", (f"m{i}", i), kind, coalesce, quiet)
+                if draw.random() < 0.2:
+                    targets[b] = Node(f"{b} again")  # looked up on arrival
+            else:
+                net.send(a, b, deliver(f"m{i}", a, b, 2), kind, coalesce, quiet)
         elif op == "run":
             kernel.run_until(kernel.now_ms + draw.randint(0, 400))
         elif op == "alive":
@@ -284,7 +428,8 @@ def test_the_rust_network_is_the_python_network(seed: int) -> None:
     rust = _drive(_core.Kernel, _core.Network, seed)
     python = _drive(Kernel, Network, seed)
     assert rust == python
-    assert sum(1 for x in rust if x[0] == "got") > 10  # the sequence delivered something
+    assert sum(1 for x in rust if x[0] == "got") > 5  # the sequence delivered something
+    assert sum(1 for x in rust if x[0] == "posted") > 3
 
 
 def test_the_rust_networks_stream_is_random_dot_random() -> None:
@@ -432,6 +577,10 @@ for i in range(300):
     net.send("p", 1, lambda: None, "fetch", "metadata", False)
     net.partition([[1], [2, "p"]])
     net.send(2, 1, lambda: None)
+    net.post(1, 2, {2: k}, "now_ms", k, "", None, True)
+    w = _core.ChangeWatch()
+    w.changes({}, type("C", (), {"leader": 1, "leader_epoch": 0, "partition_epoch": 0,
+                                 "isr": (1,), "elr": (), "elections": [w]})())
     k.schedule(7, lambda: k)
     k.step = k.step
     k.run_until(10)

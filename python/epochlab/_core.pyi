@@ -54,6 +54,8 @@ __all__ = [
     "_TRACE_KINDS",
     "_generate_trace",
     "_twister_draws",
+    "_bootstrap_draws",
+    "ChangeWatch",
 ]
 
 __version__: Final[str]
@@ -742,7 +744,7 @@ class Kernel:
     def schedule_at(self, time_ms: Any, callback: Any, quiet: bool | None = None) -> Timer: ...
     def next_time(self) -> int | None: ...
     def step(self) -> bool: ...
-    def run_until(self, time_ms: Any, stop: Any = None) -> bool: ...
+    def run_until(self, time_ms: Any, stop: Any = None, observe: Any = None) -> bool: ...
     def __setattr__(self, name: str, value: Any, /) -> None:
         """Only ``step`` may be set: ``run_until`` then calls it once per event."""
 
@@ -772,8 +774,26 @@ class Network:
     def usable(self, a: Any, b: Any) -> bool: ...
     def send(self, src: Any, dst: Any, deliver: Any, kind: str = "", coalesce: str | None = None,
              quiet: bool = False) -> None: ...
+    def post(self, src: Any, dst: Any, nodes: Any, method: str, msg: Any, kind: str = "",
+             coalesce: str | None = None, quiet: bool = False) -> None: ...
     def discard_held(self, src: Any, dst: Any) -> int: ...
+
+@final
+class ChangeWatch:
+    """The state checker's change detector: ``changes(brokers, controller)`` is ``None`` when
+    no broker's ``(alive, incarnation, replica.state_key())`` and not the controller's
+    ``(leader, leader_epoch, partition_epoch, isr, elr, len(elections))`` moved since the last
+    call, else ``(changed broker ids, controller changed)``; ``epochlab.reference.ChangeWatch``
+    is its plain statement."""
+    def __new__(cls) -> ChangeWatch: ...
+    def changes(self, brokers: dict[int, Any], controller: Any) -> tuple[list[int], bool] | None: ...
+    def forget(self, b: int) -> None: ...
 
 def _twister_draws(rng: Any, draws: Sequence[tuple[str, int]]) -> list[float]:
     """Draws ``("below", n)`` / ``("random", 0)`` from a twister seeded with ``rng``'s state
     (the test that compares the network's stream with ``random.Random``)."""
+
+def _bootstrap_draws(runs: Sequence[Sequence[int]], qs: Sequence[float], resamples: int, rng: Any) -> list[list[float]]:
+    """Per quantile, ``resamples`` pooled percentiles of a bootstrap over runs, drawing run
+    indices from a copy of ``rng``'s (a ``random.Random``) state as ``randrange`` does
+    (``epochlab.campaigns.aggregate.bootstrap_draws_plain`` is the plain statement)."""

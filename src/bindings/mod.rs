@@ -15,6 +15,8 @@ mod producer_state;
 mod replay;
 mod replica;
 mod sim;
+mod stats;
+mod watch;
 
 use pyo3::prelude::*;
 
@@ -38,9 +40,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<producer_state::PyProducerStateManager>()?;
     m.add_class::<log::PyReplicaLog>()?;
     m.add_class::<replica::PyReplica>()?;
+    m.add_class::<watch::PyChangeWatch>()?;
     divergence::register(m)?;
     replay::register(m)?;
     formats::register(m)?;
     sim::register(m)?;
+    m.add_function(wrap_pyfunction!(stats::_bootstrap_draws, m)?)?;
     Ok(())
 }

@@ -34,6 +34,19 @@ fn action_name(a: FollowerAction) -> &'static str {
     }
 }
 
+/// What `state_key()` returns, as Rust values.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct ChangeKey {
+    role: u8,
+    leader_epoch: Option<u32>,
+    partition_epoch: Option<u32>,
+    pending_isr: Option<Vec<u32>>,
+    log_end_offset: u64,
+    high_watermark: u64,
+    batch_count: usize,
+    log_start_offset: u64,
+}
+
 #[pyclass(frozen, name = "Replica", module = "epochlab._core")]
 pub(crate) struct PyReplica {
     inner: Mutex<Replica>,
@@ -47,6 +60,24 @@ impl PyReplica {
         let log_obj = self.log.bind(py).get();
         let mut log = lock(&log_obj.inner);
         f(&mut replica, &mut log)
+    }
+
+    /// `state_key()`'s values without making Python objects (`ChangeWatch`).
+    pub(crate) fn change_key(&self, py: Python<'_>) -> ChangeKey {
+        self.with(py, |r, log| ChangeKey {
+            role: match r.role {
+                Role::None => 0,
+                Role::Leader => 1,
+                Role::Follower => 2,
+            },
+            leader_epoch: r.leader_epoch.map(|e| e.0),
+            partition_epoch: r.partition_epoch,
+            pending_isr: r.pending_isr.as_ref().map(|v| v.iter().map(|b| b.0).collect()),
+            log_end_offset: log.log_end_offset().0,
+            high_watermark: log.high_watermark().0,
+            batch_count: log.batch_count(),
+            log_start_offset: log.log_start_offset().0,
+        })
     }
 }
 

@@ -46,14 +46,14 @@ const MT_N: usize = 624;
 const MT_M: usize = 397;
 
 /// MT19937 as `_randommodule.c` has it, with the draws `random.Random` builds on it.
-struct Twister {
+pub(crate) struct Twister {
     state: [u32; MT_N],
     index: usize,
 }
 
 impl Twister {
     /// From `random.Random.getstate()`: `(3, (624 words..., index), gauss_next)`.
-    fn from_python(rng: &Bound<'_, PyAny>) -> PyResult<Self> {
+    pub(crate) fn from_python(rng: &Bound<'_, PyAny>) -> PyResult<Self> {
         let state = rng.call_method0("getstate")?;
         let words: Vec<u64> = state.get_item(1)?.extract()?;
         if words.len() != MT_N + 1 || words[..MT_N].iter().any(|w| *w > u64::from(u32::MAX)) || words[MT_N] > MT_N as u64 {
@@ -99,7 +99,7 @@ impl Twister {
     }
 
     /// `_randbelow_with_getrandbits(n)`, `n >= 1`.
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         let k = 64 - n.leading_zeros();
         loop {
             let r = self.bits(k);
@@ -268,7 +268,7 @@ impl KernelState {
     /// Pop the earliest event due at or before `limit` (any, with `None`), advancing the clock
     /// and the quietness to it; a delivery is checked here and comes back as the callable to
     /// call, or as nothing to do when it was dropped or held.
-    fn pop(&mut self, limit: Option<i64>) -> Option<Option<Py<PyAny>>> {
+    fn pop(&mut self, limit: Option<i64>) -> Option<Option<Job>> {
         let due = self.next_time()?;
         if limit.is_some_and(|l| due > l) {
             return None;
@@ -280,12 +280,12 @@ impl KernelState {
         self.in_quiet = quiet;
         self.last_quiet = quiet;
         Some(match event.what {
-            What::Call { callback, .. } => Some(callback),
+            What::Call { callback, .. } => Some(Job { callable: callback, post: false }),
             What::Deliver { net, message } => self.arrive(net, message),
         })
     }
 
-    fn arrive(&mut self, net: usize, message: Message) -> Option<Py<PyAny>> {
+    fn arrive(&mut self, net: usize, message: Message) -> Option<Job> {
         let n = &mut self.nets[net];
         if !n.alive_as_sent(message.dst, message.dst_incarnation) {
             n.dropped += 1;
@@ -298,8 +298,15 @@ impl KernelState {
             return None;
         }
         n.delivered += 1;
-        Some(message.deliver)
+        Some(Job { callable: message.deliver, post: message.post })
     }
+}
+
+/// What a popped event runs in Python: a callable, or a posted message
+/// `(nodes, dst, method, msg, src)` that runs `getattr(nodes[dst], method)(msg, src)`.
+struct Job {
+    callable: Py<PyAny>,
+    post: bool,
 }
 
 /// The deterministic kernel: virtual clock, event queue, per-component random streams
@@ -348,15 +355,24 @@ impl PyKernel {
     }
 
     /// Run one popped event's Python side; the quietness ends with it, also on an error.
-    fn dispatch(&self, py: Python<'_>, callable: Option<Py<PyAny>>) -> PyResult<()> {
+    fn dispatch(&self, py: Python<'_>, job: Option<Job>) -> PyResult<()> {
         self.sweep();
-        let result = match callable {
-            Some(f) => f.call0(py).map(|_| ()),
+        let result = match job {
+            Some(Job { callable, post: false }) => callable.call0(py).map(|_| ()),
+            Some(Job { callable, post: true }) => deliver_post(callable.bind(py)),
             None => Ok(()),
         };
         self.state().in_quiet = false;
         result
     }
+}
+
+/// Run a posted message: `getattr(nodes[dst], method)(msg, src)` from the tuple `post` made.
+fn deliver_post(post: &Bound<'_, PyAny>) -> PyResult<()> {
+    let (nodes, dst, method, msg, src): (Bound<'_, PyAny>, Bound<'_, PyAny>, Bound<'_, PyString>, Bound<'_, PyAny>, Bound<'_, PyAny>) =
+        post.extract()?;
+    nodes.get_item(dst)?.call_method1(method, (msg, src))?;
+    Ok(())
 }
 
 #[pymethods]
@@ -448,21 +464,28 @@ impl PyKernel {
                 self.sweep();
                 Ok(false)
             }
-            Some(callable) => self.dispatch(py, callable).map(|_| true),
+            Some(job) => self.dispatch(py, job).map(|_| true),
         }
     }
 
     /// Run every event due at or before `time_ms`; the clock ends at `time_ms` unless `stop`
     /// (checked first and after each event) returned true first. Returns whether it stopped.
+    /// `observe` is called first and after each event that is not quiet, before `stop` (the
+    /// invariant checker's hook: no Python frame for the quiet events).
     /// A `step` set on the instance (trace recording, tests that watch events) is called once
     /// per event instead of the built-in loop.
-    #[pyo3(signature = (time_ms, stop=None))]
-    fn run_until(slf: &Bound<'_, Self>, time_ms: &Bound<'_, PyAny>, stop: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+    #[pyo3(signature = (time_ms, stop=None, observe=None))]
+    fn run_until(slf: &Bound<'_, Self>, time_ms: &Bound<'_, PyAny>, stop: Option<&Bound<'_, PyAny>>,
+                 observe: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
         let py = slf.py();
         let me = slf.get();
         let limit = ms(time_ms)?;
         me.state().last_quiet = false;
         let stop = stop.filter(|s| !s.is_none());
+        let observe = observe.filter(|s| !s.is_none());
+        if let Some(o) = observe {
+            o.call0()?;
+        }
         if let Some(s) = stop {
             if s.call0()?.is_truthy()? {
                 return Ok(true);
@@ -482,7 +505,12 @@ impl PyKernel {
                 let popped = me.state().pop(Some(limit));
                 match popped {
                     None => break,
-                    Some(callable) => me.dispatch(py, callable)?,
+                    Some(job) => me.dispatch(py, job)?,
+                }
+            }
+            if let Some(o) = observe {
+                if !me.state().last_quiet {
+                    o.call0()?;
                 }
             }
             if let Some(s) = stop {
@@ -585,7 +613,9 @@ struct Message {
     dst: NodeId,
     src_incarnation: u64,
     dst_incarnation: u64,
+    /// The callable `deliver()`, or with `post` the tuple `(nodes, dst, method, msg, src)`.
     deliver: Py<PyAny>,
+    post: bool,
     extra_ms: i64,
     coalesce: Option<String>,
     quiet: bool,
@@ -831,6 +861,43 @@ impl PyNetwork {
         };
         kernel.sweep();
         out
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn send_message(&self, src: &Bound<'_, PyAny>, dst: &Bound<'_, PyAny>, deliver: Py<PyAny>, post: bool, kind: &str,
+                    coalesce: Option<String>, quiet: bool) -> PyResult<()> {
+        let py = src.py();
+        let (src, dst) = (node_arg(src)?, node_arg(dst)?);
+        self.with(py, |k, i| {
+            let net = net_of(k, i);
+            net.sent += 1;
+            let (s, d) = (net.id(&src), net.id(&dst));
+            net.nodes[d].peers.insert(s);
+            net.seq += 1;
+            let message = Message {
+                seq: net.seq,
+                src: s,
+                dst: d,
+                src_incarnation: net.nodes[s].incarnation,
+                dst_incarnation: net.nodes[d].incarnation,
+                deliver,
+                post,
+                extra_ms: if kind == "fetch" { net.nodes[s].slow_ms } else { 0 },
+                coalesce,
+                quiet,
+            };
+            let direction = message.direction();
+            let link = net.link(s, d);
+            if net.held.contains_key(&direction) || !(net.connected(s, d) && link.drop < 1.0) {
+                net.hold(direction, message);
+                return Ok(());
+            }
+            if link.duplicate > 0.0 && net.rng.uniform() < link.duplicate {
+                Self::schedule(k, i, direction, message.copy(py), link)?;
+            }
+            Self::schedule(k, i, direction, message, link)
+        })?;
+        Ok(())
     }
 
     /// Schedule `message`'s delivery on `direction` (`Network._schedule`).
@@ -1114,37 +1181,17 @@ impl PyNetwork {
     #[pyo3(signature = (src, dst, deliver, kind="", coalesce=None, quiet=false))]
     fn send(&self, src: &Bound<'_, PyAny>, dst: &Bound<'_, PyAny>, deliver: Py<PyAny>, kind: &str,
             coalesce: Option<String>, quiet: bool) -> PyResult<()> {
-        let py = src.py();
-        let (src, dst) = (node_arg(src)?, node_arg(dst)?);
-        self.with(py, |k, i| {
-            let net = net_of(k, i);
-            net.sent += 1;
-            let (s, d) = (net.id(&src), net.id(&dst));
-            net.nodes[d].peers.insert(s);
-            net.seq += 1;
-            let message = Message {
-                seq: net.seq,
-                src: s,
-                dst: d,
-                src_incarnation: net.nodes[s].incarnation,
-                dst_incarnation: net.nodes[d].incarnation,
-                deliver,
-                extra_ms: if kind == "fetch" { net.nodes[s].slow_ms } else { 0 },
-                coalesce,
-                quiet,
-            };
-            let direction = message.direction();
-            let link = net.link(s, d);
-            if net.held.contains_key(&direction) || !(net.connected(s, d) && link.drop < 1.0) {
-                net.hold(direction, message);
-                return Ok(());
-            }
-            if link.duplicate > 0.0 && net.rng.uniform() < link.duplicate {
-                Self::schedule(k, i, direction, message.copy(py), link)?;
-            }
-            Self::schedule(k, i, direction, message, link)
-        })?;
-        Ok(())
+        self.send_message(src, dst, deliver, false, kind, coalesce, quiet)
+    }
+
+    /// `send` of a call: on arrival run `getattr(nodes[dst], method)(msg, src)`, with `nodes`
+    /// looked up then (what `SimContext.post` sends; no Python closure per message).
+    #[pyo3(signature = (src, dst, nodes, method, msg, kind="", coalesce=None, quiet=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn post(&self, src: &Bound<'_, PyAny>, dst: &Bound<'_, PyAny>, nodes: &Bound<'_, PyAny>, method: &Bound<'_, PyString>,
+            msg: &Bound<'_, PyAny>, kind: &str, coalesce: Option<String>, quiet: bool) -> PyResult<()> {
+        let call = (nodes, dst, method, msg, src).into_pyobject(src.py())?.into_any().unbind();
+        self.send_message(src, dst, call, true, kind, coalesce, quiet)
     }
 
     /// Drop what is held on the connection `src` -> `dst` (the sender gave up on it); returns

@@ -1,8 +1,9 @@
 """State invariants (``PROTOCOL.md`` section 4, items 1-12), checked after every engine event.
 
 :class:`StateChecker` keeps the ground truth the definitions need and evaluates each invariant
-on the cluster whenever some replica or the controller changed (a cheap key per replica
-detects that, so idle events cost a few attribute reads):
+on the cluster whenever some replica or the controller changed (a key per broker and one for
+the controller detect that: ``ChangeWatch``, one Rust call per event with the Rust core, its
+plain statement in ``epochlab.reference`` with the reference backend):
 
 * the *truth log*: every batch below ``trueHW``, the highest HW reached by a leader that the
   controller elected for its epoch, copied from that leader when its HW rose (a log of the
@@ -71,8 +72,7 @@ class StateChecker:
         self.epochs_in_batches = cluster.generation.uses_epoch_cache
         self.lossy_crashes: list[tuple[int, int]] = []       # (time, broker)
         self.recovering: set[int] = set()                    # lossy-crashed, not caught up
-        self._keys: dict[int, tuple[Any, ...]] = {}
-        self._ctrl_key: tuple[Any, ...] | None = None
+        self._watch = self.impl.ChangeWatch()  # which keys moved since the last observe
         self._leader_hw: dict[tuple[int, int, int], int] = {}
         self._leaderships: set[tuple[int, int]] = set()
         self._last_isr: tuple[int, ...] = tuple(cluster.controller.isr)
@@ -123,7 +123,7 @@ class StateChecker:
         """The executor reports a crash that lost the page cache (``lose_unflushed``)."""
         self.lossy_crashes.append((self.cluster.now_ms, broker))
         self.recovering.add(broker)
-        self._keys.pop(broker, None)  # re-check it at the next observation
+        self._watch.forget(broker)  # re-check it at the next observation
 
     def report(self, invariant: str, message: str, details: dict[str, Any],
                loss_like: bool = True, reason: str | None = None) -> None:
@@ -139,34 +139,16 @@ class StateChecker:
     # -- observation ------------------------------------------------------------------------
     def observe(self) -> None:
         """Check every invariant whose inputs changed since the last call."""
-        changed, ctrl_changed = self._changes()
-        if not changed and not ctrl_changed:
+        found = self._watch.changes(self.cluster.brokers, self.cluster.controller)
+        if found is None:
             return
+        changed, ctrl_changed = found
         for b in changed:
             self._check_replica(b)
         self._advance_true_hw()
         self._check_leaders()
         self._check_log_matching(changed)
         self._check_isr(ctrl_changed)
-
-    def _changes(self) -> tuple[list[int], bool]:
-        """The brokers whose change key moved since the last call, and whether the
-        controller's did (the keys are kept for the next call)."""
-        c = self.cluster
-        ctrl = c.controller
-        changed: list[int] = []
-        keys = self._keys
-        for b, broker in c.brokers.items():
-            # role, epochs, pending ISR and the log's LEO, HW, batch count and start: one call
-            key = (broker.alive, broker.incarnation, broker.replica.state_key())
-            if keys.get(b) != key:
-                keys[b] = key
-                changed.append(b)
-        ctrl_key = (ctrl.leader, ctrl.leader_epoch, ctrl.partition_epoch, ctrl.isr, ctrl.elr,
-                    len(ctrl.elections))
-        ctrl_changed = ctrl_key != self._ctrl_key
-        self._ctrl_key = ctrl_key
-        return changed, ctrl_changed
 
     # -- per replica: 6, 7, 8, 11 -----------------------------------------------------------
     def _check_replica(self, b: int) -> None:

@@ -13,6 +13,7 @@ Modules:
 * :mod:`.divergence`: :class:`TruncationOutcome`, :class:`FetchCheck` and the truncation
   decision of each protocol generation, the leader's fetch check, KIP-320 fencing, and log
   comparison (:func:`divergence_point`, :func:`first_mismatch`).
+* :mod:`.watch`: :class:`ChangeWatch`, the state checker's change detector.
 * :mod:`._validate`: argument domains shared by all of the above.
 """
 
@@ -34,6 +35,7 @@ from .divergence import (
 from .epoch_cache import LeaderEpochCache
 from .log import ReplicaLog
 from .producer_state import ProducerStateManager
+from .watch import ChangeWatch
 
 __all__ = [
     "BUILD",
@@ -54,4 +56,5 @@ __all__ = [
     "check_current_leader_epoch",
     "divergence_point",
     "first_mismatch",
+    "ChangeWatch",
 ]

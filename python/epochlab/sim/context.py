@@ -92,8 +92,8 @@ class SimContext:
         nodes = self._nodes
         if dst not in nodes:
             return
-        self.network.send(src, dst, lambda: getattr(nodes[dst], method)(msg, src), kind,
-                          coalesce, getattr(nodes[dst], "QUIET", False))
+        self.network.post(src, dst, nodes, method, msg, kind, coalesce,
+                          getattr(nodes[dst], "QUIET", False))
 
     def reset_connections(self, node: Node) -> None:
         """``node``'s process dies while its machine lives on (a crash that keeps the page

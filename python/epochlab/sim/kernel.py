@@ -104,10 +104,15 @@ class Kernel:
             self._in_quiet = False
         return True
 
-    def run_until(self, time_ms: int, stop: Callable[[], bool] | None = None) -> bool:
+    def run_until(self, time_ms: int, stop: Callable[[], bool] | None = None,
+                  observe: Callable[[], object] | None = None) -> bool:
         """Run every event due at or before ``time_ms``; the clock ends at ``time_ms`` unless
-        ``stop`` (checked after each event) returned true first. Returns whether it stopped."""
+        ``stop`` (checked first and after each event) returned true first. Returns whether it
+        stopped. ``observe`` is called first and after each event that is not quiet, before
+        ``stop`` (the invariant checker's hook)."""
         self.last_quiet = False  # what happened before this call is news to ``stop``
+        if observe is not None:
+            observe()
         if stop is not None and stop():
             return True
         while True:
@@ -115,6 +120,8 @@ class Kernel:
             if nxt is None or nxt > time_ms:
                 break
             self.step()
+            if observe is not None and not self.last_quiet:
+                observe()
             if stop is not None and stop():
                 return True
         self.now_ms = max(self.now_ms, time_ms)

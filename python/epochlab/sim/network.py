@@ -51,8 +51,9 @@ generation, random operation sequences, the raw stream).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from epochlab.sim.kernel import Kernel
 
@@ -227,6 +228,12 @@ class Network:
         if link.duplicate > 0 and self._rng.random() < link.duplicate:
             self._schedule(direction, msg, link)
         self._schedule(direction, msg, link)
+
+    def post(self, src: Node, dst: Node, nodes: Mapping[Node, Any], method: str, msg: object,
+             kind: str = "", coalesce: str | None = None, quiet: bool = False) -> None:
+        """:meth:`send` of a call: on arrival run ``getattr(nodes[dst], method)(msg, src)``,
+        with ``nodes`` looked up then (what ``SimContext.post`` sends)."""
+        self.send(src, dst, lambda: getattr(nodes[dst], method)(msg, src), kind, coalesce, quiet)
 
     def _direction(self, msg: _Message) -> tuple[str, str]:
         return (f"{msg.src_key}#{msg.src_incarnation}", f"{msg.dst_key}#{msg.dst_incarnation}")

@@ -1,0 +1,177 @@
+//! `ChangeWatch`: the state checker's change detector (`epochlab.checks.state`) in one call.
+//!
+//! After every event that is not quiet the checker asks which brokers' change keys
+//! (`alive`, `incarnation`, `replica.state_key()`) and whether the controller's
+//! (`leader`, `leader_epoch`, `partition_epoch`, `isr`, `elr`, `len(elections)`) moved since
+//! the last call; nine times in ten nothing did. This answers that with no Python objects made
+//! for a Rust replica (its key is read as Rust values) and no Python frame; a replica of
+//! another kind is asked for `state_key()`. Values are compared the way a tuple compares its
+//! items (identity, then `==`), so the answers are those of the plain Python statement,
+//! `epochlab.checks.state.PlainWatch`.
+//!
+//! No lock is held while Python code runs (an attribute may be a property, `==` may be any
+//! method): the kept keys are taken out of the lock, compared, and put back.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use pyo3::gc::PyVisit;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::exceptions::{PyAttributeError, PyTypeError};
+use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::PyTraverseError;
+
+use super::args::lock;
+use super::replica::{ChangeKey, PyReplica};
+
+enum ReplicaKey {
+    Native(ChangeKey),
+    Object(Py<PyAny>),
+}
+
+struct BrokerKey {
+    alive: Py<PyAny>,
+    incarnation: Py<PyAny>,
+    replica: ReplicaKey,
+}
+
+#[derive(Default)]
+struct Kept {
+    brokers: HashMap<i64, BrokerKey>,
+    controller: Option<(Vec<Py<PyAny>>, usize)>,
+}
+
+/// `obj.<name>`; a missing attribute is the caller's mistake, a `TypeError` naming `what`.
+fn attr<'py>(obj: &Bound<'py, PyAny>, name: &Bound<'py, PyString>, what: &dyn Fn() -> String) -> PyResult<Bound<'py, PyAny>> {
+    obj.getattr(name).map_err(|e| {
+        if e.is_instance_of::<PyAttributeError>(obj.py()) {
+            PyTypeError::new_err(format!("ChangeWatch.changes: {} has no attribute {name:?}", what()))
+        } else {
+            e
+        }
+    })
+}
+
+/// `a == b` as a tuple compares its items: the same object, or equal.
+fn same(a: &Bound<'_, PyAny>, b: &Py<PyAny>) -> PyResult<bool> {
+    Ok(a.is(b) || a.eq(b)?)
+}
+
+fn broker_key(id: i64, broker: &Bound<'_, PyAny>) -> PyResult<BrokerKey> {
+    let py = broker.py();
+    let what = || format!("brokers[{id}]");
+    let alive = attr(broker, intern!(py, "alive"), &what)?.unbind();
+    let incarnation = attr(broker, intern!(py, "incarnation"), &what)?.unbind();
+    let replica = attr(broker, intern!(py, "replica"), &what)?;
+    let replica = match replica.cast::<PyReplica>() {
+        Ok(r) => ReplicaKey::Native(r.get().change_key(py)),
+        Err(_) => ReplicaKey::Object(attr(&replica, intern!(py, "state_key"), &|| format!("brokers[{id}].replica"))?.call0()?.unbind()),
+    };
+    Ok(BrokerKey { alive, incarnation, replica })
+}
+
+fn same_broker(py: Python<'_>, new: &BrokerKey, old: Option<&BrokerKey>) -> PyResult<bool> {
+    let Some(old) = old else { return Ok(false) };
+    if !same(new.alive.bind(py), &old.alive)? || !same(new.incarnation.bind(py), &old.incarnation)? {
+        return Ok(false);
+    }
+    match (&new.replica, &old.replica) {
+        (ReplicaKey::Native(a), ReplicaKey::Native(b)) => Ok(a == b),
+        (ReplicaKey::Object(a), ReplicaKey::Object(b)) => same(a.bind(py), b),
+        _ => Ok(false),
+    }
+}
+
+/// The controller's key fields, then `len(elections)`.
+fn controller_key<'py>(controller: &Bound<'py, PyAny>) -> PyResult<(Vec<Bound<'py, PyAny>>, usize)> {
+    let py = controller.py();
+    let fields = [
+        intern!(py, "leader"),
+        intern!(py, "leader_epoch"),
+        intern!(py, "partition_epoch"),
+        intern!(py, "isr"),
+        intern!(py, "elr"),
+    ];
+    let what = || "the controller".to_string();
+    let values = fields.iter().map(|f| attr(controller, f, &what)).collect::<PyResult<Vec<_>>>()?;
+    Ok((values, attr(controller, intern!(py, "elections"), &what)?.len()?))
+}
+
+/// The state checker's change detector: `changes(brokers, controller)` is `None` when no
+/// key moved since the last call, else `(changed broker ids in the dict's order,
+/// controller changed)`; the keys are kept for the next call.
+#[pyclass(frozen, name = "ChangeWatch", module = "epochlab._core")]
+pub(crate) struct PyChangeWatch {
+    kept: Mutex<Kept>,
+}
+
+#[pymethods]
+impl PyChangeWatch {
+    #[new]
+    fn new() -> Self {
+        Self { kept: Mutex::new(Kept::default()) }
+    }
+
+    fn changes<'py>(&self, brokers: &Bound<'py, PyDict>, controller: &Bound<'py, PyAny>) -> PyResult<Option<(Bound<'py, PyList>, bool)>> {
+        let py = brokers.py();
+        let mut kept = std::mem::take(&mut *lock(&self.kept));
+        let result = (|| {
+            let changed = PyList::empty(py);
+            for (b, broker) in brokers.iter() {
+                let id: i64 = b.extract()?;
+                let key = broker_key(id, &broker)?;
+                if !same_broker(py, &key, kept.brokers.get(&id))? {
+                    kept.brokers.insert(id, key);
+                    changed.append(b)?;
+                }
+            }
+            let (fields, elections) = controller_key(controller)?;
+            let ctrl_changed = match &kept.controller {
+                Some((old, n)) => {
+                    let mut equal = *n == elections;
+                    for (a, b) in fields.iter().zip(old) {
+                        if !equal {
+                            break;
+                        }
+                        equal = same(a, b)?;
+                    }
+                    !equal
+                }
+                None => true,
+            };
+            kept.controller = Some((fields.into_iter().map(Bound::unbind).collect(), elections));
+            Ok(if changed.is_empty() && !ctrl_changed { None } else { Some((changed, ctrl_changed)) })
+        })();
+        *lock(&self.kept) = kept;
+        result
+    }
+
+    /// Forget broker `b`'s key: it counts as changed at the next call.
+    fn forget(&self, b: i64) {
+        let gone = lock(&self.kept).brokers.remove(&b);
+        drop(gone);
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        let Ok(kept) = self.kept.try_lock() else { return Ok(()) };
+        for key in kept.brokers.values() {
+            visit.call(&key.alive)?;
+            visit.call(&key.incarnation)?;
+            if let ReplicaKey::Object(o) = &key.replica {
+                visit.call(o)?;
+            }
+        }
+        if let Some((fields, _)) = &kept.controller {
+            for f in fields {
+                visit.call(f)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn __clear__(&self) {
+        let gone = self.kept.try_lock().map(|mut k| std::mem::take(&mut *k));
+        drop(gone);
+    }
+}
