@@ -590,3 +590,63 @@ print("ok", len(result.history_jsonl) > 0)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "ok True"
+
+
+def test_messages_built_in_rust_are_the_dataclasses_python_builds() -> None:
+    """The Rust builder writes the instance dict in declaration order instead of calling the
+    frozen ``__init__``: the objects must be the same ones, field for field, in repr, in
+    equality and hash, and in their dict's order."""
+    from epochlab import _core
+    from epochlab.sim.messages import ConsumerFetchRequest, ConsumerFetchResponse, FetchRequest, \
+        FetchResponse, LeaderAndIsr, ProduceRequest, ProduceResponse
+
+    r = _core.Replica(1, [1, 2], 5, 1, 10_000)
+    r.apply_leader_and_isr(LeaderAndIsr(1, 1, (1, 2), 1, (1, 2), ((1, 0, False), (2, 0, False)), 1), 0)
+    produced = r.handle_produce(ProduceRequest("p", 7, "1", (10, 11), 1000), 5)
+    assert produced == ProduceResponse(7, None, 0, 1, False)
+    fetched, _ = r.handle_fetch(FetchRequest(2, 0, 0, 1, None, 0), 6)
+    read = r.handle_consumer_fetch(ConsumerFetchRequest("c", 9, 0, 1, 10))
+    for built in (produced, fetched, read):
+        cls = type(built)
+        fields = [f.name for f in dataclasses.fields(built)]
+        assert list(built.__dict__) == fields                      # declaration order
+        again = cls(**{name: getattr(built, name) for name in fields})  # through __init__
+        assert again == built and hash(again) == hash(built) and repr(again) == repr(built)
+        assert again.__dict__ == built.__dict__
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(built, fields[0], None)
+    assert isinstance(fetched, FetchResponse) and isinstance(read, ConsumerFetchResponse)
+    assert [list(b.records) for b in fetched.batches] == [[10, 11]] and read.preferred_read_replica is None
+
+
+def test_the_rust_builder_refuses_a_message_class_whose_fields_changed() -> None:
+    """A field added to a message dataclass (in a subprocess: the classes are looked up once)
+    is an error naming both field lists, not a message with the field missing."""
+    import subprocess
+    import sys
+
+    code = """
+import dataclasses
+import epochlab.sim.messages as m
+from epochlab import _core
+
+@dataclasses.dataclass(frozen=True)
+class ProduceResponse:
+    request_id: int
+    error: str | None
+    base_offset: int | None = None
+    last_offset: int | None = None
+    duplicate: bool = False
+    throttle_time_ms: int = 0
+
+m.ProduceResponse = ProduceResponse
+r = _core.Replica(1, [1], 5, 1, 10_000)
+r.apply_leader_and_isr(m.LeaderAndIsr(1, 1, (1,), 1, (1,), ((1, 0, False),), 1), 0)
+try:
+    r.handle_produce(m.ProduceRequest("p", 7, "1", (10,), 1000), 5)
+except RuntimeError as e:
+    print(e)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "ProduceResponse declares the fields" in out.stdout and "throttle_time_ms" in out.stdout

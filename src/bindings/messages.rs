@@ -1,25 +1,44 @@
 //! Conversion between the simulator's message dataclasses (`epochlab.sim.messages`) and the
 //! core's message structs. Attribute names are the dataclasses' field names.
 
-use pyo3::exceptions::PyTypeError;
-use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use std::collections::HashMap;
+use std::sync::Mutex;
 
-use super::args::{self, Int, Seq};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyString, PyTuple};
+use pyo3::BoundObject;
+
+use super::args::{self, lock, Int, Seq};
 use super::batch::PyRecordBatch;
 use super::errors::IntoPyResult;
 use crate::error::ArgumentError;
 use crate::replica::messages::*;
 use crate::types::{BrokerId, LeaderEpoch, Offset};
 
+/// The interned Python string of a field name, made once (a fresh string per `getattr` or
+/// dict key misses the type's attribute cache and is compared by content: measured, it was a
+/// third of a fetch's round trip through this module).
+pub(crate) fn interned<'py>(py: Python<'py>, name: &'static str) -> Bound<'py, PyString> {
+    static NAMES: PyOnceLock<Mutex<HashMap<&'static str, Py<PyString>>>> = PyOnceLock::new();
+    let names = NAMES.get_or_init(py, || Mutex::new(HashMap::new()));
+    if let Some(s) = lock(names).get(name) {
+        return s.bind(py).clone();
+    }
+    let s = PyString::intern(py, name);
+    lock(names).insert(name, s.clone().unbind());
+    s
+}
+
 /// A message field. A missing attribute means the caller passed something that is not the
 /// message this method handles: a `TypeError`, as for any argument of the wrong type.
-fn attr<'py, T: for<'a> FromPyObject<'a, 'py, Error = PyErr>>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<T> {
+fn attr<'py, T: for<'a> FromPyObject<'a, 'py, Error = PyErr>>(obj: &Bound<'py, PyAny>, name: &'static str) -> PyResult<T> {
     field(obj, name)?.extract::<T>()
 }
 
-pub(crate) fn field<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, PyAny>> {
-    obj.getattr(name).map_err(|_| {
+pub(crate) fn field<'py>(obj: &Bound<'py, PyAny>, name: &'static str) -> PyResult<Bound<'py, PyAny>> {
+    obj.getattr(interned(obj.py(), name)).map_err(|_| {
         let type_name = obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into());
         PyTypeError::new_err(format!("expected a message with a '{name}' field, got {type_name}"))
     })
@@ -240,7 +259,12 @@ pub(crate) fn consumer_fetch_request(obj: &Bound<'_, PyAny>) -> PyResult<Consume
 /// Builds `epochlab.sim.messages.<class>(**fields)`.
 pub(crate) struct Builder<'py> {
     py: Python<'py>,
-    module: Bound<'py, PyModule>,
+}
+
+/// A message class of `epochlab.sim.messages`, looked up once, with its fields in order.
+struct MessageClass {
+    class: Py<PyAny>,
+    fields: Vec<&'static str>,
 }
 
 fn epoch_offset(v: Option<(LeaderEpoch, Offset)>) -> Option<(u32, u64)> {
@@ -249,11 +273,65 @@ fn epoch_offset(v: Option<(LeaderEpoch, Offset)>) -> Option<(u32, u64)> {
 
 impl<'py> Builder<'py> {
     pub fn new(py: Python<'py>) -> PyResult<Self> {
-        Ok(Self { py, module: py.import("epochlab.sim.messages")? })
+        Ok(Self { py })
     }
 
-    fn build(&self, class: &str, fields: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyAny>> {
-        self.module.getattr(class)?.call((), Some(fields))
+    /// `epochlab.sim.messages.<class>(**fields)` for these plain frozen dataclasses (no
+    /// `__post_init__`, no slots, as `messages.evolve` relies on too): `object.__new__` and
+    /// the fields written into the instance dict in declaration order, without the frozen
+    /// `__init__`'s `object.__setattr__` per field. `fields` must name every field of the
+    /// class in its declaration order; that is checked against `dataclasses.fields` the first
+    /// time a class is built, and every time after against that list.
+    fn build(&self, class: &'static str, fields: &[(&'static str, Bound<'py, PyAny>)]) -> PyResult<Bound<'py, PyAny>> {
+        let py = self.py;
+        static CLASSES: PyOnceLock<Mutex<HashMap<&'static str, MessageClass>>> = PyOnceLock::new();
+        static OBJECT_NEW: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+        let classes = CLASSES.get_or_init(py, || Mutex::new(HashMap::new()));
+        let known = match lock(classes).get(class) {
+            Some(c) if c.fields.len() == fields.len() && c.fields.iter().zip(fields).all(|(a, (b, _))| a == b) => {
+                Some(c.class.clone_ref(py))
+            }
+            Some(_) => {
+                return Err(PyRuntimeError::new_err(format!("the Rust builder of {class} writes other fields than it did before")));
+            }
+            None => None,
+        };
+        let cls = match known {
+            Some(cls) => cls,
+            None => {
+                let cls = py.import("epochlab.sim.messages")?.getattr(class)?;
+                let declared: Vec<String> = py
+                    .import("dataclasses")?
+                    .call_method1("fields", (&cls,))?
+                    .try_iter()?
+                    .map(|f| f?.getattr("name")?.extract::<String>())
+                    .collect::<PyResult<_>>()?;
+                let ours: Vec<&'static str> = fields.iter().map(|(n, _)| *n).collect();
+                if declared != ours {
+                    return Err(PyRuntimeError::new_err(format!(
+                        "epochlab.sim.messages.{class} declares the fields {declared:?}; the Rust builder writes {ours:?}"
+                    )));
+                }
+                lock(classes).insert(class, MessageClass { class: cls.clone().unbind(), fields: ours });
+                cls.unbind()
+            }
+        };
+        let object_new = OBJECT_NEW.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+            Ok(py.import("builtins")?.getattr("object")?.getattr("__new__")?.unbind())
+        })?;
+        let obj = object_new.bind(py).call1((cls.bind(py),))?;
+        let dict = obj.getattr(interned(py, "__dict__"))?.cast_into::<PyDict>()?;
+        for (name, value) in fields {
+            dict.set_item(interned(py, name), value)?;
+        }
+        Ok(obj)
+    }
+
+    fn v<T: IntoPyObject<'py>>(&self, value: T) -> PyResult<Bound<'py, PyAny>>
+    where
+        PyErr: From<T::Error>,
+    {
+        Ok(value.into_pyobject(self.py)?.into_any().into_bound())
     }
 
     fn tuple(&self, ids: &[BrokerId]) -> PyResult<Bound<'py, PyTuple>> {
@@ -261,89 +339,98 @@ impl<'py> Builder<'py> {
     }
 
     pub fn fetch_request(&self, r: &FetchRequest) -> PyResult<Bound<'py, PyAny>> {
-        let d = PyDict::new(self.py);
-        d.set_item("replica_id", r.replica_id.0)?;
-        d.set_item("session", r.session)?;
-        d.set_item("fetch_offset", r.fetch_offset.0)?;
-        d.set_item("current_leader_epoch", r.current_leader_epoch.map(|e| e.0))?;
-        d.set_item("last_fetched_epoch", r.last_fetched_epoch.map(|e| e.0))?;
-        d.set_item("log_start_offset", r.log_start_offset.0)?;
-        d.set_item("broker_epoch", r.broker_epoch)?;
+        let d = [
+            ("replica_id", self.v(r.replica_id.0)?),
+            ("session", self.v(r.session)?),
+            ("fetch_offset", self.v(r.fetch_offset.0)?),
+            ("current_leader_epoch", self.v(r.current_leader_epoch.map(|e| e.0))?),
+            ("last_fetched_epoch", self.v(r.last_fetched_epoch.map(|e| e.0))?),
+            ("log_start_offset", self.v(r.log_start_offset.0)?),
+            ("broker_epoch", self.v(r.broker_epoch)?),
+        ];
         self.build("FetchRequest", &d)
     }
 
     pub fn offsets_request(&self, r: &OffsetsForLeaderEpochRequest) -> PyResult<Bound<'py, PyAny>> {
-        let d = PyDict::new(self.py);
-        d.set_item("replica_id", r.replica_id.0)?;
-        d.set_item("session", r.session)?;
-        d.set_item("leader_epoch", r.leader_epoch.map(|e| e.0))?;
-        d.set_item("current_leader_epoch", r.current_leader_epoch.map(|e| e.0))?;
+        let d = [
+            ("replica_id", self.v(r.replica_id.0)?),
+            ("session", self.v(r.session)?),
+            ("leader_epoch", self.v(r.leader_epoch.map(|e| e.0))?),
+            ("current_leader_epoch", self.v(r.current_leader_epoch.map(|e| e.0))?),
+        ];
         self.build("OffsetsForLeaderEpochRequest", &d)
     }
 
     pub fn fetch_response(&self, request: &Bound<'py, PyAny>, r: FetchResponse) -> PyResult<Bound<'py, PyAny>> {
-        let d = PyDict::new(self.py);
         let batches: Vec<Bound<'py, PyRecordBatch>> =
             r.batches.into_iter().map(|b| Bound::new(self.py, PyRecordBatch(b))).collect::<PyResult<_>>()?;
-        d.set_item("request", request)?;
-        d.set_item("error", r.error.map(KafkaError::name))?;
-        d.set_item("batches", PyTuple::new(self.py, batches)?)?;
-        d.set_item("high_watermark", r.high_watermark.0)?;
-        d.set_item("log_start_offset", r.log_start_offset.0)?;
-        d.set_item("log_end_offset", r.log_end_offset.0)?;
-        d.set_item("diverging_epoch", epoch_offset(r.diverging_epoch))?;
+        let d = [
+            ("request", self.v(request)?),
+            ("error", self.v(r.error.map(KafkaError::name))?),
+            ("batches", self.v(PyTuple::new(self.py, batches)?)?),
+            ("high_watermark", self.v(r.high_watermark.0)?),
+            ("log_start_offset", self.v(r.log_start_offset.0)?),
+            ("log_end_offset", self.v(r.log_end_offset.0)?),
+            ("diverging_epoch", self.v(epoch_offset(r.diverging_epoch))?),
+        ];
         self.build("FetchResponse", &d)
     }
 
     pub fn offsets_response(&self, request: &Bound<'py, PyAny>, r: OffsetsForLeaderEpochResponse) -> PyResult<Bound<'py, PyAny>> {
-        let d = PyDict::new(self.py);
-        d.set_item("request", request)?;
-        d.set_item("error", r.error.map(KafkaError::name))?;
-        d.set_item("end_offset", r.end_offset.map(|o| o.0))?;
-        d.set_item("answer", epoch_offset(r.answer))?;
+        let d = [
+            ("request", self.v(request)?),
+            ("error", self.v(r.error.map(KafkaError::name))?),
+            ("end_offset", self.v(r.end_offset.map(|o| o.0))?),
+            ("answer", self.v(epoch_offset(r.answer))?),
+        ];
         self.build("OffsetsForLeaderEpochResponse", &d)
     }
 
     pub fn alter_partition_request(&self, r: &AlterPartitionRequest) -> PyResult<Bound<'py, PyAny>> {
-        let d = PyDict::new(self.py);
-        d.set_item("broker_id", r.broker_id.0)?;
-        d.set_item("leader_epoch", r.leader_epoch.0)?;
-        d.set_item("partition_epoch", r.partition_epoch)?;
-        d.set_item("new_isr", self.tuple(&r.new_isr)?)?;
-        d.set_item("broker_epochs", PyTuple::new(self.py, r.broker_epochs.iter().copied())?)?;
+        let d = [
+            ("broker_id", self.v(r.broker_id.0)?),
+            ("leader_epoch", self.v(r.leader_epoch.0)?),
+            ("partition_epoch", self.v(r.partition_epoch)?),
+            ("new_isr", self.v(self.tuple(&r.new_isr)?)?),
+            ("broker_epochs", self.v(PyTuple::new(self.py, r.broker_epochs.iter().copied())?)?),
+        ];
         self.build("AlterPartitionRequest", &d)
     }
 
     pub fn produce_response(&self, request_id: &Bound<'py, PyAny>, r: ProduceResponse) -> PyResult<Bound<'py, PyAny>> {
-        let d = PyDict::new(self.py);
-        d.set_item("request_id", request_id)?;
-        d.set_item("error", r.error.map(KafkaError::name))?;
-        d.set_item("base_offset", r.base_offset.map(|o| o.0))?;
-        d.set_item("last_offset", r.last_offset.map(|o| o.0))?;
-        d.set_item("duplicate", r.duplicate)?;
+        let d = [
+            ("request_id", self.v(request_id)?),
+            ("error", self.v(r.error.map(KafkaError::name))?),
+            ("base_offset", self.v(r.base_offset.map(|o| o.0))?),
+            ("last_offset", self.v(r.last_offset.map(|o| o.0))?),
+            ("duplicate", self.v(r.duplicate)?),
+        ];
         self.build("ProduceResponse", &d)
     }
 
     pub fn consumer_fetch_response(&self, request_id: &Bound<'py, PyAny>, r: ConsumerFetchResponse) -> PyResult<Bound<'py, PyAny>> {
-        let d = PyDict::new(self.py);
-        d.set_item("request_id", request_id)?;
-        d.set_item("error", r.error.map(KafkaError::name))?;
-        d.set_item("leader_epoch", r.leader_epoch.map(|e| e.0))?;
         let records = r.records.into_iter().map(|(o, v, e, pid, kind)| (o, v, e, pid, kind as u8));
-        d.set_item("records", PyTuple::new(self.py, records)?)?;
-        d.set_item("high_watermark", r.high_watermark.0)?;
-        d.set_item("reset_offset", r.reset_offset.map(|o| o.0))?;
-        d.set_item("epoch_end", epoch_offset(r.epoch_end))?;
-        d.set_item("last_stable_offset", r.last_stable_offset.0)?;
-        d.set_item("aborted_transactions", PyTuple::new(self.py, r.aborted_transactions)?)?;
+        let d = [
+            ("request_id", self.v(request_id)?),
+            ("error", self.v(r.error.map(KafkaError::name))?),
+            ("leader_epoch", self.v(r.leader_epoch.map(|e| e.0))?),
+            ("records", self.v(PyTuple::new(self.py, records)?)?),
+            ("high_watermark", self.v(r.high_watermark.0)?),
+            ("reset_offset", self.v(r.reset_offset.map(|o| o.0))?),
+            ("epoch_end", self.v(epoch_offset(r.epoch_end))?),
+            ("last_stable_offset", self.v(r.last_stable_offset.0)?),
+            ("aborted_transactions", self.v(PyTuple::new(self.py, r.aborted_transactions)?)?),
+            ("preferred_read_replica", self.v(None::<u32>)?), // the broker sets it (KIP-392)
+        ];
         self.build("ConsumerFetchResponse", &d)
     }
 
     pub fn write_txn_markers_response(&self, request_id: &Bound<'py, PyAny>, r: WriteTxnMarkersResponse) -> PyResult<Bound<'py, PyAny>> {
-        let d = PyDict::new(self.py);
-        d.set_item("request_id", request_id)?;
-        d.set_item("error", r.error.map(KafkaError::name))?;
-        d.set_item("offset", r.offset.map(|o| o.0))?;
+        let d = [
+            ("request_id", self.v(request_id)?),
+            ("error", self.v(r.error.map(KafkaError::name))?),
+            ("offset", self.v(r.offset.map(|o| o.0))?),
+        ];
         self.build("WriteTxnMarkersResponse", &d)
     }
 }

@@ -291,7 +291,8 @@ class _Run:
                 resets.setdefault(e.message.split()[1].rstrip(":"), []).append(e.time_ms)
         idempotent = {n for n, p in self.producers.items() if p.config.enable_idempotence}
         rewritten = {v for p in self.producers.values() for v in p.rewritten_values}
-        violations += check_history([op.to_dict() for op in c.history], self.final_log(),
+        ops = [op.to_dict() for op in c.history]
+        violations += check_history(ops, self.final_log(),
                                     self.committed(), self.checker.true_hw_at,
                                     self.checker.allowance, idempotent, self.step_of, resets,
                                     c.now_ms, skippable=self.skippable() if any(
@@ -301,7 +302,7 @@ class _Run:
         read_committed = {n for n, x in self.consumers.items()
                           if x.config.isolation_level == "read_committed"}
         violations += check_transactions(
-            [op.to_dict() for op in c.history],
+            ops,
             c.brokers[leader].replica.log if leader is not None else None,
             {b: c.brokers[b].replica.log for b in sorted(c.brokers)}, read_committed,
             self.checker.allowance, self.step_of, c.now_ms)

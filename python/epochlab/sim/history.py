@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 __all__ = ["Event", "HistoryOp", "Recorder", "history_to_jsonl"]
 
 
+#: ``json.dumps(x, sort_keys=True)`` without building an encoder per call (the same text).
+_SORTED_JSON = json.JSONEncoder(sort_keys=True)
+
+
 @dataclass(frozen=True)
 class HistoryOp:
     """One history entry. ``value``: the sent value (send), a list of ``[offset, value]``
@@ -51,7 +55,7 @@ class HistoryOp:
 
     def to_json(self) -> str:
         """One JSON line (no newline), keys sorted."""
-        return json.dumps(self.to_dict(), sort_keys=True)
+        return _SORTED_JSON.encode(self.to_dict())
 
 
 @dataclass(frozen=True)
