@@ -25,6 +25,7 @@ use std::sync::Mutex;
 
 use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::gc::PyVisit;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::PyTraverseError;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
@@ -1185,13 +1186,25 @@ impl PyNetwork {
     }
 
     /// `send` of a call: on arrival run `getattr(nodes[dst], method)(msg, src)`, with `nodes`
-    /// looked up then (what `SimContext.post` sends; no Python closure per message).
-    #[pyo3(signature = (src, dst, nodes, method, msg, kind="", coalesce=None, quiet=false))]
+    /// looked up then (what `SimContext.post` sends; no Python closure per message). A `dst`
+    /// that `nodes` lacks gets nothing (no random draw): returns `False`. `quiet` defaults to
+    /// the destination's `QUIET` attribute (`False` without one).
+    #[pyo3(signature = (src, dst, nodes, method, msg, kind="", coalesce=None, quiet=None))]
     #[allow(clippy::too_many_arguments)]
-    fn post(&self, src: &Bound<'_, PyAny>, dst: &Bound<'_, PyAny>, nodes: &Bound<'_, PyAny>, method: &Bound<'_, PyString>,
-            msg: &Bound<'_, PyAny>, kind: &str, coalesce: Option<String>, quiet: bool) -> PyResult<()> {
-        let call = (nodes, dst, method, msg, src).into_pyobject(src.py())?.into_any().unbind();
-        self.send_message(src, dst, call, true, kind, coalesce, quiet)
+    fn post(&self, src: &Bound<'_, PyAny>, dst: &Bound<'_, PyAny>, nodes: &Bound<'_, PyDict>, method: &Bound<'_, PyString>,
+            msg: &Bound<'_, PyAny>, kind: &str, coalesce: Option<String>, quiet: Option<bool>) -> PyResult<bool> {
+        let py = src.py();
+        let Some(target) = nodes.get_item(dst)? else { return Ok(false) };
+        let quiet = match quiet {
+            Some(q) => q,
+            None => match target.getattr_opt(intern!(py, "QUIET"))? {
+                Some(q) => q.is_truthy()?,
+                None => false,
+            },
+        };
+        let call = (nodes, dst, method, msg, src).into_pyobject(py)?.into_any().unbind();
+        self.send_message(src, dst, call, true, kind, coalesce, quiet)?;
+        Ok(true)
     }
 
     /// Drop what is held on the connection `src` -> `dst` (the sender gave up on it); returns

@@ -160,7 +160,7 @@ class Broker:
         # the periodic tasks that sleep while idle (``_arm``): task name -> its next tick
         self._ticks: dict[str, Timer] = {}
         self._started_ms = 0
-        self._seen_state: tuple[int, int] | None = None  # (LEO, HW) at the last _note_state
+        self._seen_state: tuple[int, ...] | None = None  # the log's state_key at the last _note_state
         # One request of a client connection at a time (Kafka's SocketServer mutes a channel
         # from a request's receipt until its response is sent): clients with a produce request
         # being handled, and the requests of theirs that arrived meanwhile, in order.
@@ -351,8 +351,7 @@ class Broker:
     def _note_state(self) -> None:
         """After anything that can append, truncate or move the HW: arm the fsync when the log
         end moved and the HW checkpoint when the HW moved."""
-        log = self.replica.log
-        state = (log.log_end_offset, log.high_watermark)
+        state = self.replica.log.state_key()  # (LEO, HW, batch count, log start): one call
         seen, self._seen_state = self._seen_state, state
         if seen == state:
             return
@@ -873,10 +872,12 @@ class Broker:
     def _try_complete_delayed(self) -> None:
         """Complete what the purgatories hold that can now complete (after anything that may
         move the HW or change the replica's role: ``Partition.tryCompleteDelayedRequests``)."""
-        self._answer_parked_produces(force_error=None)
+        if self._parked_produces:  # (each purgatory is usually empty: no call then)
+            self._answer_parked_produces(force_error=None)
         if self._parked_markers:
             self._answer_parked_markers(force_error=None)
-        self._check_parked_reads()
+        if self._parked_reads:
+            self._check_parked_reads()
         self._note_state()
 
     def _answer_parked_produces(self, force_error: str | None) -> None:

@@ -89,11 +89,7 @@ class SimContext:
         """Send ``msg`` from ``src``; on arrival call ``<node registered as dst>.<method>(msg,
         src)`` (``kind`` and ``coalesce``: :meth:`Network.send`). A message to a name nobody
         registered is dropped without being sent (it takes no random draw)."""
-        nodes = self._nodes
-        if dst not in nodes:
-            return
-        self.network.post(src, dst, nodes, method, msg, kind, coalesce,
-                          getattr(nodes[dst], "QUIET", False))
+        self.network.post(src, dst, self._nodes, method, msg, kind, coalesce)
 
     def reset_connections(self, node: Node) -> None:
         """``node``'s process dies while its machine lives on (a crash that keeps the page

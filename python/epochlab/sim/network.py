@@ -230,10 +230,17 @@ class Network:
         self._schedule(direction, msg, link)
 
     def post(self, src: Node, dst: Node, nodes: Mapping[Node, Any], method: str, msg: object,
-             kind: str = "", coalesce: str | None = None, quiet: bool = False) -> None:
+             kind: str = "", coalesce: str | None = None, quiet: bool | None = None) -> bool:
         """:meth:`send` of a call: on arrival run ``getattr(nodes[dst], method)(msg, src)``,
-        with ``nodes`` looked up then (what ``SimContext.post`` sends)."""
+        with ``nodes`` looked up then (what ``SimContext.post`` sends). A ``dst`` that
+        ``nodes`` lacks gets nothing (no random draw): returns ``False``. ``quiet`` defaults
+        to the destination's ``QUIET`` attribute (``False`` without one)."""
+        if dst not in nodes:
+            return False
+        if quiet is None:
+            quiet = bool(getattr(nodes[dst], "QUIET", False))
         self.send(src, dst, lambda: getattr(nodes[dst], method)(msg, src), kind, coalesce, quiet)
+        return True
 
     def _direction(self, msg: _Message) -> tuple[str, str]:
         return (f"{msg.src_key}#{msg.src_incarnation}", f"{msg.dst_key}#{msg.dst_incarnation}")
