@@ -370,9 +370,9 @@ impl PyKernel {
 
 /// Run a posted message: `getattr(nodes[dst], method)(msg, src)` from the tuple `post` made.
 fn deliver_post(post: &Bound<'_, PyAny>) -> PyResult<()> {
-    let (nodes, dst, method, msg, src): (Bound<'_, PyAny>, Bound<'_, PyAny>, Bound<'_, PyString>, Bound<'_, PyAny>, Bound<'_, PyAny>) =
-        post.extract()?;
-    nodes.get_item(dst)?.call_method1(method, (msg, src))?;
+    let part = |i| post.get_item(i);
+    let method = part(2)?.cast_into::<PyString>()?;
+    part(0)?.get_item(part(1)?)?.call_method1(method, (part(3)?, part(4)?))?;
     Ok(())
 }
 

@@ -75,6 +75,9 @@ class StateChecker:
         self._watch = self.impl.ChangeWatch()  # which keys moved since the last observe
         self._leader_hw: dict[tuple[int, int, int], int] = {}
         self._leaderships: set[tuple[int, int]] = set()
+        # (epoch, leader) of every election so far (the controller's list only grows)
+        self._elected: set[tuple[int, int]] = set()
+        self._elections_seen = 0
         self._last_isr: tuple[int, ...] = tuple(cluster.controller.isr)
 
     # -- classification ---------------------------------------------------------------------
@@ -208,17 +211,28 @@ class StateChecker:
 
     # -- ground truth -----------------------------------------------------------------------
     def _legitimate(self, b: int, epoch: int | None) -> bool:
+        """Whether ``b`` leading ``epoch`` is the controller's choice (an election of it, or
+        the initial leader in epoch 0)."""
         if epoch is None:
             return False
         if epoch == 0:
             return b == (self.cluster.config.replicas or (None,))[0]
-        return any(e[1] == epoch and e[2] == b for e in self.cluster.controller.elections)
+        elections = self.cluster.controller.elections
+        if len(elections) != self._elections_seen:  # appended to since the last look
+            if len(elections) < self._elections_seen:  # (never: the list only grows)
+                self._elected, self._elections_seen = set(), 0
+            self._elected.update((e[1], e[2]) for e in elections[self._elections_seen:])
+            self._elections_seen = len(elections)
+        return (epoch, b) in self._elected
 
     def _advance_true_hw(self) -> None:
         for b, broker in self.cluster.brokers.items():
-            r, log = broker.replica, broker.replica.log
-            if not (broker.alive and r.role == "leader" and self._legitimate(b, r.leader_epoch)):
+            if not broker.alive:
                 continue
+            r = broker.replica
+            if r.role != "leader" or not self._legitimate(b, r.leader_epoch):
+                continue
+            log = r.log
             hw = log.high_watermark
             if hw <= self.true_hw:
                 continue
@@ -260,14 +274,18 @@ class StateChecker:
         c, ctrl = self.cluster, self.cluster.controller
         acting: dict[int, int] = {}
         for b, broker in c.brokers.items():
+            if not broker.alive:
+                continue
             r = broker.replica
-            if broker.alive and r.role == "leader" and r.leader_epoch is not None:
-                other = acting.get(r.leader_epoch)
+            if r.role != "leader":
+                continue
+            epoch = r.leader_epoch
+            if epoch is not None:
+                other = acting.get(epoch)
                 if other is not None:
                     self.report("Inv-EpochFencing", f"brokers {other} and {b} both lead epoch "
-                                f"{r.leader_epoch}", {"replicas": [other, b],
-                                                       "epoch": r.leader_epoch}, loss_like=False)
-                acting[r.leader_epoch] = b
+                                f"{epoch}", {"replicas": [other, b], "epoch": epoch}, loss_like=False)
+                acting[epoch] = b
         leader = ctrl.leader
         if leader is None:
             return
@@ -330,11 +348,14 @@ class StateChecker:
     # -- 3, 10, 12 ----------------------------------------------------------------------------
     def _check_isr(self, ctrl_changed: bool) -> None:
         c, ctrl = self.cluster, self.cluster.controller
-        members = [x for x in c.config.replicas or () if x in ctrl.isr or x in ctrl.elr]
+        brokers, isr, elr = c.brokers, ctrl.isr, ctrl.elr
+        members = [x for x in c.config.replicas or () if x in isr or x in elr]
         for b in members:
-            broker = c.brokers[b]
+            broker = brokers[b]
+            if not broker.alive:
+                continue
             r = broker.replica
-            if not broker.alive or r.role not in ("leader", "follower"):
+            if r.role not in ("leader", "follower"):
                 continue
             if b in self.recovering:
                 # restarted after losing its unflushed tail and not caught up: whether it may

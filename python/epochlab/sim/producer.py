@@ -43,6 +43,7 @@ restart with the request in flight).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from epochlab.generations import Generation
@@ -54,6 +55,8 @@ from epochlab.sim.producer_txn import FENCING_ERRORS, TransactionalMixin, Txn
 
 if TYPE_CHECKING:
     from epochlab.sim.context import SimContext
+
+_BATCH_ID = attrgetter("batch_id")  # the sort key of batches waiting to be sent
 
 __all__ = ["Producer"]
 
@@ -338,7 +341,7 @@ class Producer(TransactionalMixin):
         # The Java client renumbers every in-flight batch, also one whose earlier attempt the
         # leader may have appended (`TxnPartitionEntry.startSequencesAtBeginning`): under the new
         # epoch its duplicate is not recognised, so it can be written twice (KAFKA-14034).
-        ready = sorted(self._ready, key=lambda b: b.batch_id)
+        ready = sorted(self._ready, key=_BATCH_ID)
         sent = [v for b in ready if b.attempts > 0 for v in b.values]
         self.rewritten_values.update(sent)
         resent = f"; renumbers values {sent}, sent before under the old epoch" if sent else ""
@@ -473,7 +476,7 @@ class Producer(TransactionalMixin):
         if error in _REFRESH:
             self._leader = None
         self._ready.append(batch)
-        self._ready.sort(key=lambda b: b.batch_id)
+        self._ready.sort(key=_BATCH_ID)
         self._backoff_until = now + wait
         session = self.session
         self.ctx.kernel.schedule(wait, lambda: self._wake(session))
