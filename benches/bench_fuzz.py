@@ -50,11 +50,12 @@ def _loop_counts(schedule: Any, impl: str) -> tuple[int, int]:
     """(engine events, calls from Python into the Rust extension) of one run of ``schedule``:
     events counted on the kernel, crossings by a profiler hook on C calls into ``epochlab._core``
     (method calls; property reads do not show to the hook, so this is a floor. Session 13
-    raised the count while the cost fell: the state checker's change detector is one
-    ``state_key()`` method call per broker where it was eight property reads, and the kernel
-    and the network are Rust classes now, so every ``schedule`` and ``send`` is a call into
-    the extension, while the loop's own pops and deliveries cross nothing; slow, so measured on
-    two runs apart from the timing)."""
+    raised the count while the cost fell: the kernel and the network are Rust classes, so
+    every ``schedule`` and ``post`` is a call into the extension, while the loop's own pops and
+    deliveries cross nothing; since session 14 the state checker's change detector is one
+    ``ChangeWatch.changes`` call per event that is not quiet, and the checker is called from
+    the kernel's loop, not from a Python ``stop`` callback; slow, so measured on two runs apart
+    from the timing)."""
     import sys
 
     from epochlab.sim import cluster as cluster_module
