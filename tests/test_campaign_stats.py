@@ -85,7 +85,7 @@ def test_the_rust_bootstrap_draws_what_the_plain_loop_draws() -> None:
         assert _core._bootstrap_draws(runs, list(qs), resamples, random.Random(trial)) == plain, trial
 
 
-@pytest.mark.parametrize(("runs", "qs", "argument"), [([[1], []], [0.5], "runs"),
+@pytest.mark.parametrize(("runs", "qs", "argument"), [([[1], []], [0.5], "runs"), ([], [0.5], "runs"),
                                                       ([[1]], [float("nan")], "qs"),
                                                       ([[1]], [1.5], "qs")])
 def test_the_rust_bootstrap_refuses_what_it_cannot_draw_from(runs: list[list[int]], qs: list[float],

@@ -5,7 +5,8 @@
 //! * The kernel keeps virtual time and one queue of events ordered by `(time, sequence)`. An
 //!   event is either a Python callback (with its `Timer`) or a message
 //!   in flight on a network; the loop of `run_until` pops, checks and dispatches in Rust and
-//!   calls into Python only for the callback, the message's `deliver` and `stop`.
+//!   calls into Python only for the callback, the message's delivery (its `deliver()`, or for
+//!   a posted message `getattr(nodes[dst], method)(msg, src)`), `observe` and `stop`.
 //! * The network draws its delays from its own Mersenne Twister, seeded from the state of
 //!   `kernel.rng("network")` (a `random.Random`) and drawing exactly as CPython's `randint`
 //!   (`_randbelow_with_getrandbits`) and `random()` do, so a run is the same draw for draw
@@ -267,8 +268,8 @@ impl KernelState {
     }
 
     /// Pop the earliest event due at or before `limit` (any, with `None`), advancing the clock
-    /// and the quietness to it; a delivery is checked here and comes back as the callable to
-    /// call, or as nothing to do when it was dropped or held.
+    /// and the quietness to it; a delivery is checked here and comes back as the job to run,
+    /// or as nothing to do when it was dropped or held.
     fn pop(&mut self, limit: Option<i64>) -> Option<Option<Job>> {
         let due = self.next_time()?;
         if limit.is_some_and(|l| due > l) {

@@ -34,6 +34,10 @@ fn at_rank(values: &[(i64, usize)], counts: &[u64], rank: u64) -> i64 {
 /// left as it was (its state is copied).
 #[pyfunction]
 pub(crate) fn _bootstrap_draws(runs: Vec<Vec<i64>>, qs: Vec<f64>, resamples: usize, rng: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<f64>>> {
+    if runs.is_empty() {
+        let reason = "no runs to resample".to_string();
+        return Err(ArgumentError::InvalidText { argument: "runs", value: "[]".into(), reason }).py();
+    }
     if let Some(i) = runs.iter().position(Vec::is_empty) {
         let reason = "a run without latencies (leave it out)".to_string();
         return Err(ArgumentError::InvalidText { argument: "runs", value: format!("run {i}: []"), reason }).py();
@@ -47,7 +51,7 @@ pub(crate) fn _bootstrap_draws(runs: Vec<Vec<i64>>, qs: Vec<f64>, resamples: usi
     values.sort_unstable();
     let lengths: Vec<u64> = runs.iter().map(|r| r.len() as u64).collect();
     let n = runs.len() as u64;
-    let mut out = vec![Vec::with_capacity(resamples); qs.len()];
+    let mut out = vec![Vec::new(); qs.len()]; // (grown as drawn: `resamples` is the caller's number)
     let mut counts = vec![0u64; runs.len()];
     for _ in 0..resamples {
         counts.iter_mut().for_each(|c| *c = 0);
