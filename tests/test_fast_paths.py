@@ -127,6 +127,20 @@ def test_the_plain_forms_are_really_taken(monkeypatch: pytest.MonkeyPatch) -> No
     c.run_until(lambda _c: not p.pending, 2000)
     assert isinstance(c.kernel, Kernel) and isinstance(c.network, Network)
     assert steps[0] == c.kernel.steps > 0           # every event through the Python kernel
+    from epochlab.fuzz.executor import _Run
+
+    for backend in ("rust", "reference"):          # the attribute-reading change detector,
+        run = _Run(generate_schedule(1, Generation.STRICT_MIN_ISR, FuzzProfile(actions=5)), backend)
+        assert isinstance(run.checker._watch, _AttrWatch)
+        calls = [0]
+        tick = run._tick
+
+        def counted_tick(cluster: Any, tick: Any = tick) -> bool:
+            calls[0] += 1
+            return bool(tick(cluster))
+        run._tick = counted_tick  # type: ignore[method-assign]
+        run.advance_to(500)
+        assert calls[0] > 1                         # called back from a Python stop callback
 
 
 def test_the_fast_forms_are_the_ones_the_executor_uses() -> None:
