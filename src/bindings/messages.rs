@@ -256,7 +256,7 @@ pub(crate) fn consumer_fetch_request(obj: &Bound<'_, PyAny>) -> PyResult<Consume
     })
 }
 
-/// Builds `epochlab.sim.messages.<class>(**fields)`.
+/// Builds the message dataclasses of `epochlab.sim.messages` (see `build`).
 pub(crate) struct Builder<'py> {
     py: Python<'py>,
 }
@@ -272,8 +272,8 @@ fn epoch_offset(v: Option<(LeaderEpoch, Offset)>) -> Option<(u32, u64)> {
 }
 
 impl<'py> Builder<'py> {
-    pub fn new(py: Python<'py>) -> PyResult<Self> {
-        Ok(Self { py })
+    pub fn new(py: Python<'py>) -> Self {
+        Self { py }
     }
 
     /// `epochlab.sim.messages.<class>(**fields)` for these plain frozen dataclasses (no

@@ -242,14 +242,14 @@ impl PyReplica {
         let r = msg::produce_request(req)?;
         let now = time(now_ms, "now_ms")?;
         let resp = self.with(py, |rep, log| rep.handle_produce(log, &r, now)).py()?;
-        Builder::new(py)?.produce_response(&msg::field(req, "request_id")?, resp)
+        Builder::new(py).produce_response(&msg::field(req, "request_id")?, resp)
     }
 
     fn handle_write_txn_markers<'py>(&self, py: Python<'py>, req: &Bound<'py, PyAny>, now_ms: Int) -> PyResult<Bound<'py, PyAny>> {
         let r = msg::write_txn_markers_request(req)?;
         let now = time(now_ms, "now_ms")?;
         let resp = self.with(py, |rep, log| rep.handle_write_txn_markers(log, &r, now)).py()?;
-        Builder::new(py)?.write_txn_markers_response(&msg::field(req, "request_id")?, resp)
+        Builder::new(py).write_txn_markers_response(&msg::field(req, "request_id")?, resp)
     }
 
     fn produce_completion(&self, py: Python<'_>, required_offset: Int) -> PyResult<(bool, Option<&'static str>)> {
@@ -269,14 +269,14 @@ impl PyReplica {
         let now = time(now_ms, "now_ms")?;
         match self.with(py, |r, log| r.maybe_shrink_isr(log, now)) {
             None => Ok(None),
-            Some(req) => Builder::new(py)?.alter_partition_request(&req).map(Some),
+            Some(req) => Builder::new(py).alter_partition_request(&req).map(Some),
         }
     }
 
     fn pending_alter_partition<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         match lock(&self.inner).pending_alter_partition() {
             None => Ok(None),
-            Some(req) => Builder::new(py)?.alter_partition_request(&req).map(Some),
+            Some(req) => Builder::new(py).alter_partition_request(&req).map(Some),
         }
     }
 
@@ -302,7 +302,7 @@ impl PyReplica {
 
     fn next_request<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let next = self.with(py, |r, log| r.next_request(log));
-        let b = Builder::new(py)?;
+        let b = Builder::new(py);
         match next {
             None => Ok(None),
             Some(FollowerRequest::Fetch(f)) => b.fetch_request(&f).map(Some),
@@ -314,7 +314,7 @@ impl PyReplica {
         let r = msg::fetch_request(req)?;
         let now = time(now_ms, "now_ms")?;
         let (resp, proposal) = self.with(py, |rep, log| rep.handle_fetch(log, &r, now));
-        let b = Builder::new(py)?;
+        let b = Builder::new(py);
         let proposal = proposal.map(|p| b.alter_partition_request(&p)).transpose()?;
         Ok((b.fetch_response(req, resp)?, proposal))
     }
@@ -322,13 +322,13 @@ impl PyReplica {
     fn handle_offsets_for_leader_epoch<'py>(&self, py: Python<'py>, req: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let r = msg::offsets_request(req)?;
         let resp = self.with(py, |rep, log| rep.handle_offsets_for_leader_epoch(log, &r));
-        Builder::new(py)?.offsets_response(req, resp)
+        Builder::new(py).offsets_response(req, resp)
     }
 
     fn handle_consumer_fetch<'py>(&self, py: Python<'py>, req: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let r = msg::consumer_fetch_request(req)?;
         let resp = self.with(py, |rep, log| rep.handle_consumer_fetch(log, &r));
-        Builder::new(py)?.consumer_fetch_response(&msg::field(req, "request_id")?, resp)
+        Builder::new(py).consumer_fetch_response(&msg::field(req, "request_id")?, resp)
     }
 
     /// The follower a consumer in rack `client_rack` should read from at `fetch_offset`
