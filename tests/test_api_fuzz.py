@@ -160,7 +160,7 @@ METHODS = {
     "Timer": {"cancel": 0},
     "Network": {"set_alive": 2, "peers": 1, "is_alive": 1, "partition": 1, "heal": 0, "set_link": 2,
                 "slow_node": 2, "connected": 2, "usable": 2, "send": 3, "post": 5, "discard_held": 2},
-    "ChangeWatch": {"changes": 2, "forget": 1},
+    "ChangeWatch": {"changes": 2, "forget": 1, "watching": 3}, "Watcher": {},
     "LogAppendInfo": {}, "TruncationOutcome": {}, "FetchCheck": {},
     # Messages are the simulator's dataclasses; junk in their place must still fail cleanly.
     "Replica": {
@@ -279,9 +279,11 @@ def _event_loop() -> dict[str, Any]:
     kernel.schedule_at(9, lambda: None, True)
     net.post(1, 2, {2: kernel}, "schedule", 5)  # arrives as kernel.schedule(5, 1): a TypeError
     watch = core.ChangeWatch()
-    watch.changes({}, type("Controller", (), {"leader": 1, "leader_epoch": 0, "partition_epoch": 0,
-                                              "isr": (1,), "elr": (), "elections": []})())
-    return {"Kernel": kernel, "Network": net, "Timer": timer, "ChangeWatch": watch}
+    controller = type("Controller", (), {"leader": 1, "leader_epoch": 0, "partition_epoch": 0,
+                                         "isr": (1,), "elr": (), "elections": []})()
+    watch.changes({}, controller)
+    watcher = watch.watching({}, controller, lambda changed, moved: None)
+    return {"Kernel": kernel, "Network": net, "Timer": timer, "ChangeWatch": watch, "Watcher": watcher}
 
 
 # Arguments that are close to valid, so calls get past argument conversion into the core.

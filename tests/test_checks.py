@@ -412,3 +412,71 @@ def test_before_kafka_0_11_an_idempotent_producers_duplicate_is_no_broken_guaran
     found = check_history(history, {0: 7, 1: 7}, {}, lambda _t: 2, lambda _t: None, {"p3"},
                           lambda _t: None, {}, 10, no_idempotence="no idempotence here")
     assert [(v.invariant, v.verdict) for v in found] == [("duplicate", "allowed-by-configuration")]
+
+
+# -- the incremental checks (StateChecker.incremental) ----------------------------------------
+# A check is skipped when none of its inputs moved since its last evaluation; these states move
+# one input of a check while the broker it is about stays as it was, and each must be seen at
+# the observation where it arises, as the plain checker (every check at every change) sees it.
+
+@pytest.mark.parametrize("incremental", [True, False])
+def test_a_follower_is_checked_when_the_truth_moves_past_it(incremental: bool) -> None:
+    c, checker = _cluster()
+    checker.incremental = incremental
+    c.brokers[3].replica.log.append_as_leader([77], 0)  # above the HW: no failure yet
+    c.brokers[2].replica.log.append_as_leader([5], 0)
+    checker.observe()
+    assert checker.violations == []
+    leader = c.brokers[1].replica.log
+    leader.append_as_leader([5], 0)
+    leader.update_high_watermark(5)  # only the leader changed; the truth now holds 5 at 4
+    checker.observe()
+    v = next(x for x in checker.violations if x.invariant == "Inv-StrongIsr")
+    assert v.details["replica"] == 3 and v.details["offset"] == 4
+
+
+@pytest.mark.parametrize("incremental", [True, False])
+def test_a_broker_that_caught_up_after_a_lossy_crash_is_checked_at_the_next_change(incremental: bool) -> None:
+    c, checker = _cluster()
+    checker.incremental = incremental
+    checker.note_lossy_crash(3)
+    log = c.brokers[3].replica.log
+    log.truncate_to(2)
+    log.append_as_leader([90, 91], 0)  # back to the trueHW, with other values
+    checker.observe()  # leaves the recovering set here, after the ISR members were asked
+    assert "Inv-StrongIsr" not in _names(checker) and 3 not in checker.recovering
+    c.brokers[2].replica.log.append_as_leader([8], 0)  # some other change
+    checker.observe()
+    v = next(x for x in checker.violations if x.invariant == "Inv-StrongIsr")
+    assert v.details["replica"] == 3 and v.details["offset"] == 2
+
+
+@pytest.mark.parametrize("incremental", [True, False])
+def test_the_controllers_leader_is_checked_when_another_legitimate_leader_moves_the_truth(incremental: bool) -> None:
+    c, checker = _cluster()
+    checker.incremental = incremental
+    c.controller.elections.append((c.now_ms, 5, 2, False))  # broker 2 legitimately leads epoch 5
+    checker.observe()
+    r = c.brokers[2].replica
+    r.role, r.leader_epoch = "leader", 5
+    r.log.append_as_leader([50], 5)
+    r.log.update_high_watermark(5)  # the truth grows from broker 2; broker 1 did not change
+    checker.observe()
+    assert checker.true_hw == 5
+    v = next(x for x in checker.violations if x.invariant == "Inv-Durability")
+    assert v.details["leader"] == 1 and v.details["offset"] == 4
+
+
+@pytest.mark.parametrize("incremental", [True, False])
+def test_a_leader_becomes_part_of_the_truth_when_its_election_appears(incremental: bool) -> None:
+    c, checker = _cluster()
+    checker.incremental = incremental
+    r = c.brokers[2].replica
+    r.role, r.leader_epoch = "leader", 5
+    r.log.append_as_leader([50], 5)
+    r.log.update_high_watermark(5)
+    checker.observe()  # no election of broker 2 yet: not the truth
+    assert checker.true_hw == 4
+    c.controller.elections.append((c.now_ms, 5, 2, False))  # broker 2 did not change
+    checker.observe()
+    assert checker.true_hw == 5

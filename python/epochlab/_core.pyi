@@ -9,7 +9,7 @@ Conventions (see the crate docs in ``src/lib.rs``):
 * The pure-Python twin ``epochlab.reference`` implements exactly this surface.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from os import PathLike
 from typing import Final, final
@@ -56,6 +56,7 @@ __all__ = [
     "_twister_draws",
     "_bootstrap_draws",
     "ChangeWatch",
+    "Watcher",
 ]
 
 __version__: Final[str]
@@ -787,7 +788,16 @@ class ChangeWatch:
     is its plain statement."""
     def __new__(cls) -> ChangeWatch: ...
     def changes(self, brokers: dict[int, Any], controller: Any) -> tuple[list[int], bool] | None: ...
+    def watching(self, brokers: dict[int, Any], controller: Any,
+                 then: Callable[[list[int], bool], Any]) -> Watcher:
+        """A callable for the kernel's ``observe`` hook: ``changes(brokers, controller)`` and,
+        when something moved, ``then(changed, controller_changed)``."""
     def forget(self, b: int) -> None: ...
+
+@final
+class Watcher:
+    """``ChangeWatch.watching(...)``: call it with no arguments."""
+    def __call__(self) -> None: ...
 
 def _twister_draws(rng: Any, draws: Sequence[tuple[str, int]]) -> list[float]:
     """Draws ``("below", n)`` / ``("random", 0)`` from a twister seeded with ``rng``'s state

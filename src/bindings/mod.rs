@@ -41,6 +41,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<log::PyReplicaLog>()?;
     m.add_class::<replica::PyReplica>()?;
     m.add_class::<watch::PyChangeWatch>()?;
+    m.add_class::<watch::PyWatcher>()?;
     divergence::register(m)?;
     replay::register(m)?;
     formats::register(m)?;

@@ -147,6 +147,25 @@ impl PyChangeWatch {
         result
     }
 
+    /// A callable for the kernel's `observe` hook: each call is `changes(brokers, controller)`
+    /// and, when something moved, `then(changed, controller_changed)`; the events where
+    /// nothing moved (nine in ten) run no Python frame.
+    fn watching(slf: &Bound<'_, Self>, brokers: &Bound<'_, PyDict>, controller: &Bound<'_, PyAny>,
+                then: &Bound<'_, PyAny>) -> PyResult<PyWatcher> {
+        if !then.is_callable() {
+            return Err(PyTypeError::new_err(format!(
+                "ChangeWatch.watching: then must be callable, got {}", then.get_type().name()?)));
+        }
+        Ok(PyWatcher {
+            parts: Mutex::new(Some(WatcherParts {
+                watch: slf.clone().unbind(),
+                brokers: brokers.clone().unbind(),
+                controller: controller.clone().unbind(),
+                then: then.clone().unbind(),
+            })),
+        })
+    }
+
     /// Forget broker `b`'s key: it counts as changed at the next call.
     fn forget(&self, b: i64) {
         let gone = lock(&self.kept).brokers.remove(&b);
@@ -172,6 +191,53 @@ impl PyChangeWatch {
 
     fn __clear__(&self) {
         let gone = self.kept.try_lock().map(|mut k| std::mem::take(&mut *k));
+        drop(gone);
+    }
+}
+
+struct WatcherParts {
+    watch: Py<PyChangeWatch>,
+    brokers: Py<PyDict>,
+    controller: Py<PyAny>,
+    then: Py<PyAny>,
+}
+
+/// `ChangeWatch.watching(...)`: called with no arguments, asks the watch and passes what moved
+/// on. Its parts are taken out of the lock (cloned references) before any Python runs.
+#[pyclass(frozen, name = "Watcher", module = "epochlab._core")]
+pub(crate) struct PyWatcher {
+    parts: Mutex<Option<WatcherParts>>,
+}
+
+#[pymethods]
+impl PyWatcher {
+    fn __call__(&self, py: Python<'_>) -> PyResult<()> {
+        let (watch, brokers, controller, then) = {
+            let parts = lock(&self.parts);
+            let Some(p) = parts.as_ref() else {
+                return Err(PyTypeError::new_err("Watcher: cleared by the garbage collector"));
+            };
+            (p.watch.clone_ref(py), p.brokers.clone_ref(py), p.controller.clone_ref(py), p.then.clone_ref(py))
+        };
+        if let Some(found) = watch.get().changes(brokers.bind(py), controller.bind(py))? {
+            then.call1(py, found)?;
+        }
+        Ok(())
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        let Ok(parts) = self.parts.try_lock() else { return Ok(()) };
+        if let Some(p) = parts.as_ref() {
+            visit.call(&p.watch)?;
+            visit.call(&p.brokers)?;
+            visit.call(&p.controller)?;
+            visit.call(&p.then)?;
+        }
+        Ok(())
+    }
+
+    fn __clear__(&self) {
+        let gone = self.parts.try_lock().map(|mut p| p.take());
         drop(gone);
     }
 }

@@ -79,6 +79,12 @@ class StateChecker:
         self._elected: set[tuple[int, int]] = set()
         self._elections_seen = 0
         self._last_isr: tuple[int, ...] = tuple(cluster.controller.isr)
+        # a broker left ``recovering`` at the last check: its Inv-StrongIsr is asked next time
+        self._rejoined = False
+
+    #: Skip the checks whose inputs did not move (see :meth:`observe`); ``False`` evaluates
+    #: them all after every change (the plain form).
+    incremental = True
 
     # -- classification ---------------------------------------------------------------------
     def unclean_elections(self, until_ms: int | None = None) -> list[tuple[int, int, int, bool]]:
@@ -141,17 +147,34 @@ class StateChecker:
 
     # -- observation ------------------------------------------------------------------------
     def observe(self) -> None:
-        """Check every invariant whose inputs changed since the last call."""
+        """Check every invariant whose inputs changed since the last call.
+
+        Each check below is a function of a few inputs: brokers' change keys, the controller's
+        key, the truth (``trueHW``) and the recovering set. When none of a check's inputs moved
+        since its last evaluation its outcome is the one it had then, already reported (a
+        second report of an invariant is a no-op), so it is skipped: the checks of one event
+        cost what that event changed. ``incremental = False`` (the plain form the tests
+        compare with) evaluates every check whenever anything changed."""
         found = self._watch.changes(self.cluster.brokers, self.cluster.controller)
-        if found is None:
-            return
-        changed, ctrl_changed = found
+        if found is not None:
+            self._check(*found)
+
+    def hook(self) -> Callable[[], None]:
+        """:meth:`observe` as one callable for the kernel's ``observe`` hook (the Rust
+        ``Watcher`` with the Rust core: no Python frame for the events that change nothing)."""
+        return self._watch.watching(self.cluster.brokers, self.cluster.controller, self._check)
+
+    def _check(self, changed: list[int], ctrl_changed: bool) -> None:
+        """The checks after brokers ``changed`` and (``ctrl_changed``) the controller moved."""
         for b in changed:
             self._check_replica(b)
-        self._advance_true_hw()
-        self._check_leaders()
+        everything = ctrl_changed or not self.incremental
+        true_hw = self.true_hw
+        self._advance_true_hw(None if everything else changed)
+        moved = everything or self.true_hw != true_hw
+        self._check_leaders(changed, moved)
         self._check_log_matching(changed)
-        self._check_isr(ctrl_changed)
+        self._check_isr(changed, ctrl_changed, moved)
 
     # -- per replica: 6, 7, 8, 11 -----------------------------------------------------------
     def _check_replica(self, b: int) -> None:
@@ -225,8 +248,14 @@ class StateChecker:
             self._elections_seen = len(elections)
         return (epoch, b) in self._elected
 
-    def _advance_true_hw(self) -> None:
-        for b, broker in self.cluster.brokers.items():
+    def _advance_true_hw(self, changed: list[int] | None) -> None:
+        """Copy what a legitimate leader's HW passed into the truth. Only brokers in
+        ``changed`` (all when ``None``) can move it: an unchanged broker's HW was at most
+        ``trueHW`` after its last look (``trueHW`` only grows), and whether it leads
+        legitimately changes only with the controller's election list."""
+        brokers = self.cluster.brokers
+        for b in brokers if changed is None else changed:
+            broker = brokers[b]
             if not broker.alive:
                 continue
             r = broker.replica
@@ -270,10 +299,11 @@ class StateChecker:
                 "epoch": log.epoch_for_offset(offset) if offset < log.log_end_offset else None}
 
     # -- 1, 2, 4, 9 -------------------------------------------------------------------------
-    def _check_leaders(self) -> None:
+    def _check_leaders(self, changed: list[int], moved: bool) -> None:
+        """``moved``: the controller's key or the truth moved (or the plain form)."""
         c, ctrl = self.cluster, self.cluster.controller
         acting: dict[int, int] = {}
-        for b, broker in c.brokers.items():
+        for b, broker in c.brokers.items() if changed or not self.incremental else ():
             if not broker.alive:
                 continue
             r = broker.replica
@@ -293,6 +323,14 @@ class StateChecker:
         r = broker.replica
         if not (broker.alive and r.role == "leader" and r.leader_epoch == ctrl.leader_epoch):
             return
+        if moved or leader in changed:
+            self._check_completeness(leader, r)
+        if r.partition_epoch is not None and (moved or any(x in changed for x in (leader, *ctrl.isr))):
+            self._check_quorum_superset(leader, r)
+
+    def _check_completeness(self, leader: int, r: Any) -> None:
+        """Inv-Durability and Inv-LeaderCompleteness for the controller's leader ``leader``."""
+        ctrl = self.cluster.controller
         missing = self._missing_committed(r.log)
         if missing is not None:
             details = {"leader": leader, "epoch": r.leader_epoch, "offset": missing,
@@ -308,12 +346,15 @@ class StateChecker:
                 self.report("Inv-LeaderCompleteness", "clean-elected " + msg, details)
             self.report("Inv-Durability", msg, details)
         self._leaderships.add((leader, ctrl.leader_epoch))
-        if r.partition_epoch is not None:
-            maximal = set(r.maximal_isr)
-            hw = r.log.high_watermark
-            short = [x for x in ctrl.isr if x not in maximal
-                     and c.brokers[x].replica.log.log_end_offset < hw]
-            if short:
+
+    def _check_quorum_superset(self, leader: int, r: Any) -> None:
+        """Inv-ReplicationQuorumSuperset for the controller's leader ``leader``."""
+        c, ctrl = self.cluster, self.cluster.controller
+        maximal = set(r.maximal_isr)
+        hw = r.log.high_watermark
+        short = [x for x in ctrl.isr if x not in maximal
+                 and c.brokers[x].replica.log.log_end_offset < hw]
+        if short:
                 self.report("Inv-ReplicationQuorumSuperset", f"leader {leader} counts ISR "
                             f"{sorted(maximal)} toward its HW {hw}, but the controller's ISR "
                             f"{list(ctrl.isr)} also holds {short}, which lack offsets below it",
@@ -346,10 +387,15 @@ class StateChecker:
                                  str(a): self._record_at(la, m), str(b): self._record_at(lb, m)})
 
     # -- 3, 10, 12 ----------------------------------------------------------------------------
-    def _check_isr(self, ctrl_changed: bool) -> None:
+    def _check_isr(self, changed: list[int], ctrl_changed: bool, moved: bool) -> None:
+        """``moved``: the controller's key or the truth moved (or the plain form); a member's
+        Inv-StrongIsr is asked again when it did, when the member changed, or when a broker
+        left the recovering set at the last check."""
         c, ctrl = self.cluster, self.cluster.controller
         brokers, isr, elr = c.brokers, ctrl.isr, ctrl.elr
-        members = [x for x in c.config.replicas or () if x in isr or x in elr]
+        every = moved or self._rejoined
+        self._rejoined = False
+        members = [x for x in c.config.replicas or () if (x in isr or x in elr) and (every or x in changed)]
         for b in members:
             broker = brokers[b]
             if not broker.alive:
@@ -377,6 +423,7 @@ class StateChecker:
                 continue
             if broker.replica.log.log_end_offset >= self.true_hw:
                 self.recovering.discard(b)
+                self._rejoined = True
                 continue
             known = ctrl.incarnation.get(b) == broker.incarnation and ctrl.live.get(b, False)
             if known and (b == ctrl.leader or b in ctrl.isr or b in ctrl.elr):

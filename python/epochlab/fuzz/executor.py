@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import gc
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from epochlab.checks import (
 from epochlab.checks.transactions import check_transactions
 from epochlab.fuzz.schedule import Action, Schedule
 from epochlab.generations import Generation
+from epochlab.sim.history import HistoryOp, history_to_jsonl
 
 __all__ = ["RunResult", "execute", "gc_for_many_runs"]
 
@@ -73,7 +75,7 @@ class RunResult:
 
     schedule: Schedule
     verdict: Verdict
-    history_jsonl: str
+    history: list[HistoryOp]            # the client history, in order
     final_state: dict[str, Any]
     events: list[dict[str, Any]] = field(default_factory=list)
     end_ms: int = 0
@@ -81,6 +83,12 @@ class RunResult:
 
     def verdict_json(self) -> str:
         return self.verdict.to_json()
+
+    @functools.cached_property
+    def history_jsonl(self) -> str:
+        """The history as JSON Lines, made when first asked for: a fuzz campaign judges
+        thousands of runs by their verdicts and writes the history of the few it keeps."""
+        return history_to_jsonl(self.history)
 
 
 #: Generations whose releases have no idempotent producer (KIP-98, 0.11.0): the model still lets
@@ -122,7 +130,7 @@ class _Run:
         if time_ms > cluster.now_ms:
             # the checker after every event that is not quiet (a client's event changes
             # nothing checked), as ``_tick`` does, called by the kernel itself
-            cluster.kernel.run_until(time_ms, None, self.checker.observe)
+            cluster.kernel.run_until(time_ms, None, self.checker.hook())
 
     def apply(self, action: Action) -> None:
         c, p, op = self.cluster, action.params, action.op
@@ -359,5 +367,5 @@ def execute(schedule: Schedule, backend: str | None = None, record: bool = False
     c = run.cluster
     if record:
         records[-1].snapshot = snapshot_from(c.state())
-    return RunResult(schedule, verdict, c.history_jsonl(), c.state().to_dict(),
+    return RunResult(schedule, verdict, c.history, c.state().to_dict(),
                      [e.to_dict() for e in c.events], c.now_ms, records if record else None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["ChangeWatch"]
@@ -41,6 +42,19 @@ class ChangeWatch:
         controller_changed = key != self._controller
         self._controller = key
         return (changed, controller_changed) if changed or controller_changed else None
+
+    def watching(self, brokers: dict[int, Any], controller: Any,
+                 then: Callable[[list[int], bool], Any]) -> Callable[[], None]:
+        """A callable for the kernel's ``observe`` hook: :meth:`changes` and, when something
+        moved, ``then(changed, controller_changed)``."""
+        if not callable(then):
+            raise TypeError(f"ChangeWatch.watching: then must be callable, got {type(then).__name__}")
+
+        def watch() -> None:
+            found = self.changes(brokers, controller)
+            if found is not None:
+                then(*found)
+        return watch
 
     def forget(self, b: int) -> None:
         """Broker ``b`` counts as changed at the next call."""
