@@ -114,7 +114,7 @@ MODULE_CALLABLES = {
     "parse_partition_metadata": 2, "parse_producer_snapshot": 2, "parse_offset_index": 2,
     "parse_time_index": 2, "parse_txn_index": 2,
     "Kernel": 1, "Network": 3, "Timer": 1, "RTO_MIN_MS": 0, "RTO_MAX_MS": 0, "RECONNECT_MS": 0,
-    "ChangeWatch": 0,
+    "ChangeWatch": 0, "StateScan": 3,
 }
 #: Constants of the module: read, not called.
 MODULE_CONSTANTS = {"RTO_MIN_MS", "RTO_MAX_MS", "RECONNECT_MS"}
@@ -161,6 +161,7 @@ METHODS = {
     "Network": {"set_alive": 2, "peers": 1, "is_alive": 1, "partition": 1, "heal": 0, "set_link": 2,
                 "slow_node": 2, "connected": 2, "usable": 2, "send": 3, "post": 5, "discard_held": 2},
     "ChangeWatch": {"changes": 2, "forget": 1, "watching": 3}, "Watcher": {},
+    "StateScan": {"replica": 3, "log_matching": 2, "leaders": 3, "strong_isr": 3},
     "LogAppendInfo": {}, "TruncationOutcome": {}, "FetchCheck": {},
     # Messages are the simulator's dataclasses; junk in their place must still fail cleanly.
     "Replica": {
@@ -283,7 +284,9 @@ def _event_loop() -> dict[str, Any]:
                                          "isr": (1,), "elr": (), "elections": []})()
     watch.changes({}, controller)
     watcher = watch.watching({}, controller, lambda changed, moved: None)
-    return {"Kernel": kernel, "Network": net, "Timer": timer, "ChangeWatch": watch, "Watcher": watcher}
+    scan = core.StateScan(True, True, 2)
+    return {"Kernel": kernel, "Network": net, "Timer": timer, "ChangeWatch": watch, "Watcher": watcher,
+            "StateScan": scan}
 
 
 # Arguments that are close to valid, so calls get past argument conversion into the core.

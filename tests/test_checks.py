@@ -480,3 +480,74 @@ def test_a_leader_becomes_part_of_the_truth_when_its_election_appears(incrementa
     c.controller.elections.append((c.now_ms, 5, 2, False))  # broker 2 did not change
     checker.observe()
     assert checker.true_hw == 5
+
+
+# -- the same failures on Rust replicas (core.StateScan answers the passing case there) --------
+
+def _rust_cluster(generation: Generation = Generation.DIVERGING_EPOCH) -> tuple[Cluster, StateChecker]:
+    c = Cluster(ClusterConfig(min_insync_replicas=2, unclean_leader_election_enable=False), generation,
+                seed=1, backend="rust")
+    checker = StateChecker(c)
+    assert checker._scan is not None
+    p = c.producer("p", ProducerConfig(acks="all"))
+    p.send_many([1, 2, 3, 4])
+    c.run_until(lambda _c: checker.observe() or not p.pending, 10000)
+    c.run_until(lambda _c: checker.observe() or False, 2000)
+    checker.observe()
+    assert checker.violations == [] and checker.true_hw == 4
+    return c, checker
+
+
+def _decide(c: Cluster, broker: int, leader: int, isr: tuple[int, ...], epoch_step: int = 0) -> str:
+    """Hand ``broker`` a LeaderAndIsr of the controller's leader epoch plus ``epoch_step``
+    (the replica's own protocol entry point: a Rust replica's state has no setters)."""
+    from epochlab.sim.messages import LeaderAndIsr
+
+    r = c.brokers[broker].replica
+    msg = LeaderAndIsr(leader, c.controller.leader_epoch + epoch_step, isr, (r.partition_epoch or 0) + 1,
+                       (1, 2, 3))
+    return r.apply_leader_and_isr(msg, c.now_ms)
+
+
+def test_two_rust_leaders_of_one_epoch() -> None:
+    c, checker = _rust_cluster()
+    _decide(c, 1, 1, (1, 2, 3), epoch_step=1)
+    _decide(c, 2, 2, (1, 2, 3), epoch_step=1)  # both lead the next epoch
+    assert [c.brokers[b].replica.role for b in (1, 2)] == ["leader", "leader"]
+    checker.observe()
+    v = next(x for x in checker.violations if x.invariant == "Inv-EpochFencing")
+    assert v.details == {"replicas": [1, 2], "epoch": c.controller.leader_epoch + 1}
+
+
+def test_a_rust_leaders_quorum_without_a_controller_isr_member() -> None:
+    c, checker = _rust_cluster()
+    _decide(c, 1, 1, (1, 2))
+    c.brokers[3].replica.log.truncate_to(2)
+    checker.observe()
+    v = next(x for x in checker.violations if x.invariant == "Inv-ReplicationQuorumSuperset")
+    assert v.details["behind"] == {"3": 2} and v.details["maximal_isr"] == [1, 2]
+
+
+def test_a_rust_leader_advancing_its_hw_with_too_small_an_isr() -> None:
+    c, checker = _rust_cluster(Generation.STRICT_MIN_ISR)
+    _decide(c, 1, 1, (1,))
+    checker.observe()
+    assert "Inv-MinIsr" not in _names(checker)
+    log = c.brokers[1].replica.log
+    log.append_as_leader([9], c.controller.leader_epoch)
+    log.update_high_watermark(log.log_end_offset)
+    checker.observe()
+    v = next(x for x in checker.violations if x.invariant == "Inv-MinIsr")
+    assert v.details["isr"] == [1] and v.details["after"] == 5
+
+
+def test_a_hole_in_a_rust_log() -> None:
+    c, checker = _rust_cluster()
+    log = c.brokers[2].replica.log
+    log.append_as_leader([5, 6, 7], c.controller.leader_epoch)
+    checker.observe()
+    assert "Inv-OffsetMonotone" not in _names(checker)
+    log.truncate_to(log.log_end_offset - 1)  # inside the last batch: the batch goes, a hole
+    checker.observe()
+    v = next(x for x in checker.violations if x.invariant == "Inv-OffsetMonotone")
+    assert v.details["replica"] == 2

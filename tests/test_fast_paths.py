@@ -302,6 +302,29 @@ def test_a_watcher_passes_on_what_moved_and_only_then(make: str) -> None:
     assert gone() is None
 
 
+def test_the_state_scan_leaves_python_replicas_to_python_and_names_mistakes() -> None:
+    """``core.StateScan`` answers only for Rust replicas (``False``: the Python statement
+    runs); an object without the attributes it reads is a ``TypeError`` naming the method."""
+    import types
+
+    from epochlab import _core
+
+    scan = _core.StateScan(True, True, 2)
+    c = Cluster(ClusterConfig(), "strict-min-isr", seed=1, backend="python")
+    assert not scan.replica(1, c.brokers[1], {})
+    assert not scan.log_matching(c.brokers, [1])
+    with pytest.raises(TypeError, match="StateScan.leaders"):
+        scan.leaders(object(), [1], True)
+    with pytest.raises(TypeError, match="StateScan.strong_isr"):
+        scan.strong_isr(types.SimpleNamespace(cluster=object()), [], True)
+    with pytest.raises(TypeError, match="StateScan.replica"):
+        scan.replica(1, types.SimpleNamespace(), {})
+    rust = Cluster(ClusterConfig(), "strict-min-isr", seed=1, backend="rust")
+    assert scan.replica(1, rust.brokers[1], {}) and scan.log_matching(rust.brokers, [1])
+    with pytest.raises(TypeError):  # broker ids are ints
+        scan.log_matching({"one": rust.brokers[1]}, [])
+
+
 def test_kernel_counts_steps_and_honours_a_step_set_on_the_instance() -> None:
     from epochlab import _core
 

@@ -57,6 +57,7 @@ __all__ = [
     "_bootstrap_draws",
     "ChangeWatch",
     "Watcher",
+    "StateScan",
 ]
 
 __version__: Final[str]
@@ -798,6 +799,23 @@ class ChangeWatch:
 class Watcher:
     """``ChangeWatch.watching(...)``: call it with no arguments."""
     def __call__(self) -> None: ...
+
+@final
+class StateScan:
+    """The passing case of ``epochlab.checks.state.StateChecker``'s per-event checks, for
+    clusters of Rust replicas: each method is ``True`` when that part passes (having made the
+    bookkeeping writes the Python statement makes) and ``False``, with nothing written, when
+    the Python statement must run (it reports). A missing attribute or broker is a
+    ``TypeError``."""
+    def __new__(cls, epochs_in_batches: bool, strict_min_isr: bool, min_isr: int) -> StateScan: ...
+    def replica(self, b: int, broker: Any, leader_hw: dict[tuple[int, int, int], int]) -> bool:
+        """``_check_replica(b)`` passes (then ``leader_hw`` is updated)."""
+    def log_matching(self, brokers: dict[int, Any], changed: list[int]) -> bool:
+        """``_check_log_matching(changed)`` passes."""
+    def leaders(self, checker: Any, changed: list[int], moved: bool) -> bool:
+        """``_check_leaders(changed, moved)`` passes (then the leadership is noted)."""
+    def strong_isr(self, checker: Any, changed: list[int], every: bool) -> bool:
+        """The Inv-StrongIsr half of ``_check_isr`` passes."""
 
 def _twister_draws(rng: Any, draws: Sequence[tuple[str, int]]) -> list[float]:
     """Draws ``("below", n)`` / ``("random", 0)`` from a twister seeded with ``rng``'s state

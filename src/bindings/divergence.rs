@@ -206,7 +206,7 @@ fn check_current_leader_epoch(request_epoch: Option<Int>, current_epoch: Int) ->
 /// Runs `f` on both logs, locking once when they are the same object and otherwise in one
 /// global order (by address), so two threads comparing the same logs in opposite orders with
 /// the GIL released cannot deadlock.
-fn with_two<T>(a: &PyReplicaLog, b: &PyReplicaLog, f: impl Fn(&ReplicaLog, &ReplicaLog) -> T) -> T {
+pub(crate) fn with_two<T>(a: &PyReplicaLog, b: &PyReplicaLog, f: impl Fn(&ReplicaLog, &ReplicaLog) -> T) -> T {
     if std::ptr::eq(a, b) {
         let g = lock(&a.inner);
         return f(&g, &g);

@@ -5,6 +5,7 @@
 mod args;
 mod arrow;
 mod batch;
+mod checks;
 mod divergence;
 mod epoch_cache;
 mod errors;
@@ -42,6 +43,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<replica::PyReplica>()?;
     m.add_class::<watch::PyChangeWatch>()?;
     m.add_class::<watch::PyWatcher>()?;
+    m.add_class::<checks::PyStateScan>()?;
     divergence::register(m)?;
     replay::register(m)?;
     formats::register(m)?;

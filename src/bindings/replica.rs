@@ -55,11 +55,16 @@ pub(crate) struct PyReplica {
 
 impl PyReplica {
     /// Runs `f` with the replica state and its log locked, in that order.
-    fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&mut Replica, &mut crate::log::ReplicaLog) -> T) -> T {
+    pub(crate) fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&mut Replica, &mut crate::log::ReplicaLog) -> T) -> T {
         let mut replica = lock(&self.inner);
         let log_obj = self.log.bind(py).get();
         let mut log = lock(&log_obj.inner);
         f(&mut replica, &mut log)
+    }
+
+    /// The log this replica drives.
+    pub(crate) fn log_object(&self) -> &Py<PyReplicaLog> {
+        &self.log
     }
 
     /// `state_key()`'s values without making Python objects (`ChangeWatch`).

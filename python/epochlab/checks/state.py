@@ -73,6 +73,10 @@ class StateChecker:
         self.lossy_crashes: list[tuple[int, int]] = []       # (time, broker)
         self.recovering: set[int] = set()                    # lossy-crashed, not caught up
         self._watch = self.impl.ChangeWatch()  # which keys moved since the last observe
+        # the passing case of the per-event checks in Rust, for Rust replicas
+        first_replica = next(iter(cluster.brokers.values())).replica
+        self._scan = core.StateScan(self.epochs_in_batches, cluster.generation.strict_min_isr,
+                                    self.min_isr) if isinstance(first_replica, core.Replica) else None
         self._leader_hw: dict[tuple[int, int, int], int] = {}
         self._leaderships: set[tuple[int, int]] = set()
         # (epoch, leader) of every election so far (the controller's list only grows)
@@ -165,16 +169,26 @@ class StateChecker:
         return self._watch.watching(self.cluster.brokers, self.cluster.controller, self._check)
 
     def _check(self, changed: list[int], ctrl_changed: bool) -> None:
-        """The checks after brokers ``changed`` and (``ctrl_changed``) the controller moved."""
+        """The checks after brokers ``changed`` and (``ctrl_changed``) the controller moved.
+        With Rust replicas, ``core.StateScan`` answers each part first: when it passes there
+        (it made the same bookkeeping writes) the Python statement is not run; when it would
+        fail, the Python statement runs and reports."""
+        scan = self._scan if self.incremental else None
+        brokers = self.cluster.brokers
         for b in changed:
-            self._check_replica(b)
+            if scan is None or not scan.replica(b, brokers[b], self._leader_hw):
+                self._check_replica(b)
         everything = ctrl_changed or not self.incremental
         true_hw = self.true_hw
         self._advance_true_hw(None if everything else changed)
         moved = everything or self.true_hw != true_hw
-        self._check_leaders(changed, moved)
-        self._check_log_matching(changed)
-        self._check_isr(changed, ctrl_changed, moved)
+        if scan is None or not scan.leaders(self, changed, moved):
+            self._check_leaders(changed, moved)
+        if scan is None or not scan.log_matching(brokers, changed):
+            self._check_log_matching(changed)
+        if scan is None or ctrl_changed or self.recovering or self._rejoined \
+                or not scan.strong_isr(self, changed, moved):
+            self._check_isr(changed, ctrl_changed, moved)
 
     # -- per replica: 6, 7, 8, 11 -----------------------------------------------------------
     def _check_replica(self, b: int) -> None:
