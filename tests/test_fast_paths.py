@@ -870,3 +870,57 @@ def test_the_incremental_checks_find_what_checking_everything_finds(backend: str
             kinds.update(invariant for invariant, _ in checker.seen)
     # the comparison compared something: runs with violations of several invariants
     assert found >= runs // 4 and len(kinds) >= 5, (found, runs, kinds)
+
+
+def _frozen_classes() -> list[type]:
+    import epochlab.sim.history as h
+    import epochlab.sim.messages as m
+
+    classes = [getattr(m, n) for n in m.__all__ if isinstance(getattr(m, n), type)]
+    return classes + [h.HistoryOp, h.Event]
+
+
+@pytest.mark.parametrize("cls", _frozen_classes(), ids=lambda c: c.__name__)
+def test_frozen_records_are_built_as_their_dataclass_builds_them(cls: type) -> None:
+    """``@frozen``'s direct ``__init__`` against the ``__init__`` ``dataclass(frozen=True)``
+    generates for the same fields: the same dict (values, order), equality, hash and repr,
+    by position, by keyword and with defaults left out; and the record stays frozen."""
+    import pickle
+
+    fields = dataclasses.fields(cls)
+    plain = dataclasses.make_dataclass(
+        cls.__name__, [(f.name, f.type, dataclasses.field(default=f.default)) for f in fields], frozen=True)
+    values = [(i, f"v{i}") for i in range(len(fields))]  # distinct, hashable
+    required = sum(f.default is dataclasses.MISSING for f in fields)
+    for n in range(required, len(fields) + 1):
+        args = values[:n]
+        a, b = cls(*args), plain(*args)
+        assert list(a.__dict__.items()) == list(b.__dict__.items())
+        assert repr(a) == repr(b) and hash(a) == hash(b) and a == cls(*args)
+        kw = {f.name: v for f, v in zip(fields, args)}
+        assert cls(**kw) == a and list(cls(**kw).__dict__) == [f.name for f in fields]
+        assert pickle.loads(pickle.dumps(a)) == a
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(cls(*values), fields[0].name, 0)
+    with pytest.raises(TypeError):
+        cls(*values, "one too many")
+    if required:
+        with pytest.raises(TypeError):
+            cls()
+
+
+def test_frozen_refuses_what_it_does_not_build() -> None:
+    from epochlab.sim.frozen import frozen
+
+    class Later:
+        x: int
+
+        def __post_init__(self) -> None:
+            pass
+    with pytest.raises(TypeError, match="__post_init__"):
+        frozen(Later)
+
+    class Factory:
+        x: list[int] = dataclasses.field(default_factory=list)
+    with pytest.raises(TypeError, match=r"Factory\.x"):
+        frozen(Factory)

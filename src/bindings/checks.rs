@@ -56,7 +56,7 @@ fn holds_truth(truth: &PyReplicaLog, true_hw: u64, log: &PyReplicaLog) -> bool {
         return true;
     }
     with_two(truth, log, |t, l| {
-        !first_mismatch(t, l).is_some_and(|m| m.0 < true_hw) && l.log_end_offset().0 >= true_hw
+        first_mismatch(t, l).is_none_or(|m| m.0 >= true_hw) && l.log_end_offset().0 >= true_hw
     })
 }
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from epochlab.sim.frozen import frozen
 
 if TYPE_CHECKING:
     from epochlab.sim.kernel import Kernel
@@ -27,7 +28,7 @@ __all__ = ["Event", "HistoryOp", "Recorder", "history_to_jsonl"]
 _SORTED_JSON = json.JSONEncoder(sort_keys=True)
 
 
-@dataclass(frozen=True)
+@frozen
 class HistoryOp:
     """One history entry. ``value``: the sent value (send), a list of ``[offset, value]``
     pairs (poll), the committed offset (commit). ``offset``: the acknowledged offset of a
@@ -58,7 +59,7 @@ class HistoryOp:
         return _SORTED_JSON.encode(self.to_dict())
 
 
-@dataclass(frozen=True)
+@frozen
 class Event:
     """A notable engine event: ``kind`` is one of ``"crash"``, ``"restart"``, ``"shutdown"``,
     ``"election"``, ``"controller"``, ``"offline"``, ``"isr"``, ``"role"``, ``"replica"``

@@ -10,10 +10,10 @@ partition data whose fetch state changed while the request was in flight, ``PROT
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TypeVar
 
 from epochlab import RecordBatch
+from epochlab.sim.frozen import frozen
 
 __all__ = [
     "MAX_TIMESTAMP",
@@ -72,7 +72,7 @@ RECORD_ABORT_MARKER = 2
 RECORD_COMMIT_MARKER = 3
 
 
-@dataclass(frozen=True)
+@frozen
 class FetchRequest:
     """A follower's fetch (1.4d, 1.5). ``current_leader_epoch`` is sent from G3 (KIP-320),
     ``last_fetched_epoch`` from G4 (truncate on fetch); ``None`` = field absent."""
@@ -88,7 +88,7 @@ class FetchRequest:
     broker_epoch: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class FetchResponse:
     """The leader's answer. ``high_watermark`` is the leader's HW *before* this fetch updated
     the follower's state (1.5), hence the follower's one-round-trip HW lag. On
@@ -104,7 +104,7 @@ class FetchResponse:
     diverging_epoch: tuple[int, int] | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class OffsetsForLeaderEpochRequest:
     """Follower asks where its ``leader_epoch`` ends on the leader (1.4b-d); ``None`` is
     UNDEFINED_EPOCH (empty epoch cache)."""
@@ -115,7 +115,7 @@ class OffsetsForLeaderEpochRequest:
     current_leader_epoch: int | None
 
 
-@dataclass(frozen=True)
+@frozen
 class OffsetsForLeaderEpochResponse:
     """``end_offset`` alone in G1 (v0); ``answer`` = ``(epoch, end_offset)`` from G2 (v1+).
     ``None`` means UNDEFINED_EPOCH_OFFSET."""
@@ -126,7 +126,7 @@ class OffsetsForLeaderEpochResponse:
     answer: tuple[int, int] | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class LeaderAndIsr:
     """A controller decision for the partition (1.9): who leads in which epoch, the ISR, the
     partition epoch, the assignment. ``leader is None`` means OFFLINE."""
@@ -147,7 +147,7 @@ class LeaderAndIsr:
     controller_epoch: int = 1
 
 
-@dataclass(frozen=True)
+@frozen
 class AlterPartitionRequest:
     """Leader proposes ``new_isr`` (KIP-497, 1.7), validated by both epochs."""
 
@@ -160,7 +160,7 @@ class AlterPartitionRequest:
     broker_epochs: tuple[int | None, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class AlterPartitionResponse:
     """Controller's answer: the committed state on success, an error otherwise
     (``FENCED_LEADER_EPOCH``, ``INVALID_UPDATE_VERSION``, ``INELIGIBLE_REPLICA``,
@@ -173,7 +173,7 @@ class AlterPartitionResponse:
     isr: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class ProduceRequest:
     """One batch from a producer (``records`` are values). Producer fields present iff the
     producer is idempotent. ``timeout_ms`` bounds the acks=all wait (request.timeout.ms).
@@ -193,7 +193,7 @@ class ProduceRequest:
     transactional_id: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class ProduceResponse:
     """``base_offset``/``last_offset`` of the (possibly original, if ``duplicate``) append."""
 
@@ -218,7 +218,7 @@ def is_list_spec(spec: object) -> bool:
     return spec in ("latest", "earliest")
 
 
-@dataclass(frozen=True)
+@frozen
 class ConsumerFetchRequest:
     """A consumer fetch. ``fetch_offset=None`` asks for the reset offset instead (ListOffsets:
     ``reset`` is ``"earliest"``, ``"latest"`` (the HW for read_uncommitted) or ``"timestamp"``,
@@ -243,7 +243,7 @@ class ConsumerFetchRequest:
     reset_timestamp: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class ConsumerFetchResponse:
     """``records`` are ``(offset, value, batch_epoch, producer_id, kind)`` below the HW
     (read_uncommitted) or the LSO (read_committed), control records included so the consumer
@@ -268,7 +268,7 @@ class ConsumerFetchResponse:
     preferred_read_replica: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class WriteTxnMarkersRequest:
     """The transaction coordinator asks the partition leader to write one COMMIT or ABORT
     marker (Kafka's WriteTxnMarkers, one marker per request here; origin COORDINATOR, acks=all:
@@ -285,7 +285,7 @@ class WriteTxnMarkersRequest:
     transaction_version: int = 0
 
 
-@dataclass(frozen=True)
+@frozen
 class WriteTxnMarkersResponse:
     """``offset`` of the appended marker on success; errors NOT_LEADER_OR_FOLLOWER,
     NOT_ENOUGH_REPLICAS(_AFTER_APPEND), INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED,
@@ -296,7 +296,7 @@ class WriteTxnMarkersResponse:
     offset: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class BrokerHeartbeat:
     """Broker liveness (KRaft heartbeat / ZK session). A new ``incarnation`` is a restart;
     ``clean_shutdown`` is the on-disk clean-shutdown marker of the previous run (KIP-966)."""
@@ -306,7 +306,7 @@ class BrokerHeartbeat:
     clean_shutdown: bool
 
 
-@dataclass(frozen=True)
+@frozen
 class ControlledShutdownRequest:
     """Broker asks the controller to move leadership away before it stops (1.9)."""
 
@@ -317,7 +317,7 @@ class ControlledShutdownRequest:
 # -- transaction coordinator traffic (Python only: the coordinator is not part of the replica
 #    state machine) ---------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@frozen
 class InitProducerIdRequest:
     """InitProducerId for ``transactional_id`` (1.12): a producer id and a bumped epoch."""
 
@@ -327,7 +327,7 @@ class InitProducerIdRequest:
     transaction_timeout_ms: int
 
 
-@dataclass(frozen=True)
+@frozen
 class AddPartitionsToTxnRequest:
     """AddPartitionsToTxn from a producer; with ``verify_only`` (KIP-890) from a partition
     leader asking whether ``partition`` is part of the producer's ongoing transaction."""
@@ -341,7 +341,7 @@ class AddPartitionsToTxnRequest:
     verify_only: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class EndTxnRequest:
     """EndTxn: commit (``commit=True``) or abort the producer's ongoing transaction."""
 
@@ -353,7 +353,7 @@ class EndTxnRequest:
     commit: bool
 
 
-@dataclass(frozen=True)
+@frozen
 class TxnCoordinatorResponse:
     """The coordinator's answer to any of the three requests above. ``producer_epoch`` is the
     producer's epoch after the request (InitProducerId; EndTxn with KIP-890's epoch bump)."""
