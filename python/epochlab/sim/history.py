@@ -45,14 +45,13 @@ class HistoryOp:
     acks: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        value = self.value
-        if isinstance(value, tuple):
-            value = [list(v) if isinstance(v, tuple) else v for v in value]
-        elif isinstance(value, list):
-            value = [list(v) if isinstance(v, tuple) else v for v in value]
-        return {"index": self.index, "time_ms": self.time_ms, "process": self.process,
-                "type": self.type, "f": self.f, "value": value, "offset": self.offset,
-                "error": self.error, "acks": self.acks}
+        """The fields in declaration order (a copy of the instance dict), a tuple or list
+        ``value`` as a list with its tuples as lists (the JSON shape)."""
+        out = dict(self.__dict__)
+        value = out["value"]
+        if isinstance(value, (tuple, list)):
+            out["value"] = [list(v) if isinstance(v, tuple) else v for v in value]
+        return out
 
     def to_json(self) -> str:
         """One JSON line (no newline), keys sorted."""
