@@ -58,6 +58,14 @@ ROWS_PER_ARROW_BATCH = 64
 _LOCAL = re.compile(r"^local(\[(\*|\d+)\])?$")
 
 
+#: Tasks of a batch per core (``defaultParallelism``) unless ``CampaignSpec.tasks_per_batch``
+#: says: each task costs about 15 ms of the JVM's CPU and as much of the Python worker's in
+#: local mode, which share the cores with the runs; two per core keep the cores busy to the
+#: end of a batch (session 15, docs/campaigns.md: local[2] / local[1] 1.76-1.77x with eight
+#: per core, 1.85-1.91x with two).
+TASKS_PER_CORE = 2
+
+
 @dataclass(frozen=True)
 class CampaignSpec:
     """What a campaign runs: ``runs`` runs of ``grid`` from ``seed``, in batches of
@@ -215,7 +223,7 @@ def _descriptions(spark: Any, spec: CampaignSpec, batch: int, lo: int, hi: int) 
     from pyspark.sql import functions as F
 
     ids = spec.grid.config_ids
-    tasks = spec.tasks_per_batch or max(2, min(hi - lo, 8 * _parallelism(spark)))
+    tasks = spec.tasks_per_batch or max(2, min(hi - lo, TASKS_PER_CORE * _parallelism(spark)))
     return (spark.range(lo, hi, 1, numPartitions=tasks)
             .select(F.lit(spec.seed).cast("bigint").alias("campaign_seed"),
                     F.col("id").alias("run_id"),
