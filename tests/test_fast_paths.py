@@ -835,31 +835,28 @@ def test_the_incremental_checks_find_what_checking_everything_finds(backend: str
 
     from epochlab.fuzz import executor as executor_module
 
-    monkeypatch.setattr(executor_module, "StateChecker", _TwinChecker)
+    twins: list[_TwinChecker] = []
+
+    def twin(cluster: Any, step: Any) -> _TwinChecker:
+        twins.append(_TwinChecker(cluster, step))
+        return twins[-1]
+    monkeypatch.setattr(executor_module, "StateChecker", twin)
     apply = executor_module._Run.apply
     bends = random.Random(0)
+    bend = [False]
 
     def bent_apply(self: Any, action: Any) -> None:
         apply(self, action)
-        if self.bend and bends.random() < 0.2:
+        if bend[0] and bends.random() < 0.2:
             _bend(self, bends)
     monkeypatch.setattr(executor_module._Run, "apply", bent_apply)
     runs = found = 0
     kinds: set[str] = set()
     for gen in Generation:
         for seed in range(8):
-            schedule = generate_schedule(seed, gen, FuzzProfile(actions=40, transactions=seed == 3))
-            run = executor_module._Run(schedule, backend)
-            run.bend = seed % 2 == 1
-            run.checker.observe()
-            for index, action in enumerate(schedule.actions):
-                run.advance_to(action.at_ms)
-                run.step = index
-                run.apply(action)
-                run.checker.observe()
-            run.healing()
-            checker = run.checker
-            assert isinstance(checker, _TwinChecker)
+            bend[0] = seed % 2 == 1
+            execute(generate_schedule(seed, gen, FuzzProfile(actions=40, transactions=seed == 3)), backend)
+            checker = twins[-1]
             got = [dataclasses.asdict(v) for v in checker.violations]
             want = [dataclasses.asdict(v) for v in checker.plain.violations]
             assert got == want, (gen.name, seed)

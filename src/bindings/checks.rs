@@ -64,6 +64,15 @@ fn ids(list: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
     list.try_iter()?.map(|x| x?.extract::<i64>()).collect()
 }
 
+/// The checker's cluster, its brokers and its controller.
+fn cluster_of<'py>(checker: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyDict>, Bound<'py, PyAny>)> {
+    let py = checker.py();
+    let cluster = checker.getattr(intern!(py, "cluster"))?;
+    let brokers = cluster.getattr(intern!(py, "brokers"))?.cast_into::<PyDict>()?;
+    let ctrl = cluster.getattr(intern!(py, "controller"))?;
+    Ok((cluster, brokers, ctrl))
+}
+
 /// The checker's truth and `trueHW`.
 fn truth<'py>(checker: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyReplicaLog>, u64)> {
     let py = checker.py();
@@ -181,9 +190,7 @@ impl PyStateScan {
 
     fn leaders_of(&self, checker: &Bound<'_, PyAny>, changed: &Bound<'_, PyList>, moved: bool) -> PyResult<bool> {
         let py = checker.py();
-        let cluster = checker.getattr(intern!(py, "cluster"))?;
-        let brokers = cluster.getattr(intern!(py, "brokers"))?.cast_into::<PyDict>()?;
-        let ctrl = cluster.getattr(intern!(py, "controller"))?;
+        let (_, brokers, ctrl) = cluster_of(checker)?;
         let changed = ids(changed.as_any())?;
         if !changed.is_empty() {
             let mut acting: Vec<u32> = Vec::new();
@@ -251,9 +258,7 @@ impl PyStateScan {
 
     fn strong_isr_of(&self, checker: &Bound<'_, PyAny>, changed: &Bound<'_, PyList>, every: bool) -> PyResult<bool> {
         let py = checker.py();
-        let cluster = checker.getattr(intern!(py, "cluster"))?;
-        let brokers = cluster.getattr(intern!(py, "brokers"))?.cast_into::<PyDict>()?;
-        let ctrl = cluster.getattr(intern!(py, "controller"))?;
+        let (cluster, brokers, ctrl) = cluster_of(checker)?;
         let replicas = cluster.getattr(intern!(py, "config"))?.getattr(intern!(py, "replicas"))?;
         if !replicas.is_truthy()? {
             return Ok(true);
