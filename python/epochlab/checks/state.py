@@ -369,13 +369,13 @@ class StateChecker:
         short = [x for x in ctrl.isr if x not in maximal
                  and c.brokers[x].replica.log.log_end_offset < hw]
         if short:
-                self.report("Inv-ReplicationQuorumSuperset", f"leader {leader} counts ISR "
-                            f"{sorted(maximal)} toward its HW {hw}, but the controller's ISR "
-                            f"{list(ctrl.isr)} also holds {short}, which lack offsets below it",
-                            {"leader": leader, "epoch": r.leader_epoch, "maximal_isr": sorted(maximal),
-                             "controller_isr": list(ctrl.isr), "high_watermark": hw,
-                             "behind": {str(x): c.brokers[x].replica.log.log_end_offset for x in short}},
-                            loss_like=False)
+            self.report("Inv-ReplicationQuorumSuperset", f"leader {leader} counts ISR "
+                        f"{sorted(maximal)} toward its HW {hw}, but the controller's ISR "
+                        f"{list(ctrl.isr)} also holds {short}, which lack offsets below it",
+                        {"leader": leader, "epoch": r.leader_epoch, "maximal_isr": sorted(maximal),
+                         "controller_isr": list(ctrl.isr), "high_watermark": hw,
+                         "behind": {str(x): c.brokers[x].replica.log.log_end_offset for x in short}},
+                        loss_like=False)
 
     def _unclean(self, epoch: int) -> bool:
         return any(e[1] == epoch and self._lossy_election(e) for e in self.cluster.controller.elections)
