@@ -419,10 +419,16 @@ def test_before_kafka_0_11_an_idempotent_producers_duplicate_is_no_broken_guaran
 # one input of a check while the broker it is about stays as it was, and each must be seen at
 # the observation where it arises, as the plain checker (every check at every change) sees it.
 
-@pytest.mark.parametrize("incremental", [True, False])
-def test_a_follower_is_checked_when_the_truth_moves_past_it(incremental: bool) -> None:
+@pytest.fixture(params=[True, False], ids=["incremental", "plain"])
+def both_forms(request: pytest.FixtureRequest) -> tuple[Cluster, StateChecker]:
+    """``_cluster()`` with its checker incremental, then with its checker plain."""
     c, checker = _cluster()
-    checker.incremental = incremental
+    checker.incremental = request.param
+    return c, checker
+
+
+def test_a_follower_is_checked_when_the_truth_moves_past_it(both_forms: tuple[Cluster, StateChecker]) -> None:
+    c, checker = both_forms
     c.brokers[3].replica.log.append_as_leader([77], 0)  # above the HW: no failure yet
     c.brokers[2].replica.log.append_as_leader([5], 0)
     checker.observe()
@@ -435,10 +441,8 @@ def test_a_follower_is_checked_when_the_truth_moves_past_it(incremental: bool) -
     assert v.details["replica"] == 3 and v.details["offset"] == 4
 
 
-@pytest.mark.parametrize("incremental", [True, False])
-def test_a_broker_that_caught_up_after_a_lossy_crash_is_checked_at_the_next_change(incremental: bool) -> None:
-    c, checker = _cluster()
-    checker.incremental = incremental
+def test_a_broker_that_caught_up_after_a_lossy_crash_is_checked_at_the_next_change(both_forms: tuple[Cluster, StateChecker]) -> None:
+    c, checker = both_forms
     checker.note_lossy_crash(3)
     log = c.brokers[3].replica.log
     log.truncate_to(2)
@@ -451,10 +455,8 @@ def test_a_broker_that_caught_up_after_a_lossy_crash_is_checked_at_the_next_chan
     assert v.details["replica"] == 3 and v.details["offset"] == 2
 
 
-@pytest.mark.parametrize("incremental", [True, False])
-def test_the_controllers_leader_is_checked_when_another_legitimate_leader_moves_the_truth(incremental: bool) -> None:
-    c, checker = _cluster()
-    checker.incremental = incremental
+def test_the_controllers_leader_is_checked_when_another_legitimate_leader_moves_the_truth(both_forms: tuple[Cluster, StateChecker]) -> None:
+    c, checker = both_forms
     c.controller.elections.append((c.now_ms, 5, 2, False))  # broker 2 legitimately leads epoch 5
     checker.observe()
     r = c.brokers[2].replica
@@ -467,10 +469,8 @@ def test_the_controllers_leader_is_checked_when_another_legitimate_leader_moves_
     assert v.details["leader"] == 1 and v.details["offset"] == 4
 
 
-@pytest.mark.parametrize("incremental", [True, False])
-def test_a_leader_becomes_part_of_the_truth_when_its_election_appears(incremental: bool) -> None:
-    c, checker = _cluster()
-    checker.incremental = incremental
+def test_a_leader_becomes_part_of_the_truth_when_its_election_appears(both_forms: tuple[Cluster, StateChecker]) -> None:
+    c, checker = both_forms
     r = c.brokers[2].replica
     r.role, r.leader_epoch = "leader", 5
     r.log.append_as_leader([50], 5)
