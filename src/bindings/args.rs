@@ -7,7 +7,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyString};
+use pyo3::types::{PyByteArray, PyBytes, PyInt, PyString};
 
 use super::errors::{out_of_domain_object, IntoPyResult};
 use crate::error::ArgumentError;
@@ -26,6 +26,14 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Int {
     type Error = PyErr;
 
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        // an exact int as i64 first (PyLong_AsLongLong; the i128 conversion takes a slow path
+        // under abi3); anything else, or a larger int, once through the i128 conversion, so an
+        // `__index__` runs once
+        if obj.is_exact_instance_of::<PyInt>() {
+            if let Ok(v) = obj.extract::<i64>() {
+                return Ok(Int::Fits(i128::from(v)));
+            }
+        }
         match obj.extract::<i128>() {
             Ok(v) => Ok(Int::Fits(v)),
             Err(e) if e.is_instance_of::<PyOverflowError>(obj.py()) => Ok(Int::Huge(obj.to_owned().unbind())),

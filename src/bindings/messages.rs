@@ -1,8 +1,9 @@
 //! Conversion between the simulator's message dataclasses (`epochlab.sim.messages`) and the
 //! core's message structs. Attribute names are the dataclasses' field names.
 
-use std::collections::HashMap;
 use std::sync::Mutex;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
@@ -20,14 +21,18 @@ use crate::types::{BrokerId, LeaderEpoch, Offset};
 /// The interned Python string of a field name, made once (a fresh string per `getattr` or
 /// dict key misses the type's attribute cache and is compared by content: measured, it was a
 /// third of a fetch's round trip through this module).
+/// Keyed by the name's address and length (a `'static` literal's address does not move; two
+/// copies of one literal are two entries of the same string), so a look-up hashes two words
+/// instead of the text.
 pub(crate) fn interned<'py>(py: Python<'py>, name: &'static str) -> Bound<'py, PyString> {
-    static NAMES: PyOnceLock<Mutex<HashMap<&'static str, Py<PyString>>>> = PyOnceLock::new();
-    let names = NAMES.get_or_init(py, || Mutex::new(HashMap::new()));
-    if let Some(s) = lock(names).get(name) {
+    static NAMES: PyOnceLock<Mutex<HashMap<(usize, usize), Py<PyString>>>> = PyOnceLock::new();
+    let names = NAMES.get_or_init(py, || Mutex::new(HashMap::default()));
+    let key = (name.as_ptr() as usize, name.len());
+    if let Some(s) = lock(names).get(&key) {
         return s.bind(py).clone();
     }
     let s = PyString::intern(py, name);
-    lock(names).insert(name, s.clone().unbind());
+    lock(names).insert(key, s.clone().unbind());
     s
 }
 
@@ -265,6 +270,8 @@ pub(crate) struct Builder<'py> {
 struct MessageClass {
     class: Py<PyAny>,
     fields: Vec<&'static str>,
+    /// The interned field names, in `fields`' order: the instance dict's keys.
+    names: Vec<Py<PyString>>,
 }
 
 fn epoch_offset(v: Option<(LeaderEpoch, Offset)>) -> Option<(u32, u64)> {
@@ -286,18 +293,20 @@ impl<'py> Builder<'py> {
         let py = self.py;
         static CLASSES: PyOnceLock<Mutex<HashMap<&'static str, MessageClass>>> = PyOnceLock::new();
         static OBJECT_NEW: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-        let classes = CLASSES.get_or_init(py, || Mutex::new(HashMap::new()));
+        let classes = CLASSES.get_or_init(py, || Mutex::new(HashMap::default()));
+        let same = |c: &MessageClass| {
+            c.fields.len() == fields.len()
+                && c.fields.iter().zip(fields).all(|(a, (b, _))| std::ptr::eq(*a, *b) || a == b)
+        };
         let known = match lock(classes).get(class) {
-            Some(c) if c.fields.len() == fields.len() && c.fields.iter().zip(fields).all(|(a, (b, _))| a == b) => {
-                Some(c.class.clone_ref(py))
-            }
+            Some(c) if same(c) => Some((c.class.clone_ref(py), c.names.iter().map(|n| n.clone_ref(py)).collect::<Vec<_>>())),
             Some(_) => {
                 return Err(PyRuntimeError::new_err(format!("the Rust builder of {class} writes other fields than it did before")));
             }
             None => None,
         };
-        let cls = match known {
-            Some(cls) => cls,
+        let (cls, names) = match known {
+            Some(known) => known,
             None => {
                 let cls = py.import("epochlab.sim.messages")?.getattr(class)?;
                 let declared: Vec<String> = py
@@ -312,8 +321,10 @@ impl<'py> Builder<'py> {
                         "epochlab.sim.messages.{class} declares the fields {declared:?}; the Rust builder writes {ours:?}"
                     )));
                 }
-                lock(classes).insert(class, MessageClass { class: cls.clone().unbind(), fields: ours });
-                cls.unbind()
+                let names: Vec<Py<PyString>> = ours.iter().map(|n| interned(py, n).unbind()).collect();
+                let copies = names.iter().map(|n| n.clone_ref(py)).collect();
+                lock(classes).insert(class, MessageClass { class: cls.clone().unbind(), fields: ours, names });
+                (cls.unbind(), copies)
             }
         };
         let object_new = OBJECT_NEW.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
@@ -321,8 +332,8 @@ impl<'py> Builder<'py> {
         })?;
         let obj = object_new.bind(py).call1((cls.bind(py),))?;
         let dict = obj.getattr(interned(py, "__dict__"))?.cast_into::<PyDict>()?;
-        for (name, value) in fields {
-            dict.set_item(interned(py, name), value)?;
+        for (name, (_, value)) in names.iter().zip(fields) {
+            dict.set_item(name.bind(py), value)?;
         }
         Ok(obj)
     }

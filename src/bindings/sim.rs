@@ -20,7 +20,9 @@
 //! only tries the lock.
 
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::BinaryHeap;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::Mutex;
 
@@ -722,7 +724,7 @@ impl Net {
                     incarnation: 0,
                     slow_ms: 0,
                     group: -1,
-                    peers: HashSet::new(),
+                    peers: HashSet::default(),
                 });
                 self.by_key.insert(key, id);
                 id
@@ -933,7 +935,7 @@ impl PyNetwork {
                 continue;
             }
             let queue = net.held.remove(&d).unwrap_or_default();
-            let mut newest: HashMap<&str, u64> = HashMap::new();
+            let mut newest: HashMap<&str, u64> = HashMap::default();
             for m in &queue {
                 if let Some(c) = &m.coalesce {
                     newest.insert(c.as_str(), m.seq);
@@ -979,14 +981,14 @@ impl PyNetwork {
             default: link(dlo, dhi),
             controller: link(clo, chi),
             nodes: Vec::new(),
-            by_int: HashMap::new(),
-            by_str: HashMap::new(),
-            by_key: HashMap::new(),
-            links: HashMap::new(),
+            by_int: HashMap::default(),
+            by_str: HashMap::default(),
+            by_key: HashMap::default(),
+            links: HashMap::default(),
             partitioned: false,
-            last_arrival: HashMap::new(),
+            last_arrival: HashMap::default(),
             seq: 0,
-            held: HashMap::new(),
+            held: HashMap::default(),
             sent: 0,
             delivered: 0,
             dropped: 0,

@@ -12,8 +12,9 @@
 //! No lock is held while Python code runs (an attribute may be a property, `==` may be any
 //! method): the kept keys are taken out of the lock, compared, and put back.
 
-use std::collections::HashMap;
 use std::sync::Mutex;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use pyo3::gc::PyVisit;
 use pyo3::intern;
