@@ -87,6 +87,7 @@ def _plain(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(reference, "ChangeWatch", _AttrWatch)
     monkeypatch.setattr(executor_module._Run, "advance_to", _advance_with_a_stop_callback)
     monkeypatch.setattr(state_module.StateChecker, "incremental", False)
+    monkeypatch.setattr(cluster_module.Cluster, "fetch_plane", False)
 
 
 def _fingerprint(result: Any) -> tuple[str, str, str, int]:
@@ -127,6 +128,7 @@ def test_the_plain_forms_are_really_taken(monkeypatch: pytest.MonkeyPatch) -> No
     p.send(1)
     c.run_until(lambda _c: not p.pending, 2000)
     assert isinstance(c.kernel, Kernel) and isinstance(c.network, Network)
+    assert all(b._plane is None for b in c.brokers.values())  # the brokers' Python fetcher
     assert steps[0] == c.kernel.steps > 0           # every event through the Python kernel
     from epochlab.fuzz.executor import _Run
 
@@ -142,6 +144,68 @@ def test_the_plain_forms_are_really_taken(monkeypatch: pytest.MonkeyPatch) -> No
         run._tick = counted_tick  # type: ignore[method-assign]
         run.advance_to(500)
         assert calls[0] > 1                         # called back from a Python stop callback
+
+
+PLANE_SCHEDULES = [(seed, gen, profile) for gen in Generation for seed in (50, 51, 52)
+                   for profile in ("default", "fetch-from-follower")
+                   if profile == "default" or gen >= Generation.KIP_320]  # KIP-392: Kafka 2.4
+
+
+@pytest.mark.parametrize("seed, generation, profile", PLANE_SCHEDULES)
+def test_the_fetch_plane_is_the_brokers_fetcher(seed: int, generation: Generation, profile: str,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_core.FetchPlane`` (the follower's fetcher and the leader's fetch serving in Rust) is
+    the broker's Python fetcher over the same Rust replicas, run for run: the same history,
+    verdict, final state and end time, on 100-action schedules with swarm faults, and with
+    reads from followers (KIP-392: consumer reads parked on a follower that a fetch answer
+    completes)."""
+    from pathlib import Path
+
+    from epochlab.fuzz.generator import load_profile
+
+    docs = Path(__file__).resolve().parents[1] / "docs" / "profiles"
+    base = FuzzProfile() if profile == "default" else load_profile(docs / f"{profile}.json")
+    schedule = generate_schedule(seed, generation, dataclasses.replace(base, actions=100))
+    fast = execute(schedule, backend="rust")
+    monkeypatch.setattr(cluster_module.Cluster, "fetch_plane", False)
+    plain = execute(schedule, backend="rust")
+    assert _fingerprint(fast) == _fingerprint(plain)
+
+
+def test_the_fetch_plane_is_taken_with_rust_replicas_only() -> None:
+    c = Cluster(ClusterConfig(), "strict-min-isr", seed=1)
+    assert all(b._plane is not None and type(b.on_fetch).__name__ == "FetchPlaneHandler"
+               for b in c.brokers.values())
+    for backend in ("python", "reference"):
+        c = Cluster(ClusterConfig(), "strict-min-isr", seed=1, backend=backend)
+        assert all(b._plane is None for b in c.brokers.values())
+
+
+def test_the_fetch_plane_names_the_callers_mistakes() -> None:
+    """An id never attached, an object that is not a broker, a message that is not one: a
+    ``TypeError`` saying what is wrong, and the plane keeps working."""
+    from epochlab import _core
+
+    c = Cluster(ClusterConfig(broker_startup_ms=(0, 0)), "strict-min-isr", seed=2)
+    plane = c.brokers[1]._plane
+    with pytest.raises(TypeError, match="broker 9 is not attached"):
+        plane.start_fetcher(9)
+    with pytest.raises(TypeError, match="not an epochlab._core.Replica"):
+        plane.attach(7, type("Python", (), {"replica": reference.ReplicaLog()})())
+    with pytest.raises(TypeError, match="no attribute"):
+        plane.attach(8, object())
+    hollow = type("Hollow", (), {"replica": _core.Replica(8, [8], 5, 1, 100)})()
+    plane.attach(8, hollow)
+    with pytest.raises(TypeError, match="has no attribute incarnation"):
+        plane.start_fetcher(8)
+    with pytest.raises(TypeError, match="'replica_id' field"):
+        c.brokers[1].on_fetch(object(), 2)
+    with pytest.raises(TypeError, match="'request' field"):
+        c.brokers[2].on_fetch_response("junk", 1)
+    p = c.producer("p", ProducerConfig(acks="all"))
+    p.send(1)
+    assert c.run_until(lambda _c: not p.pending, 5000)
+    assert c.state().replicas[2].values() == [1]  # replicated through the plane all the same
 
 
 def test_the_fast_forms_are_the_ones_the_executor_uses() -> None:

@@ -58,6 +58,9 @@ __all__ = [
     "ChangeWatch",
     "Watcher",
     "StateScan",
+    "FetchPlane",
+    "FetchPlaneHandler",
+    "FetchPlaneTimer",
 ]
 
 __version__: Final[str]
@@ -798,6 +801,36 @@ class ChangeWatch:
 @final
 class Watcher:
     """``ChangeWatch.watching(...)``: call it with no arguments."""
+    def __call__(self) -> None: ...
+
+@final
+class FetchPlane:
+    """The replication traffic of brokers with Rust replicas, run without Python frames: the
+    follower's fetcher and the leader's fetch serving of ``epochlab.sim.broker.Broker``, step
+    for step (``Broker.use_plane``; ``src/bindings/plane.rs``). A broker id not attached, or
+    an attached object without a broker's attributes, is a ``TypeError``."""
+    def __new__(cls, kernel: Kernel, network: Network, nodes: dict[Any, Any],
+                request_timeout_ms: int, backoff_ms: int, wait_max_ms: int,
+                kraft: bool) -> FetchPlane: ...
+    def attach(self, b: int, broker: Any) -> dict[str, FetchPlaneHandler]:
+        """Take over broker ``b``'s traffic; the handlers to set on it, by method name."""
+    def start_fetcher(self, b: int) -> None: ...
+    def answer_parked_fetches(self, b: int) -> None: ...
+    def clear_parked_fetches(self, b: int) -> None: ...
+    def stop_fetcher(self, b: int) -> None: ...
+    def fetch_timeout(self, b: int, token: int) -> None: ...
+    def answers_in_flight(self, b: int, response: Any) -> bool: ...
+    def fetch_state(self, b: int) -> tuple[int, Any | None, int]:
+        """``(fetch token, the request in flight or None, parked follower fetches)``."""
+
+@final
+class FetchPlaneHandler:
+    """One broker's handler of one replication message: ``handler(message, src)``."""
+    def __call__(self, message: Any, src: Any) -> None: ...
+
+@final
+class FetchPlaneTimer:
+    """A timer of a ``FetchPlane`` (the kernel calls it)."""
     def __call__(self) -> None: ...
 
 @final

@@ -25,7 +25,8 @@ use crate::types::{BrokerId, LeaderEpoch, Offset};
 /// copies of one literal are two entries of the same string), so a look-up hashes two words
 /// instead of the text.
 pub(crate) fn interned<'py>(py: Python<'py>, name: &'static str) -> Bound<'py, PyString> {
-    static NAMES: PyOnceLock<Mutex<HashMap<(usize, usize), Py<PyString>>>> = PyOnceLock::new();
+    type Names = Mutex<HashMap<(usize, usize), Py<PyString>>>; // (address, length) -> string
+    static NAMES: PyOnceLock<Names> = PyOnceLock::new();
     let names = NAMES.get_or_init(py, || Mutex::new(HashMap::default()));
     let key = (name.as_ptr() as usize, name.len());
     if let Some(s) = lock(names).get(&key) {

@@ -12,6 +12,7 @@ mod errors;
 mod formats;
 mod log;
 mod messages;
+mod plane;
 mod producer_state;
 mod replay;
 mod replica;
@@ -44,6 +45,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<watch::PyChangeWatch>()?;
     m.add_class::<watch::PyWatcher>()?;
     m.add_class::<checks::PyStateScan>()?;
+    m.add_class::<plane::PyFetchPlane>()?;
+    m.add_class::<plane::PlaneHandler>()?;
+    m.add_class::<plane::PlaneTimer>()?;
     divergence::register(m)?;
     replay::register(m)?;
     formats::register(m)?;

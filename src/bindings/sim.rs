@@ -179,7 +179,7 @@ impl PyTimer {
     fn new(time_ms: &Bound<'_, PyAny>, quiet: bool) -> PyResult<Self> {
         Ok(Self { cancelled: AtomicBool::new(false), quiet, time_ms: ms(time_ms)? })
     }
-    fn cancel(&self) {
+    pub(crate) fn cancel(&self) {
         self.cancelled.store(true, AtomicOrdering::Relaxed);
     }
     #[getter]
@@ -332,7 +332,12 @@ impl PyKernel {
         lock(&self.state)
     }
 
-    fn schedule_call(&self, py: Python<'_>, time: i64, callback: Py<PyAny>, quiet: Option<bool>) -> PyResult<Py<PyTimer>> {
+    /// The virtual time (`now_ms`).
+    pub(crate) fn now(&self) -> i64 {
+        self.state().now
+    }
+
+    pub(crate) fn schedule_call(&self, py: Python<'_>, time: i64, callback: Py<PyAny>, quiet: Option<bool>) -> PyResult<Py<PyTimer>> {
         let (now, in_quiet) = {
             let k = self.state();
             (k.now, k.in_quiet)
@@ -1055,7 +1060,7 @@ impl PyNetwork {
         PyList::new(py, objects)
     }
 
-    fn is_alive(&self, node: &Bound<'_, PyAny>) -> PyResult<bool> {
+    pub(crate) fn is_alive(&self, node: &Bound<'_, PyAny>) -> PyResult<bool> {
         let node = node_arg(node)?;
         Ok(self.with(node_py(&node), |k, i| {
             let net = net_of(k, i);
@@ -1194,7 +1199,7 @@ impl PyNetwork {
     /// the destination's `QUIET` attribute (`False` without one).
     #[pyo3(signature = (src, dst, nodes, method, msg, kind="", coalesce=None, quiet=None))]
     #[allow(clippy::too_many_arguments)]
-    fn post(&self, src: &Bound<'_, PyAny>, dst: &Bound<'_, PyAny>, nodes: &Bound<'_, PyDict>, method: &Bound<'_, PyString>,
+    pub(crate) fn post(&self, src: &Bound<'_, PyAny>, dst: &Bound<'_, PyAny>, nodes: &Bound<'_, PyDict>, method: &Bound<'_, PyString>,
             msg: &Bound<'_, PyAny>, kind: &str, coalesce: Option<String>, quiet: Option<bool>) -> PyResult<bool> {
         let py = src.py();
         let Some(target) = nodes.get_item(dst)? else { return Ok(false) };

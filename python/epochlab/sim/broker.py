@@ -41,7 +41,7 @@ gets "connection refused" at once and backs off (a partitioned leader is only no
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import epochlab
 import epochlab.reference
@@ -152,6 +152,8 @@ class Broker:
         self._fetch_dst: tuple[int, int] | None = None  # (leader, token) of the fetch in flight
         self._fetch_sent: object | None = None  # that request itself (answers echo it)
         self._parked_fetches: list[tuple[int, FetchRequest, Timer]] = []
+        # with Rust replicas, the replication traffic runs in ``_core.FetchPlane`` (use_plane)
+        self._plane: Any = None
         self._parked_reads: list[tuple[ConsumerFetchRequest, Timer]] = []  # consumer fetches
         self._parked_reads_key: tuple[object, ...] | None = None
         self._parked_produces: list[tuple[int, ProduceRequest, Timer, ProduceResponse]] = []
@@ -238,7 +240,7 @@ class Broker:
         self.alive = False
         self.clean_shutdown = False
         self.ctx.network.set_alive(self.broker_id, False)
-        self._parked_fetches.clear()
+        self._clear_parked_fetches()
         self._parked_produces.clear()
         self._drop_parked_reads()
         self._stop_ticks()
@@ -270,7 +272,7 @@ class Broker:
         # as unclean (it may have lost its tail in an earlier crash)
         self.clean_shutdown = self.registered
         self.ctx.network.set_alive(self.broker_id, False)
-        self._parked_fetches.clear()
+        self._clear_parked_fetches()
         self._drop_parked_reads()
         self._stop_ticks()
         self._answer_parked_markers(force_error="NOT_LEADER_OR_FOLLOWER")
@@ -286,9 +288,12 @@ class Broker:
         for the fetcher thread that called ``System.exit``, KAFKA-4039, fixed in 0.11.0.0: the
         process hangs with its ZooKeeper session open until killed. The model stops it, as
         0.11-2.0 do; either way it serves nothing until restarted.)"""
-        self._fetch_dst = None
-        if self._fetch_timer is not None:
-            self._fetch_timer.cancel()
+        if self._plane is not None:
+            self._plane.stop_fetcher(self.broker_id)
+        else:
+            self._fetch_dst = None
+            if self._fetch_timer is not None:
+                self._fetch_timer.cancel()
         self.ctx.log_event("shutdown", f"broker {self.broker_id} exits: log truncation is not allowed")
         self.request_controlled_shutdown()
 
@@ -474,7 +479,36 @@ class Broker:
             self._post_alter_partition(pending)
 
     # -- follower fetcher -------------------------------------------------------------------
+    # With Rust replicas (the ``rust`` backend) ``_core.FetchPlane`` runs this section and the
+    # fetch serving below, step for step (src/bindings/plane.rs): a fetch, its answer and
+    # their timers then run no Python frame unless the broker's own state is involved. These
+    # methods are the statement it follows, and what the other backends run.
+    def use_plane(self, plane: Any) -> None:
+        """Hand this broker's replication traffic to ``plane`` (a ``_core.FetchPlane``; the
+        replica must be a Rust replica): its handlers replace ``on_fetch``,
+        ``on_fetch_response``, ``on_offsets_for_leader_epoch``,
+        ``on_offsets_for_leader_epoch_response`` and ``on_connection_reset`` on this instance,
+        and the fetcher's state lives there."""
+        self._plane = plane
+        for method, handler in plane.attach(self.broker_id, self).items():
+            setattr(self, method, handler)
+
+    def fetch_state(self) -> tuple[int, object | None, int]:
+        """``(fetch token, the request in flight or None, parked follower fetches)``."""
+        if self._plane is not None:
+            return self._plane.fetch_state(self.broker_id)  # type: ignore[no-any-return]
+        return self._fetch_token, self._fetch_sent, len(self._parked_fetches)
+
+    def _clear_parked_fetches(self) -> None:
+        if self._plane is not None:
+            self._plane.clear_parked_fetches(self.broker_id)
+        else:
+            self._parked_fetches.clear()
+
     def _start_fetcher(self) -> None:
+        if self._plane is not None:
+            self._plane.start_fetcher(self.broker_id)
+            return
         self._fetch_token += 1
         self._fetch_sent = None  # a fetch to the previous leader is abandoned
         if self._fetch_timer is not None:
@@ -504,6 +538,9 @@ class Broker:
             REPLICA_REQUEST_TIMEOUT_MS, lambda: self._if_alive(inc, lambda: self._fetch_timeout(token)))
 
     def _fetch_timeout(self, token: int) -> None:
+        if self._plane is not None:
+            self._plane.fetch_timeout(self.broker_id, token)
+            return
         if token == self._fetch_token:
             self._fetch_sent = None  # given up: its connection is closed
             self._backoff(token)
@@ -550,6 +587,8 @@ class Broker:
         connection of a timed-out request (``handleTimedOutRequests``), so its answer, even if
         the leader served it after a partition healed, never reaches the fetcher, and TCP
         delivers no duplicates. Answers echo their request object, so identity tells."""
+        if self._plane is not None:
+            return bool(self._plane.answers_in_flight(self.broker_id, resp))
         if resp.request is not self._fetch_sent:
             return False
         self._fetch_sent = None
@@ -599,6 +638,9 @@ class Broker:
         self._try_complete_delayed()
 
     def _answer_parked_fetches(self) -> None:
+        if self._plane is not None:
+            self._plane.answer_parked_fetches(self.broker_id)
+            return
         parked, self._parked_fetches = self._parked_fetches, []
         for _, req, timer in parked:
             timer.cancel()

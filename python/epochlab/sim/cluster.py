@@ -23,7 +23,7 @@ from typing import Any
 from epochlab import _core
 from epochlab.errors import ConfigError, ScenarioError
 from epochlab.generations import Generation
-from epochlab.sim.broker import Broker
+from epochlab.sim.broker import REPLICA_REQUEST_TIMEOUT_MS, Broker
 from epochlab.sim.clients import Consumer, Producer
 from epochlab.sim.config import ClusterConfig, ConsumerConfig, ProducerConfig
 from epochlab.sim.context import SimContext
@@ -59,6 +59,11 @@ class Cluster:
     Everything is deterministic given ``seed`` and the sequence of calls. Time only moves in
     :meth:`run_for`, :meth:`run_until` and the client helpers that call them.
     """
+
+    #: With the ``rust`` backend, the brokers' replication traffic runs in ``_core.FetchPlane``
+    #: (``Broker.use_plane``); ``False`` runs the brokers' own Python fetcher over the Rust
+    #: replicas instead: the plain form the differential tests compare it with.
+    fetch_plane = True
 
     def __init__(self, config: ClusterConfig, generation: Generation | int | str,
                  seed: int = 0, partition: str = "orders-0", backend: str = "rust",
@@ -98,6 +103,13 @@ class Cluster:
         ctx.register("coordinator", self.coordinator)
         for b, broker in self.brokers.items():
             ctx.register(b, broker)
+        if backend == "rust" and self.fetch_plane:
+            # the replication traffic of Rust replicas without Python frames (broker.py, "follower fetcher")
+            plane = _core.FetchPlane(self.kernel, self.network, ctx.routes(), REPLICA_REQUEST_TIMEOUT_MS,
+                                     config.replica_fetch_backoff_ms, config.replica_fetch_wait_max_ms,
+                                     self.generation.kraft)
+            for broker in self.brokers.values():
+                broker.use_plane(plane)
         self.trace_recorder: Any = None
         recording = _RECORDING.get()
         if record_trace or recording is not None:

@@ -84,6 +84,11 @@ class SimContext:
         """The node registered as ``name`` (``KeyError`` if none)."""
         return self._nodes[name]
 
+    def routes(self) -> dict[Node, Any]:
+        """The table :meth:`post` routes by (name -> node), itself: what a Rust component that
+        posts (``_core.FetchPlane``) is given."""
+        return self._nodes
+
     def post(self, src: Node, dst: Node, method: str, msg: object, kind: str = "",
              coalesce: str | None = None) -> None:
         """Send ``msg`` from ``src``; on arrival call ``<node registered as dst>.<method>(msg,
