@@ -21,10 +21,10 @@
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
-
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::Mutex;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::gc::PyVisit;
