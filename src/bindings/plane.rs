@@ -305,31 +305,41 @@ impl PyFetchPlane {
         }
     }
 
-    fn on_fetch_response(me: &Bound<'_, Self>, b: i64, response: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// `_answers_request_in_flight`, then `_after_response` of what `step` makes of the answer
+    /// (the replica's handling of it); the broker, when the answer was taken.
+    fn on_answer<'py>(me: &Bound<'py, Self>, b: i64, response: &Bound<'py, PyAny>,
+                      step: impl FnOnce(&Bound<'py, PyReplica>) -> PyResult<FollowerAction>)
+                      -> PyResult<Option<Bound<'py, PyAny>>> {
         let (this, py) = (me.get(), me.py());
         if !this.answers(b, response)? {
-            return Ok(());
+            return Ok(None);
         }
         let (broker, replica, _) = this.parts(py, b)?;
-        let (broker, replica) = (broker.bind(py), replica.bind(py));
-        let request = msg::fetch_request(&msg::field(response, "request")?)?;
-        let answer = msg::fetch_response(response)?;
-        let action = replica.get().with(py, |r, log| r.handle_fetch_response(log, &request, &answer));
-        Self::after_response(me, b, broker, replica, action)?;
-        Self::check_parked_reads(broker) // a follower's HW moved: its fetch-from-follower reads
+        let (broker, replica) = (broker.into_bound(py), replica.into_bound(py));
+        let action = step(&replica)?;
+        Self::after_response(me, b, &broker, &replica, action)?;
+        Ok(Some(broker))
+    }
+
+    fn on_fetch_response(me: &Bound<'_, Self>, b: i64, response: &Bound<'_, PyAny>) -> PyResult<()> {
+        let taken = Self::on_answer(me, b, response, |replica| {
+            let request = msg::fetch_request(&msg::field(response, "request")?)?;
+            let answer = msg::fetch_response(response)?;
+            Ok(replica.get().with(replica.py(), |r, log| r.handle_fetch_response(log, &request, &answer)))
+        })?;
+        match taken {
+            Some(broker) => Self::check_parked_reads(&broker), // a follower's HW moved: its fetch-from-follower reads
+            None => Ok(()),
+        }
     }
 
     fn on_offsets_response(me: &Bound<'_, Self>, b: i64, response: &Bound<'_, PyAny>) -> PyResult<()> {
-        let (this, py) = (me.get(), me.py());
-        if !this.answers(b, response)? {
-            return Ok(());
-        }
-        let (broker, replica, _) = this.parts(py, b)?;
-        let (broker, replica) = (broker.bind(py), replica.bind(py));
-        let request = msg::offsets_request(&msg::field(response, "request")?)?;
-        let answer = msg::offsets_response(response)?;
-        let action = replica.get().with(py, |r, log| r.handle_offsets_for_leader_epoch_response(log, &request, &answer));
-        Self::after_response(me, b, broker, replica, action)
+        Self::on_answer(me, b, response, |replica| {
+            let request = msg::offsets_request(&msg::field(response, "request")?)?;
+            let answer = msg::offsets_response(response)?;
+            Ok(replica.get().with(replica.py(), |r, log| r.handle_offsets_for_leader_epoch_response(log, &request, &answer)))
+        })?;
+        Ok(())
     }
 
     /// `Broker.on_connection_reset`: the leader's process died; the fetch in flight to it
