@@ -208,6 +208,65 @@ def test_the_fetch_plane_names_the_callers_mistakes() -> None:
     assert c.state().replicas[2].values() == [1]  # replicated through the plane all the same
 
 
+@pytest.mark.parametrize("seed, generation, profile", PLANE_SCHEDULES)
+def test_the_targeted_watch_is_the_watch_of_every_key(seed: int, generation: Generation, profile: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the Rust kernel the ``Watcher`` compares, after an event of a broker or of the
+    controller (a message delivered to it, a timer one of its events scheduled), that node's
+    key alone, and after a message dropped or held none (``StateChecker.targeted``). Run for
+    run the same history, verdict, final state and end time as comparing every key after
+    every event, on 100-action schedules with swarm faults and reads from followers."""
+    from pathlib import Path
+
+    from epochlab.fuzz.generator import load_profile
+
+    docs = Path(__file__).resolve().parents[1] / "docs" / "profiles"
+    base = FuzzProfile() if profile == "default" else load_profile(docs / f"{profile}.json")
+    schedule = generate_schedule(seed, generation, dataclasses.replace(base, actions=100))
+    targeted = execute(schedule, backend="rust")
+    monkeypatch.setattr(state_module.StateChecker, "targeted", False)
+    every = execute(schedule, backend="rust")
+    assert _fingerprint(targeted) == _fingerprint(every)
+
+
+class _CountedReads:
+    """A data descriptor standing for an instance attribute, counting its reads."""
+
+    def __init__(self, name: str, counts: dict[str, int]) -> None:
+        self.name, self.counts = name, counts
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is None:
+            return self
+        self.counts[self.name] += 1
+        return obj.__dict__[self.name]
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self.name] = value
+
+
+def test_the_targeted_watch_reads_only_the_keys_an_event_can_move(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comparison above compares something: with targeting the watch reads the
+    controller's key (its ``elr``, which nothing else of a latest-generation run reads as
+    often) and the brokers' ``incarnation`` less often, for the same run."""
+    from epochlab.sim.broker import Broker
+    from epochlab.sim.controller import Controller
+
+    schedule = generate_schedule(7, Generation.STRICT_MIN_ISR, FuzzProfile(actions=60))
+    counts: dict[bool, dict[str, int]] = {}
+    results = []
+    for targeted in (True, False):
+        counts[targeted] = {"elr": 0, "incarnation": 0}
+        monkeypatch.setattr(Controller, "elr", _CountedReads("elr", counts[targeted]), raising=False)
+        monkeypatch.setattr(Broker, "incarnation", _CountedReads("incarnation", counts[targeted]), raising=False)
+        monkeypatch.setattr(state_module.StateChecker, "targeted", targeted)
+        results.append(_fingerprint(execute(schedule, backend="rust")))
+    assert results[0] == results[1]
+    assert counts[True]["elr"] * 2 < counts[False]["elr"], counts
+    # (the brokers' own code reads ``incarnation`` often: its timers check they are still theirs)
+    assert counts[True]["incarnation"] * 4 < counts[False]["incarnation"] * 3, counts
+
+
 def test_the_fast_forms_are_the_ones_the_executor_uses() -> None:
     """Without ``_plain``: the Rust change detector with the Rust core, the plain one with the
     reference backend (the benchmark's baseline stays pure Python)."""

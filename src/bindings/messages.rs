@@ -37,16 +37,35 @@ pub(crate) fn interned<'py>(py: Python<'py>, name: &'static str) -> Bound<'py, P
     s
 }
 
-/// A message field. A missing attribute means the caller passed something that is not the
-/// message this method handles: a `TypeError`, as for any argument of the wrong type.
-fn attr<'py, T: for<'a> FromPyObject<'a, 'py, Error = PyErr>>(obj: &Bound<'py, PyAny>, name: &'static str) -> PyResult<T> {
-    field(obj, name)?.extract::<T>()
+/// A message field, `obj.<name>` with the name interned once per call site (`pyo3::intern!`:
+/// no look-up at all after the first call). A missing attribute means the caller passed
+/// something that is not the message this method handles: a `TypeError`, as for any argument
+/// of the wrong type.
+macro_rules! field {
+    ($obj:expr, $name:literal) => {
+        $crate::bindings::messages::field_named($obj, ::pyo3::intern!($obj.py(), $name), $name)
+    };
+}
+pub(crate) use field;
+
+/// A message field extracted as `T` (inferred, or the third argument).
+macro_rules! attr {
+    ($obj:expr, $name:literal) => {
+        field!($obj, $name).and_then(extract)
+    };
+    ($obj:expr, $name:literal, $t:ty) => {
+        field!($obj, $name).and_then(extract::<$t>)
+    };
 }
 
-pub(crate) fn field<'py>(obj: &Bound<'py, PyAny>, name: &'static str) -> PyResult<Bound<'py, PyAny>> {
-    obj.getattr(interned(obj.py(), name)).map_err(|_| {
+fn extract<'py, T: for<'a> FromPyObject<'a, 'py, Error = PyErr>>(value: Bound<'py, PyAny>) -> PyResult<T> {
+    value.extract::<T>()
+}
+
+pub(crate) fn field_named<'py>(obj: &Bound<'py, PyAny>, name: &Bound<'py, PyString>, text: &'static str) -> PyResult<Bound<'py, PyAny>> {
+    obj.getattr(name).map_err(|_| {
         let type_name = obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into());
-        PyTypeError::new_err(format!("expected a message with a '{name}' field, got {type_name}"))
+        PyTypeError::new_err(format!("expected a message with a '{text}' field, got {type_name}"))
     })
 }
 
@@ -57,20 +76,12 @@ pub(crate) fn broker(v: Int, name: &'static str) -> PyResult<BrokerId> {
     }
 }
 
-fn brokers(obj: &Bound<'_, PyAny>, name: &'static str) -> PyResult<Vec<BrokerId>> {
-    attr::<Seq<Int>>(obj, name)?.0.into_iter().map(|v| broker(v, name)).collect()
-}
-
-fn opt_epoch(obj: &Bound<'_, PyAny>, name: &'static str) -> PyResult<Option<LeaderEpoch>> {
-    args::opt_epoch(attr(obj, name)?, name)
-}
-
-fn u32_field(obj: &Bound<'_, PyAny>, name: &'static str) -> PyResult<u32> {
-    args::count(attr(obj, name)?, name)
+fn brokers(ids: Seq<Int>, name: &'static str) -> PyResult<Vec<BrokerId>> {
+    ids.0.into_iter().map(|v| broker(v, name)).collect()
 }
 
 fn session(obj: &Bound<'_, PyAny>) -> PyResult<u64> {
-    Ok(args::offset(attr(obj, "session")?, "session")?.0)
+    Ok(args::offset(attr!(obj, "session")?, "session")?.0)
 }
 
 pub(crate) fn error_from_name(name: Option<String>) -> PyResult<Option<KafkaError>> {
@@ -88,15 +99,15 @@ pub(crate) fn error_from_name(name: Option<String>) -> PyResult<Option<KafkaErro
 }
 
 pub(crate) fn leader_and_isr(obj: &Bound<'_, PyAny>) -> PyResult<LeaderAndIsr> {
-    let leader: Option<Int> = attr(obj, "leader")?;
+    let leader: Option<Int> = attr!(obj, "leader")?;
     Ok(LeaderAndIsr {
         leader: leader.map(|l| broker(l, "leader")).transpose()?,
-        leader_epoch: args::epoch(attr(obj, "leader_epoch")?, "leader_epoch")?,
-        isr: brokers(obj, "isr")?,
-        partition_epoch: u32_field(obj, "partition_epoch")?,
-        replicas: brokers(obj, "replicas")?,
+        leader_epoch: args::epoch(attr!(obj, "leader_epoch")?, "leader_epoch")?,
+        isr: brokers(attr!(obj, "isr")?, "isr")?,
+        partition_epoch: args::count(attr!(obj, "partition_epoch")?, "partition_epoch")?,
+        replicas: brokers(attr!(obj, "replicas")?, "replicas")?,
         brokers: broker_metadata(obj)?,
-        metadata_version: count64(attr(obj, "metadata_version")?, "metadata_version")?,
+        metadata_version: count64(attr!(obj, "metadata_version")?, "metadata_version")?,
     })
 }
 
@@ -105,7 +116,7 @@ fn count64(v: Int, name: &'static str) -> PyResult<u64> {
 }
 
 fn broker_metadata(obj: &Bound<'_, PyAny>) -> PyResult<Vec<BrokerMetadata>> {
-    let Seq(entries) = attr::<Seq<(Int, Int, bool)>>(obj, "brokers")?;
+    let Seq(entries) = attr!(obj, "brokers", Seq<(Int, Int, bool)>)?;
     entries
         .into_iter()
         .map(|(b, epoch, shutting_down)| {
@@ -115,31 +126,31 @@ fn broker_metadata(obj: &Bound<'_, PyAny>) -> PyResult<Vec<BrokerMetadata>> {
 }
 
 fn broker_epochs(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Option<u64>>> {
-    let Seq(epochs) = attr::<Seq<Option<Int>>>(obj, "broker_epochs")?;
+    let Seq(epochs) = attr!(obj, "broker_epochs", Seq<Option<Int>>)?;
     epochs.into_iter().map(|e| e.map(|e| count64(e, "broker_epochs")).transpose()).collect()
 }
 
 pub(crate) fn fetch_request(obj: &Bound<'_, PyAny>) -> PyResult<FetchRequest> {
     Ok(FetchRequest {
-        replica_id: broker(attr(obj, "replica_id")?, "replica_id")?,
+        replica_id: broker(attr!(obj, "replica_id")?, "replica_id")?,
         session: session(obj)?,
-        fetch_offset: args::offset(attr(obj, "fetch_offset")?, "fetch_offset")?,
-        current_leader_epoch: opt_epoch(obj, "current_leader_epoch")?,
-        last_fetched_epoch: opt_epoch(obj, "last_fetched_epoch")?,
-        log_start_offset: args::offset(attr(obj, "log_start_offset")?, "log_start_offset")?,
-        broker_epoch: attr::<Option<Int>>(obj, "broker_epoch")?.map(|e| count64(e, "broker_epoch")).transpose()?,
+        fetch_offset: args::offset(attr!(obj, "fetch_offset")?, "fetch_offset")?,
+        current_leader_epoch: args::opt_epoch(attr!(obj, "current_leader_epoch")?, "current_leader_epoch")?,
+        last_fetched_epoch: args::opt_epoch(attr!(obj, "last_fetched_epoch")?, "last_fetched_epoch")?,
+        log_start_offset: args::offset(attr!(obj, "log_start_offset")?, "log_start_offset")?,
+        broker_epoch: attr!(obj, "broker_epoch", Option<Int>)?.map(|e| count64(e, "broker_epoch")).transpose()?,
     })
 }
 
 pub(crate) fn fetch_response(obj: &Bound<'_, PyAny>) -> PyResult<FetchResponse> {
-    let Seq(batches) = attr::<Seq<PyRef<'_, PyRecordBatch>>>(obj, "batches")?;
-    let diverging: Option<(Int, Int)> = attr(obj, "diverging_epoch")?;
+    let Seq(batches) = attr!(obj, "batches", Seq<PyRef<'_, PyRecordBatch>>)?;
+    let diverging: Option<(Int, Int)> = attr!(obj, "diverging_epoch")?;
     Ok(FetchResponse {
-        error: error_from_name(attr(obj, "error")?)?,
+        error: error_from_name(attr!(obj, "error")?)?,
         batches: batches.iter().map(|b| b.0.clone()).collect(),
-        high_watermark: args::offset(attr(obj, "high_watermark")?, "high_watermark")?,
-        log_start_offset: args::offset(attr(obj, "log_start_offset")?, "log_start_offset")?,
-        log_end_offset: args::offset(attr(obj, "log_end_offset")?, "log_end_offset")?,
+        high_watermark: args::offset(attr!(obj, "high_watermark")?, "high_watermark")?,
+        log_start_offset: args::offset(attr!(obj, "log_start_offset")?, "log_start_offset")?,
+        log_end_offset: args::offset(attr!(obj, "log_end_offset")?, "log_end_offset")?,
         diverging_epoch: diverging
             .map(|(e, o)| Ok::<_, PyErr>((args::epoch(e, "diverging_epoch")?, args::offset(o, "diverging_epoch")?)))
             .transpose()?,
@@ -148,18 +159,18 @@ pub(crate) fn fetch_response(obj: &Bound<'_, PyAny>) -> PyResult<FetchResponse> 
 
 pub(crate) fn offsets_request(obj: &Bound<'_, PyAny>) -> PyResult<OffsetsForLeaderEpochRequest> {
     Ok(OffsetsForLeaderEpochRequest {
-        replica_id: broker(attr(obj, "replica_id")?, "replica_id")?,
+        replica_id: broker(attr!(obj, "replica_id")?, "replica_id")?,
         session: session(obj)?,
-        leader_epoch: opt_epoch(obj, "leader_epoch")?,
-        current_leader_epoch: opt_epoch(obj, "current_leader_epoch")?,
+        leader_epoch: args::opt_epoch(attr!(obj, "leader_epoch")?, "leader_epoch")?,
+        current_leader_epoch: args::opt_epoch(attr!(obj, "current_leader_epoch")?, "current_leader_epoch")?,
     })
 }
 
 pub(crate) fn offsets_response(obj: &Bound<'_, PyAny>) -> PyResult<OffsetsForLeaderEpochResponse> {
-    let answer: Option<(Int, Int)> = attr(obj, "answer")?;
+    let answer: Option<(Int, Int)> = attr!(obj, "answer")?;
     Ok(OffsetsForLeaderEpochResponse {
-        error: error_from_name(attr(obj, "error")?)?,
-        end_offset: args::opt_offset(attr(obj, "end_offset")?, "end_offset")?,
+        error: error_from_name(attr!(obj, "error")?)?,
+        end_offset: args::opt_offset(attr!(obj, "end_offset")?, "end_offset")?,
         answer: answer
             .map(|(e, o)| Ok::<_, PyErr>((args::epoch(e, "answer")?, args::offset(o, "answer")?)))
             .transpose()?,
@@ -168,16 +179,16 @@ pub(crate) fn offsets_response(obj: &Bound<'_, PyAny>) -> PyResult<OffsetsForLea
 
 pub(crate) fn alter_partition_request(obj: &Bound<'_, PyAny>) -> PyResult<AlterPartitionRequest> {
     Ok(AlterPartitionRequest {
-        broker_id: broker(attr(obj, "broker_id")?, "broker_id")?,
-        leader_epoch: args::epoch(attr(obj, "leader_epoch")?, "leader_epoch")?,
-        partition_epoch: u32_field(obj, "partition_epoch")?,
-        new_isr: brokers(obj, "new_isr")?,
+        broker_id: broker(attr!(obj, "broker_id")?, "broker_id")?,
+        leader_epoch: args::epoch(attr!(obj, "leader_epoch")?, "leader_epoch")?,
+        partition_epoch: args::count(attr!(obj, "partition_epoch")?, "partition_epoch")?,
+        new_isr: brokers(attr!(obj, "new_isr")?, "new_isr")?,
         broker_epochs: broker_epochs(obj)?,
     })
 }
 
 pub(crate) fn alter_partition_response(obj: &Bound<'_, PyAny>) -> PyResult<AlterPartitionResponse> {
-    let error = match attr::<Option<String>>(obj, "error")? {
+    let error = match attr!(obj, "error", Option<String>)? {
         None => None,
         Some(name) => Some(AlterPartitionError::from_name(&name).ok_or_else(|| ArgumentError::InvalidText {
             argument: "error",
@@ -186,16 +197,16 @@ pub(crate) fn alter_partition_response(obj: &Bound<'_, PyAny>) -> PyResult<Alter
         }).py()?),
     };
     Ok(AlterPartitionResponse {
-        request: alter_partition_request(&field(obj, "request")?)?,
+        request: alter_partition_request(&field!(obj, "request")?)?,
         error,
-        leader_epoch: args::epoch(attr(obj, "leader_epoch")?, "leader_epoch")?,
-        partition_epoch: u32_field(obj, "partition_epoch")?,
-        isr: brokers(obj, "isr")?,
+        leader_epoch: args::epoch(attr!(obj, "leader_epoch")?, "leader_epoch")?,
+        partition_epoch: args::count(attr!(obj, "partition_epoch")?, "partition_epoch")?,
+        isr: brokers(attr!(obj, "isr")?, "isr")?,
     })
 }
 
 pub(crate) fn produce_request(obj: &Bound<'_, PyAny>) -> PyResult<ProduceRequest> {
-    let acks: String = attr(obj, "acks")?;
+    let acks: String = attr!(obj, "acks")?;
     let acks = match acks.as_str() {
         "0" => Acks::None,
         "1" => Acks::Leader,
@@ -203,32 +214,32 @@ pub(crate) fn produce_request(obj: &Bound<'_, PyAny>) -> PyResult<ProduceRequest
         _ => return Err(ArgumentError::InvalidText { argument: "acks", value: acks, reason: "expected \"0\", \"1\" or \"all\"".into() }).py(),
     };
     Ok(ProduceRequest {
-        client: attr(obj, "client")?,
+        client: attr!(obj, "client")?,
         acks,
-        records: args::records(&field(obj, "records")?, "records")?,
-        producer: args::producer_fields(attr(obj, "producer_id")?, attr(obj, "producer_epoch")?, attr(obj, "base_sequence")?)?,
-        is_transactional: attr(obj, "is_transactional")?,
+        records: args::records(&field!(obj, "records")?, "records")?,
+        producer: args::producer_fields(attr!(obj, "producer_id")?, attr!(obj, "producer_epoch")?, attr!(obj, "base_sequence")?)?,
+        is_transactional: attr!(obj, "is_transactional")?,
     })
 }
 
 pub(crate) fn write_txn_markers_request(obj: &Bound<'_, PyAny>) -> PyResult<WriteTxnMarkersRequest> {
-    let fields = args::producer_fields(Some(attr(obj, "producer_id")?), Some(attr(obj, "producer_epoch")?), Some(Int::Fits(0)))?
+    let fields = args::producer_fields(Some(attr!(obj, "producer_id")?), Some(attr!(obj, "producer_epoch")?), Some(Int::Fits(0)))?
         .ok_or_else(|| PyTypeError::new_err("producer fields are required"))?;
     Ok(WriteTxnMarkersRequest {
         producer_id: fields.producer_id,
         producer_epoch: fields.producer_epoch,
-        coordinator_epoch: args::epoch(attr(obj, "coordinator_epoch")?, "coordinator_epoch")?.0,
-        commit: attr(obj, "commit")?,
-        transaction_version: args::transaction_version(attr(obj, "transaction_version")?, "transaction_version")?,
+        coordinator_epoch: args::epoch(attr!(obj, "coordinator_epoch")?, "coordinator_epoch")?.0,
+        commit: attr!(obj, "commit")?,
+        transaction_version: args::transaction_version(attr!(obj, "transaction_version")?, "transaction_version")?,
     })
 }
 
 pub(crate) fn consumer_fetch_request(obj: &Bound<'_, PyAny>) -> PyResult<ConsumerFetchRequest> {
-    let reset: String = attr(obj, "reset")?;
+    let reset: String = attr!(obj, "reset")?;
     let reset = match reset.as_str() {
         "earliest" => OffsetReset::Earliest,
         "latest" => OffsetReset::Latest,
-        "timestamp" => OffsetReset::Timestamp(count64(attr(obj, "reset_timestamp")?, "reset_timestamp")? as i64),
+        "timestamp" => OffsetReset::Timestamp(count64(attr!(obj, "reset_timestamp")?, "reset_timestamp")? as i64),
         _ => {
             return Err(ArgumentError::InvalidText {
                 argument: "reset",
@@ -238,7 +249,7 @@ pub(crate) fn consumer_fetch_request(obj: &Bound<'_, PyAny>) -> PyResult<Consume
             .py()
         }
     };
-    let isolation: String = attr(obj, "isolation_level")?;
+    let isolation: String = attr!(obj, "isolation_level")?;
     let isolation_level = match isolation.as_str() {
         "read_uncommitted" => IsolationLevel::ReadUncommitted,
         "read_committed" => IsolationLevel::ReadCommitted,
@@ -252,13 +263,13 @@ pub(crate) fn consumer_fetch_request(obj: &Bound<'_, PyAny>) -> PyResult<Consume
         }
     };
     Ok(ConsumerFetchRequest {
-        fetch_offset: args::opt_offset(attr(obj, "fetch_offset")?, "fetch_offset")?,
-        current_leader_epoch: opt_epoch(obj, "current_leader_epoch")?,
-        max_records: args::count(attr(obj, "max_records")?, "max_records")? as usize,
+        fetch_offset: args::opt_offset(attr!(obj, "fetch_offset")?, "fetch_offset")?,
+        current_leader_epoch: args::opt_epoch(attr!(obj, "current_leader_epoch")?, "current_leader_epoch")?,
+        max_records: args::count(attr!(obj, "max_records")?, "max_records")? as usize,
         reset,
-        validate_epoch: opt_epoch(obj, "validate_epoch")?,
+        validate_epoch: args::opt_epoch(attr!(obj, "validate_epoch")?, "validate_epoch")?,
         isolation_level,
-        client_rack: attr::<Option<Int>>(obj, "rack")?.map(|v| broker(v, "rack")).transpose()?,
+        client_rack: attr!(obj, "rack", Option<Int>)?.map(|v| broker(v, "rack")).transpose()?,
     })
 }
 
@@ -267,12 +278,19 @@ pub(crate) struct Builder<'py> {
     py: Python<'py>,
 }
 
-/// A message class of `epochlab.sim.messages`, looked up once, with its fields in order.
+/// A message class of `epochlab.sim.messages`, looked up once per builder method, with the
+/// interned names of its fields in declaration order (the instance dict's keys).
 struct MessageClass {
     class: Py<PyAny>,
-    fields: Vec<&'static str>,
-    /// The interned field names, in `fields`' order: the instance dict's keys.
     names: Vec<Py<PyString>>,
+}
+
+/// `Builder::build` with the class cell of this call site (`build!(self, "Class", &fields)`).
+macro_rules! build {
+    ($self:ident, $class:literal, $fields:expr) => {{
+        static CLASS: PyOnceLock<MessageClass> = PyOnceLock::new();
+        $self.build(&CLASS, $class, $fields)
+    }};
 }
 
 fn epoch_offset(v: Option<(LeaderEpoch, Offset)>) -> Option<(u32, u64)> {
@@ -288,52 +306,34 @@ impl<'py> Builder<'py> {
     /// `__post_init__`, no slots, as `messages.evolve` relies on too): `object.__new__` and
     /// the fields written into the instance dict in declaration order, without the frozen
     /// `__init__`'s `object.__setattr__` per field. `fields` must name every field of the
-    /// class in its declaration order; that is checked against `dataclasses.fields` the first
-    /// time a class is built, and every time after against that list.
-    fn build(&self, class: &'static str, fields: &[(&'static str, Bound<'py, PyAny>)]) -> PyResult<Bound<'py, PyAny>> {
+    /// class in its declaration order: checked against `dataclasses.fields` when `cell` (one
+    /// per call site, whose field list is a constant) is filled.
+    fn build(&self, cell: &'static PyOnceLock<MessageClass>, class: &'static str,
+             fields: &[(&'static str, Bound<'py, PyAny>)]) -> PyResult<Bound<'py, PyAny>> {
         let py = self.py;
-        static CLASSES: PyOnceLock<Mutex<HashMap<&'static str, MessageClass>>> = PyOnceLock::new();
         static OBJECT_NEW: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-        let classes = CLASSES.get_or_init(py, || Mutex::new(HashMap::default()));
-        let same = |c: &MessageClass| {
-            c.fields.len() == fields.len()
-                && c.fields.iter().zip(fields).all(|(a, (b, _))| std::ptr::eq(*a, *b) || a == b)
-        };
-        let known = match lock(classes).get(class) {
-            Some(c) if same(c) => Some((c.class.clone_ref(py), c.names.iter().map(|n| n.clone_ref(py)).collect::<Vec<_>>())),
-            Some(_) => {
-                return Err(PyRuntimeError::new_err(format!("the Rust builder of {class} writes other fields than it did before")));
+        let known = cell.get_or_try_init(py, || -> PyResult<MessageClass> {
+            let cls = py.import("epochlab.sim.messages")?.getattr(class)?;
+            let declared: Vec<String> = py
+                .import("dataclasses")?
+                .call_method1("fields", (&cls,))?
+                .try_iter()?
+                .map(|f| f?.getattr("name")?.extract::<String>())
+                .collect::<PyResult<_>>()?;
+            let ours: Vec<&'static str> = fields.iter().map(|(n, _)| *n).collect();
+            if declared != ours {
+                return Err(PyRuntimeError::new_err(format!(
+                    "epochlab.sim.messages.{class} declares the fields {declared:?}; the Rust builder writes {ours:?}"
+                )));
             }
-            None => None,
-        };
-        let (cls, names) = match known {
-            Some(known) => known,
-            None => {
-                let cls = py.import("epochlab.sim.messages")?.getattr(class)?;
-                let declared: Vec<String> = py
-                    .import("dataclasses")?
-                    .call_method1("fields", (&cls,))?
-                    .try_iter()?
-                    .map(|f| f?.getattr("name")?.extract::<String>())
-                    .collect::<PyResult<_>>()?;
-                let ours: Vec<&'static str> = fields.iter().map(|(n, _)| *n).collect();
-                if declared != ours {
-                    return Err(PyRuntimeError::new_err(format!(
-                        "epochlab.sim.messages.{class} declares the fields {declared:?}; the Rust builder writes {ours:?}"
-                    )));
-                }
-                let names: Vec<Py<PyString>> = ours.iter().map(|n| interned(py, n).unbind()).collect();
-                let copies = names.iter().map(|n| n.clone_ref(py)).collect();
-                lock(classes).insert(class, MessageClass { class: cls.clone().unbind(), fields: ours, names });
-                (cls.unbind(), copies)
-            }
-        };
+            Ok(MessageClass { class: cls.unbind(), names: ours.iter().map(|n| PyString::intern(py, n).unbind()).collect() })
+        })?;
         let object_new = OBJECT_NEW.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
             Ok(py.import("builtins")?.getattr("object")?.getattr("__new__")?.unbind())
         })?;
-        let obj = object_new.bind(py).call1((cls.bind(py),))?;
-        let dict = obj.getattr(interned(py, "__dict__"))?.cast_into::<PyDict>()?;
-        for (name, (_, value)) in names.iter().zip(fields) {
+        let obj = object_new.bind(py).call1((known.class.bind(py),))?;
+        let dict = obj.getattr(pyo3::intern!(py, "__dict__"))?.cast_into::<PyDict>()?;
+        for (name, (_, value)) in known.names.iter().zip(fields) {
             dict.set_item(name.bind(py), value)?;
         }
         Ok(obj)
@@ -360,7 +360,7 @@ impl<'py> Builder<'py> {
             ("log_start_offset", self.v(r.log_start_offset.0)?),
             ("broker_epoch", self.v(r.broker_epoch)?),
         ];
-        self.build("FetchRequest", &d)
+        build!(self, "FetchRequest", &d)
     }
 
     pub fn offsets_request(&self, r: &OffsetsForLeaderEpochRequest) -> PyResult<Bound<'py, PyAny>> {
@@ -370,7 +370,7 @@ impl<'py> Builder<'py> {
             ("leader_epoch", self.v(r.leader_epoch.map(|e| e.0))?),
             ("current_leader_epoch", self.v(r.current_leader_epoch.map(|e| e.0))?),
         ];
-        self.build("OffsetsForLeaderEpochRequest", &d)
+        build!(self, "OffsetsForLeaderEpochRequest", &d)
     }
 
     pub fn fetch_response(&self, request: &Bound<'py, PyAny>, r: FetchResponse) -> PyResult<Bound<'py, PyAny>> {
@@ -385,7 +385,7 @@ impl<'py> Builder<'py> {
             ("log_end_offset", self.v(r.log_end_offset.0)?),
             ("diverging_epoch", self.v(epoch_offset(r.diverging_epoch))?),
         ];
-        self.build("FetchResponse", &d)
+        build!(self, "FetchResponse", &d)
     }
 
     pub fn offsets_response(&self, request: &Bound<'py, PyAny>, r: OffsetsForLeaderEpochResponse) -> PyResult<Bound<'py, PyAny>> {
@@ -395,7 +395,7 @@ impl<'py> Builder<'py> {
             ("end_offset", self.v(r.end_offset.map(|o| o.0))?),
             ("answer", self.v(epoch_offset(r.answer))?),
         ];
-        self.build("OffsetsForLeaderEpochResponse", &d)
+        build!(self, "OffsetsForLeaderEpochResponse", &d)
     }
 
     pub fn alter_partition_request(&self, r: &AlterPartitionRequest) -> PyResult<Bound<'py, PyAny>> {
@@ -406,7 +406,7 @@ impl<'py> Builder<'py> {
             ("new_isr", self.v(self.tuple(&r.new_isr)?)?),
             ("broker_epochs", self.v(PyTuple::new(self.py, r.broker_epochs.iter().copied())?)?),
         ];
-        self.build("AlterPartitionRequest", &d)
+        build!(self, "AlterPartitionRequest", &d)
     }
 
     pub fn produce_response(&self, request_id: &Bound<'py, PyAny>, r: ProduceResponse) -> PyResult<Bound<'py, PyAny>> {
@@ -417,7 +417,7 @@ impl<'py> Builder<'py> {
             ("last_offset", self.v(r.last_offset.map(|o| o.0))?),
             ("duplicate", self.v(r.duplicate)?),
         ];
-        self.build("ProduceResponse", &d)
+        build!(self, "ProduceResponse", &d)
     }
 
     pub fn consumer_fetch_response(&self, request_id: &Bound<'py, PyAny>, r: ConsumerFetchResponse) -> PyResult<Bound<'py, PyAny>> {
@@ -434,7 +434,7 @@ impl<'py> Builder<'py> {
             ("aborted_transactions", self.v(PyTuple::new(self.py, r.aborted_transactions)?)?),
             ("preferred_read_replica", self.v(None::<u32>)?), // the broker sets it (KIP-392)
         ];
-        self.build("ConsumerFetchResponse", &d)
+        build!(self, "ConsumerFetchResponse", &d)
     }
 
     pub fn write_txn_markers_response(&self, request_id: &Bound<'py, PyAny>, r: WriteTxnMarkersResponse) -> PyResult<Bound<'py, PyAny>> {
@@ -443,6 +443,6 @@ impl<'py> Builder<'py> {
             ("error", self.v(r.error.map(KafkaError::name))?),
             ("offset", self.v(r.offset.map(|o| o.0))?),
         ];
-        self.build("WriteTxnMarkersResponse", &d)
+        build!(self, "WriteTxnMarkersResponse", &d)
     }
 }

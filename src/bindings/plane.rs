@@ -264,7 +264,7 @@ impl PyFetchPlane {
 
     /// `Broker._answers_request_in_flight`.
     fn answers(&self, b: i64, response: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let request = msg::field(response, "request")?;
+        let request = msg::field!(response, "request")?;
         // `request is _fetch_sent`, None included
         self.edit(b, |f| {
             let same = match &f.sent {
@@ -323,7 +323,7 @@ impl PyFetchPlane {
 
     fn on_fetch_response(me: &Bound<'_, Self>, b: i64, response: &Bound<'_, PyAny>) -> PyResult<()> {
         let taken = Self::on_answer(me, b, response, |replica| {
-            let request = msg::fetch_request(&msg::field(response, "request")?)?;
+            let request = msg::fetch_request(&msg::field!(response, "request")?)?;
             let answer = msg::fetch_response(response)?;
             Ok(replica.get().with(replica.py(), |r, log| r.handle_fetch_response(log, &request, &answer)))
         })?;
@@ -335,7 +335,7 @@ impl PyFetchPlane {
 
     fn on_offsets_response(me: &Bound<'_, Self>, b: i64, response: &Bound<'_, PyAny>) -> PyResult<()> {
         Self::on_answer(me, b, response, |replica| {
-            let request = msg::offsets_request(&msg::field(response, "request")?)?;
+            let request = msg::offsets_request(&msg::field!(response, "request")?)?;
             let answer = msg::offsets_response(response)?;
             Ok(replica.get().with(replica.py(), |r, log| r.handle_offsets_for_leader_epoch_response(log, &request, &answer)))
         })?;

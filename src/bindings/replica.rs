@@ -247,14 +247,14 @@ impl PyReplica {
         let r = msg::produce_request(req)?;
         let now = time(now_ms, "now_ms")?;
         let resp = self.with(py, |rep, log| rep.handle_produce(log, &r, now)).py()?;
-        Builder::new(py).produce_response(&msg::field(req, "request_id")?, resp)
+        Builder::new(py).produce_response(&msg::field!(req, "request_id")?, resp)
     }
 
     fn handle_write_txn_markers<'py>(&self, py: Python<'py>, req: &Bound<'py, PyAny>, now_ms: Int) -> PyResult<Bound<'py, PyAny>> {
         let r = msg::write_txn_markers_request(req)?;
         let now = time(now_ms, "now_ms")?;
         let resp = self.with(py, |rep, log| rep.handle_write_txn_markers(log, &r, now)).py()?;
-        Builder::new(py).write_txn_markers_response(&msg::field(req, "request_id")?, resp)
+        Builder::new(py).write_txn_markers_response(&msg::field!(req, "request_id")?, resp)
     }
 
     fn produce_completion(&self, py: Python<'_>, required_offset: Int) -> PyResult<(bool, Option<&'static str>)> {
@@ -333,7 +333,7 @@ impl PyReplica {
     fn handle_consumer_fetch<'py>(&self, py: Python<'py>, req: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let r = msg::consumer_fetch_request(req)?;
         let resp = self.with(py, |rep, log| rep.handle_consumer_fetch(log, &r));
-        Builder::new(py).consumer_fetch_response(&msg::field(req, "request_id")?, resp)
+        Builder::new(py).consumer_fetch_response(&msg::field!(req, "request_id")?, resp)
     }
 
     /// The follower a consumer in rack `client_rack` should read from at `fetch_offset`
@@ -345,13 +345,13 @@ impl PyReplica {
     }
 
     fn handle_fetch_response(&self, py: Python<'_>, resp: &Bound<'_, PyAny>) -> PyResult<&'static str> {
-        let req = msg::fetch_request(&msg::field(resp, "request")?)?;
+        let req = msg::fetch_request(&msg::field!(resp, "request")?)?;
         let r = msg::fetch_response(resp)?;
         Ok(action_name(self.with(py, |rep, log| rep.handle_fetch_response(log, &req, &r))))
     }
 
     fn handle_offsets_for_leader_epoch_response(&self, py: Python<'_>, resp: &Bound<'_, PyAny>) -> PyResult<&'static str> {
-        let req = msg::offsets_request(&msg::field(resp, "request")?)?;
+        let req = msg::offsets_request(&msg::field!(resp, "request")?)?;
         let r = msg::offsets_response(resp)?;
         Ok(action_name(self.with(py, |rep, log| rep.handle_offsets_for_leader_epoch_response(log, &req, &r))))
     }

@@ -35,6 +35,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
 
 use super::args::lock;
 use super::errors::to_py_err;
+use super::watch::PyWatcher;
 use crate::error::ArgumentError;
 
 /// Linux's minimum retransmission timeout (`TCP_RTO_MIN`): what one lost packet costs.
@@ -192,8 +193,9 @@ impl PyTimer {
 }
 
 enum What {
-    Call { callback: Py<PyAny>, timer: Py<PyTimer>, quiet: bool },
-    Deliver { net: usize, message: Message },
+    /// `owner`: the node whose event scheduled it (`KernelState::owner`).
+    Call { callback: Py<PyAny>, timer: Py<PyTimer>, quiet: bool, owner: Option<Py<PyAny>> },
+    Deliver { net: usize, message: Box<Message> },
 }
 
 struct Event {
@@ -223,8 +225,9 @@ impl Ord for Event {
 impl Event {
     fn visit(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
         match &self.what {
-            What::Call { callback, timer, .. } => {
+            What::Call { callback, timer, owner, .. } => {
                 visit.call(callback)?;
+                visit.call(owner.as_ref())?;
                 visit.call(timer)
             }
             What::Deliver { message, .. } => visit.call(&message.deliver),
@@ -247,6 +250,12 @@ struct KernelState {
     steps: u64,
     last_quiet: bool,
     in_quiet: bool,
+    /// The node whose event is running: the one a posted message was delivered to, or the
+    /// owner of a timer's callback; `None` outside events and for timers scheduled outside
+    /// one (by an action). A timer scheduled during an event inherits it, as it inherits the
+    /// quietness: components act on each other only through posted messages (`SimContext`),
+    /// so what a node's event schedules is that node's own work (`Watcher` doc).
+    owner: Option<Py<PyAny>>,
     queue: BinaryHeap<Event>,
     nets: Vec<Net>,
     /// Python objects let go of under the lock, dropped after it (module doc).
@@ -262,8 +271,9 @@ impl KernelState {
 
     fn next_time(&mut self) -> Option<i64> {
         while self.queue.peek().is_some_and(Event::cancelled) {
-            if let Some(Event { what: What::Call { callback, .. }, .. }) = self.queue.pop() {
+            if let Some(Event { what: What::Call { callback, owner, .. }, .. }) = self.queue.pop() {
                 self.graveyard.push(callback);
+                self.graveyard.extend(owner);
             }
         }
         self.queue.peek().map(|e| e.time)
@@ -284,8 +294,8 @@ impl KernelState {
         self.in_quiet = quiet;
         self.last_quiet = quiet;
         Some(match event.what {
-            What::Call { callback, .. } => Some(Job { callable: callback, post: false }),
-            What::Deliver { net, message } => self.arrive(net, message),
+            What::Call { callback, owner, .. } => Some(Job { callable: callback, post: false, owner }),
+            What::Deliver { net, message } => self.arrive(net, *message),
         })
     }
 
@@ -302,7 +312,7 @@ impl KernelState {
             return None;
         }
         n.delivered += 1;
-        Some(Job { callable: message.deliver, post: message.post })
+        Some(Job { callable: message.deliver, post: message.post, owner: None })
     }
 }
 
@@ -311,6 +321,18 @@ impl KernelState {
 struct Job {
     callable: Py<PyAny>,
     post: bool,
+    /// A timer's owner (a post's is the node it is routed to, found when it runs).
+    owner: Option<Py<PyAny>>,
+}
+
+/// What `dispatch` ran, for the state checker's watcher.
+pub(crate) enum Ran {
+    /// An event of this node (a message delivered to it, or a timer it scheduled).
+    Owned(Py<PyAny>),
+    /// An event with no known owner (a timer an action scheduled).
+    Unowned,
+    /// Nothing: a message dropped or held.
+    Nothing,
 }
 
 /// The deterministic kernel: virtual clock, event queue, per-component random streams
@@ -338,15 +360,15 @@ impl PyKernel {
     }
 
     pub(crate) fn schedule_call(&self, py: Python<'_>, time: i64, callback: Py<PyAny>, quiet: Option<bool>) -> PyResult<Py<PyTimer>> {
-        let (now, in_quiet) = {
+        let (now, in_quiet, owner) = {
             let k = self.state();
-            (k.now, k.in_quiet)
+            (k.now, k.in_quiet, k.owner.as_ref().map(|o| o.clone_ref(py)))
         };
         let quiet = quiet.unwrap_or(in_quiet);
         let at = time.max(now);
         // made with no lock held: an allocation may run the garbage collector (__traverse__)
         let timer = Py::new(py, PyTimer { cancelled: AtomicBool::new(false), quiet, time_ms: at })?;
-        self.state().push(at, What::Call { callback, timer: timer.clone_ref(py), quiet });
+        self.state().push(at, What::Call { callback, timer: timer.clone_ref(py), quiet, owner });
         Ok(timer)
     }
 
@@ -363,25 +385,40 @@ impl PyKernel {
         drop(dead);
     }
 
-    /// Run one popped event's Python side; the quietness ends with it, also on an error.
-    fn dispatch(&self, py: Python<'_>, job: Option<Job>) -> PyResult<()> {
+    /// Make `owner` the running event's owner; the one it replaces is dropped after the lock.
+    fn own(&self, owner: Option<Py<PyAny>>) {
+        let old = std::mem::replace(&mut self.state().owner, owner);
+        drop(old);
+    }
+
+    /// Run one popped event's Python side; the quietness and the ownership end with it, also
+    /// on an error.
+    fn dispatch(&self, py: Python<'_>, job: Option<Job>) -> PyResult<Ran> {
         self.sweep();
         let result = match job {
-            Some(Job { callable, post: false }) => callable.call0(py).map(|_| ()),
-            Some(Job { callable, post: true }) => deliver_post(callable.bind(py)),
-            None => Ok(()),
+            Some(Job { callable, post: false, owner }) => {
+                let ran = owner.as_ref().map_or(Ran::Unowned, |o| Ran::Owned(o.clone_ref(py)));
+                self.own(owner);
+                callable.call0(py).map(|_| ran)
+            }
+            Some(Job { callable, post: true, .. }) => self.deliver_post(callable.bind(py)),
+            None => Ok(Ran::Nothing),
         };
         self.state().in_quiet = false;
+        self.own(None);
         result
     }
-}
 
-/// Run a posted message: `getattr(nodes[dst], method)(msg, src)` from the tuple `post` made.
-fn deliver_post(post: &Bound<'_, PyAny>) -> PyResult<()> {
-    let part = |i| post.get_item(i);
-    let method = part(2)?.cast_into::<PyString>()?;
-    part(0)?.get_item(part(1)?)?.call_method1(method, (part(3)?, part(4)?))?;
-    Ok(())
+    /// Run a posted message: `getattr(nodes[dst], method)(msg, src)` from the tuple `post`
+    /// made, as an event owned by `nodes[dst]`.
+    fn deliver_post(&self, post: &Bound<'_, PyAny>) -> PyResult<Ran> {
+        let part = |i| post.get_item(i);
+        let method = part(2)?.cast_into::<PyString>()?;
+        let node = part(0)?.get_item(part(1)?)?;
+        self.own(Some(node.clone().unbind()));
+        node.call_method1(method, (part(3)?, part(4)?))?;
+        Ok(Ran::Owned(node.unbind()))
+    }
 }
 
 #[pymethods]
@@ -395,6 +432,7 @@ impl PyKernel {
                 steps: 0,
                 last_quiet: false,
                 in_quiet: false,
+                owner: None,
                 queue: BinaryHeap::new(),
                 nets: Vec::new(),
                 graveyard: Vec::new(),
@@ -501,7 +539,10 @@ impl PyKernel {
             }
         }
         let step = lock(&me.step_override).as_ref().map(|f| f.bind(py).clone());
+        // the state checker's watcher is told what each event ran (`Watcher` doc)
+        let watcher = observe.and_then(|o| o.cast::<PyWatcher>().ok());
         loop {
+            let mut ran = Ran::Unowned;
             if let Some(step) = &step {
                 let next = me.state().next_time();
                 me.sweep();
@@ -514,12 +555,17 @@ impl PyKernel {
                 let popped = me.state().pop(Some(limit));
                 match popped {
                     None => break,
-                    Some(job) => me.dispatch(py, job)?,
+                    Some(job) => ran = me.dispatch(py, job)?,
                 }
             }
             if let Some(o) = observe {
                 if !me.state().last_quiet {
-                    o.call0()?;
+                    match &watcher {
+                        Some(w) => w.get().after_event(py, ran)?,
+                        None => {
+                            o.call0()?;
+                        }
+                    }
                 }
             }
             if let Some(s) = stop {
@@ -562,6 +608,7 @@ impl PyKernel {
             visit.call(step.as_ref())?;
         }
         let Ok(k) = self.state.try_lock() else { return Ok(()) };
+        visit.call(k.owner.as_ref())?;
         for event in k.queue.iter() {
             event.visit(&visit)?;
         }
@@ -583,7 +630,7 @@ impl PyKernel {
             Ok(mut k) => {
                 let queue = std::mem::take(&mut k.queue);
                 let held: Vec<_> = k.nets.iter_mut().map(|n| std::mem::take(&mut n.held)).collect();
-                Some((queue, held))
+                Some((queue, held, k.owner.take()))
             }
             Err(_) => None,
         };
@@ -913,7 +960,7 @@ impl PyNetwork {
     fn schedule(k: &mut KernelState, index: usize, direction: Direction, message: Message, link: Link) -> Result<(), DelayError> {
         let now = k.now;
         let arrival = net_of(k, index).arrival(now, direction, &message, link)?;
-        k.push(arrival, What::Deliver { net: index, message });
+        k.push(arrival, What::Deliver { net: index, message: Box::new(message) });
         Ok(())
     }
 

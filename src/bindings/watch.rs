@@ -25,6 +25,7 @@ use pyo3::PyTraverseError;
 
 use super::args::lock;
 use super::replica::{ChangeKey, PyReplica};
+use super::sim::Ran;
 
 enum ReplicaKey {
     Native(ChangeKey),
@@ -115,44 +116,20 @@ impl PyChangeWatch {
     }
 
     fn changes<'py>(&self, brokers: &Bound<'py, PyDict>, controller: &Bound<'py, PyAny>) -> PyResult<Option<(Bound<'py, PyList>, bool)>> {
-        let py = brokers.py();
-        let mut kept = std::mem::take(&mut *lock(&self.kept));
-        let result = (|| {
-            let changed = PyList::empty(py);
-            for (b, broker) in brokers.iter() {
-                let id: i64 = b.extract()?;
-                let key = broker_key(id, &broker)?;
-                if !same_broker(py, &key, kept.brokers.get(&id))? {
-                    kept.brokers.insert(id, key);
-                    changed.append(b)?;
-                }
-            }
-            let (fields, elections) = controller_key(controller)?;
-            let ctrl_changed = match &kept.controller {
-                Some((old, n)) => {
-                    let mut equal = *n == elections;
-                    for (a, b) in fields.iter().zip(old) {
-                        if !equal {
-                            break;
-                        }
-                        equal = same(a, b)?;
-                    }
-                    !equal
-                }
-                None => true,
-            };
-            kept.controller = Some((fields.into_iter().map(Bound::unbind).collect(), elections));
-            Ok(if changed.is_empty() && !ctrl_changed { None } else { Some((changed, ctrl_changed)) })
-        })();
-        *lock(&self.kept) = kept;
-        result
+        self.changes_in(brokers, controller, Scope::All)
     }
 
     /// A callable for the kernel's `observe` hook: each call is `changes(brokers, controller)`
     /// and, when something moved, `then(changed, controller_changed)`; the events where
     /// nothing moved (nine in ten) run no Python frame.
+    ///
+    /// `targeted`: as the Rust kernel's hook, after a message delivered to a broker only that
+    /// broker's key is compared, after one delivered to the controller only the controller's,
+    /// and after a message dropped or held nothing (`Watcher` doc); `False` compares every
+    /// key after every event (the differential tests' form).
+    #[pyo3(signature = (brokers, controller, then, targeted=true))]
     fn watching(slf: &Bound<'_, Self>, brokers: &Bound<'_, PyDict>, controller: &Bound<'_, PyAny>,
-                then: &Bound<'_, PyAny>) -> PyResult<PyWatcher> {
+                then: &Bound<'_, PyAny>, targeted: bool) -> PyResult<PyWatcher> {
         if !then.is_callable() {
             return Err(PyTypeError::new_err(format!(
                 "ChangeWatch.watching: then must be callable, got {}", then.get_type().name()?)));
@@ -164,6 +141,7 @@ impl PyChangeWatch {
                 controller: controller.clone().unbind(),
                 then: then.clone().unbind(),
             })),
+            targeted,
         })
     }
 
@@ -196,6 +174,73 @@ impl PyChangeWatch {
     }
 }
 
+/// The keys an event may have moved (`Watcher::after_event`).
+enum Scope<'py> {
+    /// Every broker's and the controller's.
+    All,
+    /// Broker `id`'s alone: a message delivered to it ran one of its own methods.
+    Broker(Bound<'py, PyAny>),
+    /// The controller's alone: a message delivered to it.
+    Controller,
+}
+
+impl PyChangeWatch {
+    fn changes_in<'py>(&self, brokers: &Bound<'py, PyDict>, controller: &Bound<'py, PyAny>, scope: Scope<'py>)
+                       -> PyResult<Option<(Bound<'py, PyList>, bool)>> {
+        let py = brokers.py();
+        let mut kept = std::mem::take(&mut *lock(&self.kept));
+        let result = (|| {
+            let changed = PyList::empty(py);
+            let mut look = |b: Bound<'py, PyAny>, broker: Bound<'py, PyAny>| -> PyResult<()> {
+                let id: i64 = b.extract()?;
+                let key = broker_key(id, &broker)?;
+                if !same_broker(py, &key, kept.brokers.get(&id))? {
+                    kept.brokers.insert(id, key);
+                    changed.append(b)?;
+                }
+                Ok(())
+            };
+            match &scope {
+                Scope::All => {
+                    for (b, broker) in brokers.iter() {
+                        look(b, broker)?;
+                    }
+                }
+                Scope::Broker(b) => {
+                    if let Some(broker) = brokers.get_item(b)? {
+                        look(b.clone(), broker)?;
+                    }
+                }
+                Scope::Controller => {}
+            }
+            let ctrl_changed = match scope {
+                Scope::Broker(_) => false,
+                Scope::All | Scope::Controller => {
+                    let (fields, elections) = controller_key(controller)?;
+                    let moved = match &kept.controller {
+                        Some((old, n)) => {
+                            let mut equal = *n == elections;
+                            for (a, b) in fields.iter().zip(old) {
+                                if !equal {
+                                    break;
+                                }
+                                equal = same(a, b)?;
+                            }
+                            !equal
+                        }
+                        None => true,
+                    };
+                    kept.controller = Some((fields.into_iter().map(Bound::unbind).collect(), elections));
+                    moved
+                }
+            };
+            Ok(if changed.is_empty() && !ctrl_changed { None } else { Some((changed, ctrl_changed)) })
+        })();
+        *lock(&self.kept) = kept;
+        result
+    }
+}
+
 struct WatcherParts {
     watch: Py<PyChangeWatch>,
     brokers: Py<PyDict>,
@@ -205,25 +250,73 @@ struct WatcherParts {
 
 /// `ChangeWatch.watching(...)`: called with no arguments, asks the watch and passes what moved
 /// on. Its parts are taken out of the lock (cloned references) before any Python runs.
+///
+/// The Rust kernel calls it natively with the event it just ran (`after_event`, `sim::Ran`).
+/// Components of a run act on each other only through posted messages (`SimContext`: no
+/// component holds another), so an event of a node (a message delivered to it, or a timer
+/// scheduled during one of its events: the kernel passes that ownership on, as it passes on
+/// quietness) ran that node's own code and can have moved that node's key alone: after a
+/// broker's event only its key is compared, after the controller's only the controller's, and
+/// after a message dropped or held none. Timers an action scheduled have no owner: after them
+/// every key is compared. (`targeted=False` and the plain Python kernel compare every key
+/// after every event; the differential tests hold the two forms byte-identical.)
 #[pyclass(frozen, name = "Watcher", module = "epochlab._core")]
 pub(crate) struct PyWatcher {
     parts: Mutex<Option<WatcherParts>>,
+    targeted: bool,
+}
+
+impl PyWatcher {
+    /// The parts, as new references taken under the lock.
+    fn parts(&self, py: Python<'_>) -> PyResult<WatcherParts> {
+        let parts = lock(&self.parts);
+        let Some(p) = parts.as_ref() else {
+            return Err(PyTypeError::new_err("Watcher: cleared by the garbage collector"));
+        };
+        Ok(WatcherParts {
+            watch: p.watch.clone_ref(py),
+            brokers: p.brokers.clone_ref(py),
+            controller: p.controller.clone_ref(py),
+            then: p.then.clone_ref(py),
+        })
+    }
+
+    fn observe(&self, py: Python<'_>, ran: Ran) -> PyResult<()> {
+        let WatcherParts { watch, brokers, controller, then } = self.parts(py)?;
+        let (brokers, controller) = (brokers.bind(py), controller.bind(py));
+        let scope = match ran {
+            _ if !self.targeted => Scope::All,
+            Ran::Unowned => Scope::All,
+            Ran::Nothing => return Ok(()),
+            Ran::Owned(node) => {
+                // by identity: the controller, or one of the watched brokers
+                let node = node.bind(py);
+                if node.is(controller) {
+                    Scope::Controller
+                } else {
+                    match brokers.iter().find(|(_, b)| b.is(node)) {
+                        Some((id, _)) => Scope::Broker(id),
+                        None => Scope::All,
+                    }
+                }
+            }
+        };
+        if let Some(found) = watch.get().changes_in(brokers, controller, scope)? {
+            then.call1(py, found)?;
+        }
+        Ok(())
+    }
+
+    /// The kernel's hook after an event that is not quiet.
+    pub(crate) fn after_event(&self, py: Python<'_>, ran: Ran) -> PyResult<()> {
+        self.observe(py, ran)
+    }
 }
 
 #[pymethods]
 impl PyWatcher {
     fn __call__(&self, py: Python<'_>) -> PyResult<()> {
-        let (watch, brokers, controller, then) = {
-            let parts = lock(&self.parts);
-            let Some(p) = parts.as_ref() else {
-                return Err(PyTypeError::new_err("Watcher: cleared by the garbage collector"));
-            };
-            (p.watch.clone_ref(py), p.brokers.clone_ref(py), p.controller.clone_ref(py), p.then.clone_ref(py))
-        };
-        if let Some(found) = watch.get().changes(brokers.bind(py), controller.bind(py))? {
-            then.call1(py, found)?;
-        }
-        Ok(())
+        self.observe(py, Ran::Unowned)
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {

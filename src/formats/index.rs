@@ -47,7 +47,7 @@ pub struct AbortedTxnDump {
 /// Errors: a length not a multiple of the entry size (`sanityCheck`'s `CorruptIndexException`),
 /// non-zero bytes after the zero tail began.
 fn entries<'a>(data: &'a [u8], entry_bytes: usize, kind: &str) -> Result<&'a [u8], Fault> {
-    if data.len() % entry_bytes != 0 {
+    if !data.len().is_multiple_of(entry_bytes) {
         let whole = data.len() - data.len() % entry_bytes;
         return Err(Fault::new(
             whole,

@@ -62,7 +62,7 @@ pub struct TraceBuffers {
 }
 
 fn push_bit(bits: &mut Vec<u8>, i: usize, set: bool) {
-    if i % 8 == 0 {
+    if i.is_multiple_of(8) {
         bits.push(0);
     }
     if set {
