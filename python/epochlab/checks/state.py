@@ -73,6 +73,7 @@ class StateChecker:
         self.lossy_crashes: list[tuple[int, int]] = []       # (time, broker)
         self.recovering: set[int] = set()                    # lossy-crashed, not caught up
         self._watch = self.impl.ChangeWatch()  # which keys moved since the last observe
+        self._hook: Callable[[], None] | None = None
         # the passing case of the per-event checks in Rust, for Rust replicas
         first_replica = next(iter(cluster.brokers.values())).replica
         self._scan = core.StateScan(self.epochs_in_batches, cluster.generation.strict_min_isr,
@@ -173,10 +174,13 @@ class StateChecker:
     def hook(self) -> Callable[[], None]:
         """:meth:`observe` as one callable for the kernel's ``observe`` hook (the Rust
         ``Watcher`` with the Rust core: no Python frame for the events that change nothing)."""
-        brokers, controller = self.cluster.brokers, self.cluster.controller
-        if isinstance(self._watch, core.ChangeWatch):
-            return self._watch.watching(brokers, controller, self._check, targeted=self.targeted)
-        return self._watch.watching(brokers, controller, self._check)
+        if self._hook is None:  # made once per run (the executor asks once per action)
+            brokers, controller = self.cluster.brokers, self.cluster.controller
+            if isinstance(self._watch, core.ChangeWatch):
+                self._hook = self._watch.watching(brokers, controller, self._check, targeted=self.targeted)
+            else:
+                self._hook = self._watch.watching(brokers, controller, self._check)
+        return self._hook
 
     def _check(self, changed: list[int], ctrl_changed: bool) -> None:
         """The checks after brokers ``changed`` and (``ctrl_changed``) the controller moved.
