@@ -151,6 +151,18 @@ PLANE_SCHEDULES = [(seed, gen, profile) for gen in Generation for seed in (50, 5
                    if profile == "default" or gen >= Generation.KIP_320]  # KIP-392: Kafka 2.4
 
 
+def _plane_schedule(seed: int, generation: Generation, profile: str) -> Any:
+    """A 100-action schedule of ``PLANE_SCHEDULES`` (``profile``: default, or one of
+    docs/profiles)."""
+    from pathlib import Path
+
+    from epochlab.fuzz.generator import load_profile
+
+    docs = Path(__file__).resolve().parents[1] / "docs" / "profiles"
+    base = FuzzProfile() if profile == "default" else load_profile(docs / f"{profile}.json")
+    return generate_schedule(seed, generation, dataclasses.replace(base, actions=100))
+
+
 @pytest.mark.parametrize("seed, generation, profile", PLANE_SCHEDULES)
 def test_the_fetch_plane_is_the_brokers_fetcher(seed: int, generation: Generation, profile: str,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
@@ -159,13 +171,7 @@ def test_the_fetch_plane_is_the_brokers_fetcher(seed: int, generation: Generatio
     verdict, final state and end time, on 100-action schedules with swarm faults, and with
     reads from followers (KIP-392: consumer reads parked on a follower that a fetch answer
     completes)."""
-    from pathlib import Path
-
-    from epochlab.fuzz.generator import load_profile
-
-    docs = Path(__file__).resolve().parents[1] / "docs" / "profiles"
-    base = FuzzProfile() if profile == "default" else load_profile(docs / f"{profile}.json")
-    schedule = generate_schedule(seed, generation, dataclasses.replace(base, actions=100))
+    schedule = _plane_schedule(seed, generation, profile)
     fast = execute(schedule, backend="rust")
     monkeypatch.setattr(cluster_module.Cluster, "fetch_plane", False)
     plain = execute(schedule, backend="rust")
@@ -216,13 +222,7 @@ def test_the_targeted_watch_is_the_watch_of_every_key(seed: int, generation: Gen
     key alone, and after a message dropped or held none (``StateChecker.targeted``). Run for
     run the same history, verdict, final state and end time as comparing every key after
     every event, on 100-action schedules with swarm faults and reads from followers."""
-    from pathlib import Path
-
-    from epochlab.fuzz.generator import load_profile
-
-    docs = Path(__file__).resolve().parents[1] / "docs" / "profiles"
-    base = FuzzProfile() if profile == "default" else load_profile(docs / f"{profile}.json")
-    schedule = generate_schedule(seed, generation, dataclasses.replace(base, actions=100))
+    schedule = _plane_schedule(seed, generation, profile)
     targeted = execute(schedule, backend="rust")
     monkeypatch.setattr(state_module.StateChecker, "targeted", False)
     every = execute(schedule, backend="rust")
@@ -442,8 +442,19 @@ def test_the_state_scan_leaves_python_replicas_to_python_and_names_mistakes() ->
         scan.strong_isr(types.SimpleNamespace(cluster=object()), [], True)
     with pytest.raises(TypeError, match="StateScan.replica"):
         scan.replica(1, types.SimpleNamespace(), {})
+    with pytest.raises(TypeError, match="StateScan.check"):
+        scan.check(object(), [1], False)
+    from epochlab.checks.state import StateChecker
+
+    python_checker = StateChecker(c)
+    assert scan.check(python_checker, [1], True) == (0, None)  # Python replicas: all in Python
     rust = Cluster(ClusterConfig(), "strict-min-isr", seed=1, backend="rust")
     assert scan.replica(1, rust.brokers[1], {}) and scan.log_matching(rust.brokers, [1])
+    checker = StateChecker(rust)
+    with pytest.raises(TypeError, match="StateScan.check"):  # a broker id that is none
+        scan.check(checker, [9], False)
+    assert scan.check(checker, [1, 2, 3], True) == (3, True)  # the controller moved: the ISR part in Python
+    assert scan.check(checker, [1], False) is None            # every part passes in Rust
     with pytest.raises(TypeError):  # broker ids are ints
         scan.log_matching({"one": rust.brokers[1]}, [])
 
@@ -704,6 +715,45 @@ def test_the_rust_kernel_keeps_the_python_kernels_contract() -> None:
         k.run_until(300)
         assert out[-1] == ("after", False)  # the failed quiet event did not leak its quietness
 
+
+def test_timers_belong_to_the_node_whose_event_scheduled_them() -> None:
+    """The Rust kernel tells a ``Watcher`` whose event ran: a timer scheduled inside
+    ``call_as(node, ...)`` or inside an event of ``node`` (the timer's callback, or a message
+    delivered to it) is ``node``'s, so only its key is compared; a timer scheduled outside
+    any event is nobody's (every key). ``call_as`` returns what the callback returns and
+    gives the ownership back also when it raises; the Python kernel just calls."""
+    import types
+
+    from epochlab import _core
+
+    for make in (Kernel, _core.Kernel):
+        k = make(1)
+        assert k.call_as("n", lambda a, b: a + b, 2, 3) == 5
+        with pytest.raises(ZeroDivisionError):
+            k.call_as("n", lambda: 1 // 0)
+
+    k = _core.Kernel(1)
+    brokers = {1: types.SimpleNamespace(alive=True, incarnation=1, replica=types.SimpleNamespace(state_key=lambda: 0)),
+               2: types.SimpleNamespace(alive=True, incarnation=1, replica=types.SimpleNamespace(state_key=lambda: 0))}
+    ctrl = types.SimpleNamespace(leader=1, leader_epoch=1, partition_epoch=1, isr=(1, 2), elr=(), elections=[])
+    seen: list[tuple[list[int], bool]] = []
+    watcher = _core.ChangeWatch().watching(brokers, ctrl, lambda changed, moved: seen.append((list(changed), moved)))
+
+    def bump(b: int) -> None:  # broker b's own work, moving its key and, behind its back, 2's
+        brokers[b].incarnation += 1
+        brokers[3 - b].incarnation += 1
+
+    def tick() -> None:  # broker 1's periodic task: bumps, then schedules its next turn
+        bump(1)
+        k.schedule(10, lambda: bump(1))
+    k.call_as(brokers[1], k.schedule, 10, tick)  # owned by broker 1
+    k.schedule(50, lambda: bump(2))              # scheduled by nobody's event
+    k.run_until(0, None, watcher)
+    assert seen == [([1, 2], True)]              # the first look sees everything
+    k.run_until(100, None, watcher)
+    # broker 1's two events compare broker 1 only (the move of broker 2 behind their back is
+    # not looked for: components never do that); the unowned event compares every key
+    assert seen[1:] == [([1], False), ([1], False), ([1, 2], False)], seen
 
 @pytest.mark.parametrize("backend", ["rust", "reference"])
 def test_a_finished_run_is_freed(backend: str) -> None:

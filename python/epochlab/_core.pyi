@@ -747,6 +747,9 @@ class Kernel:
         """The ``random.Random`` of one component, made on first use from the seed and ``name``."""
     def schedule(self, delay_ms: Any, callback: Any, quiet: bool | None = None) -> Timer: ...
     def schedule_at(self, time_ms: Any, callback: Any, quiet: bool | None = None) -> Timer: ...
+    def call_as(self, node: Any, callback: Any, *args: Any) -> Any:
+        """``callback(*args)`` as an event of ``node``: the timers it schedules are ``node``'s
+        (the owner the state checker's ``Watcher`` is told of)."""
     def next_time(self) -> int | None: ...
     def step(self) -> bool: ...
     def run_until(self, time_ms: Any, stop: Any = None, observe: Any = None) -> bool: ...
@@ -853,6 +856,9 @@ class StateScan:
         """``_check_leaders(changed, moved)`` passes (then the leadership is noted)."""
     def strong_isr(self, checker: Any, changed: list[int], every: bool) -> bool:
         """The Inv-StrongIsr half of ``_check_isr`` passes."""
+    def check(self, checker: Any, changed: list[int], ctrl_changed: bool) -> tuple[int, bool | None] | None:
+        """``_check(changed, ctrl_changed)`` in one call: ``None`` when every part passes, else
+        ``(stage, moved)``, the part the Python statement goes on from (``_check_from``)."""
 
 def _twister_draws(rng: Any, draws: Sequence[tuple[str, int]]) -> list[float]:
     """Draws ``("below", n)`` / ``("random", 0)`` from a twister seeded with ``rng``'s state

@@ -15,12 +15,14 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PySet, PyTuple};
 
+use super::args::lock;
 use super::divergence::with_two;
 use super::log::PyReplicaLog;
 use super::replica::PyReplica;
 use crate::invariants::first_mismatch;
 use crate::log::ReplicaLog;
 use crate::replica::Role;
+use crate::types::Offset;
 
 /// The broker's replica, if it is a Rust one.
 fn rust_replica<'py>(broker: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyReplica>>> {
@@ -135,9 +137,101 @@ impl PyStateScan {
     fn strong_isr(&self, checker: &Bound<'_, PyAny>, changed: &Bound<'_, PyList>, every: bool) -> PyResult<bool> {
         self.strong_isr_of(checker, changed, every).map_err(|e| mistake("strong_isr", e))
     }
+
+    /// `StateChecker._check(changed, ctrl_changed)` in one call, its parts in its order: each
+    /// broker's part (`replica`), the truth's advance (`_advance_true_hw`, asking the checker's
+    /// `_legitimate` for a leader whose HW passed `trueHW`), `leaders`, `log_matching`, then
+    /// `strong_isr` when nothing else of `_check_isr` has work. `None` when every part passed;
+    /// else `(stage, moved)`: the Python statement goes on from that part (0: from the start,
+    /// nothing but the brokers' idempotent HW bookkeeping done; 1: the leaders' part, 2: log
+    /// matching, 3: the ISR part), with `moved` (the controller or the truth moved) as
+    /// computed here. Clusters with a replica that is not a Rust one get `(0, None)`.
+    fn check(&self, checker: &Bound<'_, PyAny>, changed: &Bound<'_, PyList>, ctrl_changed: bool) -> PyResult<Option<(u8, Option<bool>)>> {
+        self.check_of(checker, changed, ctrl_changed).map_err(|e| mistake("check", e))
+    }
 }
 
 impl PyStateScan {
+    fn check_of(&self, checker: &Bound<'_, PyAny>, changed: &Bound<'_, PyList>, ctrl_changed: bool) -> PyResult<Option<(u8, Option<bool>)>> {
+        let py = checker.py();
+        let (cluster, brokers, _) = cluster_of(checker)?;
+        for (_, broker) in brokers.iter() {
+            if rust_replica(&broker)?.is_none() {
+                return Ok(Some((0, None)));
+            }
+        }
+        let leader_hw = checker.getattr(intern!(py, "_leader_hw"))?.cast_into::<PyDict>()?;
+        for b in changed.iter() {
+            let broker = brokers.get_item(&b)?.ok_or_else(|| PyKeyError::new_err(b.clone().unbind()))?;
+            if !self.replica_of(&b, &broker, &leader_hw)? {
+                return Ok(Some((0, None)));
+            }
+        }
+        let moved = self.advance_true_hw(checker, &cluster, &brokers, (!ctrl_changed).then_some(changed))? || ctrl_changed;
+        if !self.leaders_of(checker, changed, moved)? {
+            return Ok(Some((1, Some(moved))));
+        }
+        if !self.log_matching_of(&brokers, changed)? {
+            return Ok(Some((2, Some(moved))));
+        }
+        if ctrl_changed
+            || checker.getattr(intern!(py, "recovering"))?.is_truthy()?
+            || checker.getattr(intern!(py, "_rejoined"))?.is_truthy()?
+            || !self.strong_isr_of(checker, changed, moved)?
+        {
+            return Ok(Some((3, Some(moved))));
+        }
+        Ok(None)
+    }
+
+    /// `StateChecker._advance_true_hw(only)`: copy what a legitimate leader's HW passed into
+    /// the truth (every broker when `only` is `None`); whether `trueHW` moved. The leader's
+    /// batches from the truth's end below its HW are appended when the first starts there; a
+    /// log error (a read below the log start, an append that does not follow) leaves the
+    /// truth as it is, and `trueHW` moves all the same, as the Python statement does.
+    fn advance_true_hw(&self, checker: &Bound<'_, PyAny>, cluster: &Bound<'_, PyAny>, brokers: &Bound<'_, PyDict>,
+                       only: Option<&Bound<'_, PyList>>) -> PyResult<bool> {
+        let py = checker.py();
+        let (truth, mut true_hw) = truth(checker)?;
+        let before = true_hw;
+        let ids: Vec<Bound<'_, PyAny>> = match only {
+            Some(list) => list.iter().collect(),
+            None => brokers.keys().iter().collect(),
+        };
+        for b in ids {
+            let broker = brokers.get_item(&b)?.ok_or_else(|| PyKeyError::new_err(b.clone().unbind()))?;
+            if !broker.getattr(intern!(py, "alive"))?.is_truthy()? {
+                continue;
+            }
+            let Some(replica) = rust_replica(&broker)? else { continue };
+            let (leads, epoch, hw, leo) = replica.get().with(py, |r, log| {
+                (r.role == Role::Leader, r.leader_epoch.map(|e| e.0), log.high_watermark().0, log.log_end_offset().0)
+            });
+            if !leads || hw <= true_hw {
+                continue;
+            }
+            if !checker.call_method1(intern!(py, "_legitimate"), (&b, epoch))?.is_truthy()? {
+                continue;
+            }
+            let start = lock(&truth.get().inner).log_end_offset().0;
+            if start < leo {
+                let read = lock(&replica.get().log_object().bind(py).get().inner).read(Offset(start), None, None);
+                if let Ok(mut batches) = read {
+                    batches.retain(|x| x.base_offset().0 < hw);
+                    if batches.first().is_some_and(|x| x.base_offset().0 == start) {
+                        let appended = lock(&truth.get().inner).append_batches_as_follower(&batches);
+                        drop(appended); // a log error leaves the truth as it is
+                    }
+                }
+            }
+            true_hw = hw;
+            checker.setattr(intern!(py, "true_hw"), hw)?;
+            let now = cluster.getattr(intern!(py, "now_ms"))?;
+            checker.getattr(intern!(py, "true_hw_history"))?.cast_into::<PyList>()?.append((now, hw))?;
+        }
+        Ok(true_hw != before)
+    }
+
     fn replica_of(&self, b: &Bound<'_, PyAny>, broker: &Bound<'_, PyAny>, leader_hw: &Bound<'_, PyDict>) -> PyResult<bool> {
         let py = b.py();
         let Some(replica) = rust_replica(broker)? else { return Ok(false) };

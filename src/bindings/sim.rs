@@ -31,7 +31,7 @@ use pyo3::gc::PyVisit;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::PyTraverseError;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use super::args::lock;
 use super::errors::to_py_err;
@@ -501,6 +501,19 @@ impl PyKernel {
         let next = self.state().next_time();
         self.sweep();
         next
+    }
+
+    /// `fn(*args)` as an event of `node`: the timers it schedules are `node`'s (`KernelState::
+    /// owner`), as if one of its events had scheduled them. For the facade's actions on one
+    /// component (booting, crashing or shutting down a broker); the owner in force before is
+    /// restored after, also on an error.
+    #[pyo3(signature = (node, callback, *args))]
+    fn call_as<'py>(&self, node: Py<PyAny>, callback: &Bound<'py, PyAny>, args: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyAny>> {
+        let before = std::mem::replace(&mut self.state().owner, Some(node));
+        let result = callback.call1(args);
+        let ours = std::mem::replace(&mut self.state().owner, before);
+        drop(ours);
+        result
     }
 
     /// Run the earliest pending event (advancing the clock to it); `False` if none.

@@ -184,21 +184,36 @@ class StateChecker:
 
     def _check(self, changed: list[int], ctrl_changed: bool) -> None:
         """The checks after brokers ``changed`` and (``ctrl_changed``) the controller moved.
-        With Rust replicas, ``core.StateScan`` answers each part first: when it passes there
-        (it made the same bookkeeping writes) the Python statement is not run; when it would
-        fail, the Python statement runs and reports."""
+        With Rust replicas, ``core.StateScan.check`` answers them first, part by part in the
+        order below: when every part passes there (it made the same bookkeeping writes) no
+        Python runs; when one would fail, the Python statement goes on from that part
+        (:meth:`_check_from`), and each part after it is again asked of the scan first."""
         scan = self._scan if self.incremental else None
+        if scan is None:
+            self._check_from(0, None, changed, ctrl_changed, False)
+            return
+        resume = scan.check(self, changed, ctrl_changed)
+        if resume is not None:
+            stage, moved = resume
+            self._check_from(stage, scan, changed, ctrl_changed, bool(moved))
+
+    def _check_from(self, stage: int, scan: Any, changed: list[int], ctrl_changed: bool,
+                    moved: bool) -> None:
+        """:meth:`_check` from part ``stage`` on (0: the brokers' own checks and the truth,
+        which compute ``moved``; 1: the leaders; 2: log matching; 3: the ISR); each part asks
+        ``scan`` (``core.StateScan``, or ``None``) for its passing case first."""
         brokers = self.cluster.brokers
-        for b in changed:
-            if scan is None or not scan.replica(b, brokers[b], self._leader_hw):
-                self._check_replica(b)
-        everything = ctrl_changed or not self.incremental
-        true_hw = self.true_hw
-        self._advance_true_hw(None if everything else changed)
-        moved = everything or self.true_hw != true_hw
-        if scan is None or not scan.leaders(self, changed, moved):
+        if stage == 0:
+            for b in changed:
+                if scan is None or not scan.replica(b, brokers[b], self._leader_hw):
+                    self._check_replica(b)
+            everything = ctrl_changed or not self.incremental
+            true_hw = self.true_hw
+            self._advance_true_hw(None if everything else changed)
+            moved = everything or self.true_hw != true_hw
+        if stage <= 1 and (scan is None or not scan.leaders(self, changed, moved)):
             self._check_leaders(changed, moved)
-        if scan is None or not scan.log_matching(brokers, changed):
+        if stage <= 2 and (scan is None or not scan.log_matching(brokers, changed)):
             self._check_log_matching(changed)
         if scan is None or ctrl_changed or self.recovering or self._rejoined \
                 or not scan.strong_isr(self, changed, moved):

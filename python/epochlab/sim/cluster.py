@@ -118,8 +118,8 @@ class Cluster:
             self.trace_recorder = TraceRecorder(self)
             if recording is not None:
                 recording.append(self)
-        for broker in self.brokers.values():
-            broker.start()
+        for broker in self.brokers.values():  # its timers are its own (Kernel.call_as)
+            self.kernel.call_as(broker, broker.start)
         self.coordinator.start()
         self.log_event("controller", f"controller: initial leader {self.controller.leader} "
                        f"epoch 0 ISR {list(self.controller.isr)} ({self.generation.label})")
@@ -201,7 +201,8 @@ class Cluster:
 
     def crash(self, broker: int, lose_unflushed: bool = False) -> None:
         """Kill the broker; with ``lose_unflushed`` its page cache is lost too (1.10)."""
-        self._broker(broker).crash(lose_unflushed)
+        b = self._broker(broker)
+        self.kernel.call_as(b, b.crash, lose_unflushed)
 
     def restart(self, broker: int) -> None:
         """Boot a crashed broker from its disk state (stale HW checkpoint). It comes up after
@@ -214,7 +215,7 @@ class Cluster:
             self.log_event("restart", f"broker {broker} restarts with LEO "
                            f"{b.replica.log.log_end_offset}, HW {b.replica.log.high_watermark}"
                            + (f"; up after {startup} ms" if startup else ""))
-            b.boot(startup)
+            self.kernel.call_as(b, b.boot, startup)
 
     def crash_coordinator(self) -> None:
         """Kill the transaction coordinator (its ``__transaction_state`` survives)."""
@@ -227,7 +228,7 @@ class Cluster:
     def controller_failover(self) -> None:
         """A new controller takes over, one controller epoch up
         (:meth:`epochlab.sim.controller.Controller.failover`)."""
-        self.controller.failover()
+        self.kernel.call_as(self.controller, self.controller.failover)
 
     def partition(self, groups: Sequence[Sequence[Node]]) -> None:
         """Cut the network into groups; unlisted nodes form one more group together."""
@@ -273,14 +274,15 @@ class Cluster:
                            "reliable connection; duplicate/reorder not applied")
 
     def controlled_shutdown(self, broker: int) -> None:
-        self._broker(broker).request_controlled_shutdown()
+        b = self._broker(broker)
+        self.kernel.call_as(b, b.request_controlled_shutdown)
 
     def elect_preferred_leader(self) -> bool:
-        return self.controller.elect_preferred_leader()
+        return bool(self.kernel.call_as(self.controller, self.controller.elect_preferred_leader))
 
     def elect(self, broker: int, unclean: bool = False) -> bool:
         self._broker(broker)
-        return self.controller.elect(broker, unclean)
+        return bool(self.kernel.call_as(self.controller, self.controller.elect, broker, unclean))
 
     # -- observation ------------------------------------------------------------------------
     def state(self) -> ClusterState:

@@ -24,8 +24,11 @@ from __future__ import annotations
 import heapq
 from random import Random
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 __all__ = ["Kernel", "Timer"]
+
+_T = TypeVar("_T")
 
 
 class Timer:
@@ -83,6 +86,11 @@ class Kernel:
         self._sequence += 1
         heapq.heappush(self._queue, (timer.time_ms, self._sequence, timer, callback))
         return timer
+
+    def call_as(self, node: object, callback: Callable[..., _T], *args: Any) -> _T:
+        """``callback(*args)`` as an event of ``node`` (the Rust kernel passes that on to the
+        timers it schedules, for the state checker's watcher; this kernel keeps no owners)."""
+        return callback(*args)
 
     def next_time(self) -> int | None:
         """Time of the earliest pending event, ``None`` if the queue is empty."""
