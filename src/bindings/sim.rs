@@ -509,7 +509,7 @@ impl PyKernel {
     /// restored after, also on an error.
     #[pyo3(signature = (node, callback, *args))]
     fn call_as<'py>(&self, node: Py<PyAny>, callback: &Bound<'py, PyAny>, args: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyAny>> {
-        let before = std::mem::replace(&mut self.state().owner, Some(node));
+        let before = self.state().owner.replace(node);
         let result = callback.call1(args);
         let ours = std::mem::replace(&mut self.state().owner, before);
         drop(ours);
