@@ -231,7 +231,7 @@ def _snapshot(run: Any) -> dict[str, Any]:
     hw = c.brokers[leader].replica.log.high_watermark if leader is not None else 0
     on_leader = logs.get(leader, {}) if leader is not None else {}
     others = {(o, v) for b, log in logs.items() if b != leader for o, v in log.items()}
-    history = [op.to_dict() for op in c.history]
+    history = run.history_dicts()
     acked = {op["value"]: op["acks"] for op in history if op["f"] == "send" and op["type"] == "ok"}
     done = {op["value"] for op in history if op["f"] == "send" and op["type"] != "invoke"}
     invoked = [op["value"] for op in history if op["f"] == "send" and op["type"] == "invoke"]
@@ -260,7 +260,7 @@ def _final_values(run: Any) -> list[int]:
 def _measure(run: Any, snapshot: dict[str, Any], schedule: Schedule) -> dict[str, Any]:
     c = run.cluster
     verdict = run.final_verdict
-    history = [op.to_dict() for op in c.history]
+    history = run.history_dicts()
     final = _final_values(run)
     present = set(final)
     invokes = {op["value"]: op["time_ms"] for op in history if op["f"] == "send" and op["type"] == "invoke"}

@@ -119,6 +119,15 @@ class _Run:
         self.links: list[tuple[Any, Any]] = []
         self.slowed: list[int] = []
         self.healing_start_ms: int | None = None
+        self._ops: list[dict[str, Any]] = []
+
+    def history_dicts(self) -> list[dict[str, Any]]:
+        """The history so far as ``HistoryOp.to_dict()`` dicts (made once per record: the
+        history is only appended to; callers must not change them)."""
+        history = self.cluster.history
+        if len(self._ops) < len(history):
+            self._ops.extend(op.to_dict() for op in history[len(self._ops):])
+        return self._ops
 
     def _tick(self, _cluster: Any) -> bool:
         if not self.cluster.kernel.last_quiet:  # a client's event changes nothing checked
@@ -299,8 +308,7 @@ class _Run:
                 resets.setdefault(e.message.split()[1].rstrip(":"), []).append(e.time_ms)
         idempotent = {n for n, p in self.producers.items() if p.config.enable_idempotence}
         rewritten = {v for p in self.producers.values() for v in p.rewritten_values}
-        ops = [op.to_dict() for op in c.history]
-        violations += check_history(ops, self.final_log(),
+        violations += check_history(self.history_dicts(), self.final_log(),
                                     self.committed(), self.checker.true_hw_at,
                                     self.checker.allowance, idempotent, self.step_of, resets,
                                     c.now_ms, skippable=self.skippable() if any(
@@ -310,7 +318,7 @@ class _Run:
         read_committed = {n for n, x in self.consumers.items()
                           if x.config.isolation_level == "read_committed"}
         violations += check_transactions(
-            ops,
+            self.history_dicts(),
             c.brokers[leader].replica.log if leader is not None else None,
             {b: c.brokers[b].replica.log for b in sorted(c.brokers)}, read_committed,
             self.checker.allowance, self.step_of, c.now_ms)

@@ -46,7 +46,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from epochlab.errors import ConfigError, ScheduleError
 from epochlab.generations import Generation
