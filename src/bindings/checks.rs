@@ -63,6 +63,12 @@ fn holds_truth(truth: &PyReplicaLog, true_hw: u64, log: &PyReplicaLog) -> bool {
 }
 
 fn ids(list: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
+    if let Ok(l) = list.cast::<PyList>() {
+        return l.iter().map(|x| x.extract::<i64>()).collect();
+    }
+    if let Ok(t) = list.cast::<PyTuple>() {
+        return t.iter().map(|x| x.extract::<i64>()).collect();
+    }
     list.try_iter()?.map(|x| x?.extract::<i64>()).collect()
 }
 
@@ -73,6 +79,22 @@ fn cluster_of<'py>(checker: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, 
     let brokers = cluster.getattr(intern!(py, "brokers"))?.cast_into::<PyDict>()?;
     let ctrl = cluster.getattr(intern!(py, "controller"))?;
     Ok((cluster, brokers, ctrl))
+}
+
+/// What every part reads: the checker, its cluster's parts, the changed broker ids.
+struct Scene<'py> {
+    checker: Bound<'py, PyAny>,
+    cluster: Bound<'py, PyAny>,
+    brokers: Bound<'py, PyDict>,
+    ctrl: Bound<'py, PyAny>,
+    changed: Vec<i64>,
+}
+
+impl<'py> Scene<'py> {
+    fn of(checker: &Bound<'py, PyAny>, changed: &Bound<'py, PyList>) -> PyResult<Self> {
+        let (cluster, brokers, ctrl) = cluster_of(checker)?;
+        Ok(Scene { checker: checker.clone(), cluster, brokers, ctrl, changed: ids(changed.as_any())? })
+    }
 }
 
 /// The checker's truth and `trueHW`.
@@ -118,7 +140,7 @@ impl PyStateScan {
     /// `_check_log_matching(changed)` passes: every pair with a changed broker agrees below
     /// the smaller HW.
     fn log_matching(&self, brokers: &Bound<'_, PyDict>, changed: &Bound<'_, PyList>) -> PyResult<bool> {
-        self.log_matching_of(brokers, changed).map_err(|e| mistake("log_matching", e))
+        (|| self.log_matching_of(brokers, &ids(changed.as_any())?))().map_err(|e| mistake("log_matching", e))
     }
 
     /// `_check_leaders(changed, moved)` passes: no two live leaders of one epoch (asked when a
@@ -127,7 +149,7 @@ impl PyStateScan {
     /// `checker._leaderships`) and, with a partition epoch, counts every controller-ISR
     /// member behind its HW in its maximal ISR.
     fn leaders(&self, checker: &Bound<'_, PyAny>, changed: &Bound<'_, PyList>, moved: bool) -> PyResult<bool> {
-        self.leaders_of(checker, changed, moved).map_err(|e| mistake("leaders", e))
+        (|| self.leaders_of(&Scene::of(checker, changed)?, moved))().map_err(|e| mistake("leaders", e))
     }
 
     /// The Inv-StrongIsr half of `_check_isr` passes: every live ISR/ELR member that is a
@@ -135,7 +157,7 @@ impl PyStateScan {
     /// when nothing else of `_check_isr` has work (no recovering broker, the controller
     /// unchanged, no broker just out of recovery).
     fn strong_isr(&self, checker: &Bound<'_, PyAny>, changed: &Bound<'_, PyList>, every: bool) -> PyResult<bool> {
-        self.strong_isr_of(checker, changed, every).map_err(|e| mistake("strong_isr", e))
+        (|| self.strong_isr_of(&Scene::of(checker, changed)?, every))().map_err(|e| mistake("strong_isr", e))
     }
 
     /// `StateChecker._check(changed, ctrl_changed)` in one call, its parts in its order: each
@@ -154,30 +176,30 @@ impl PyStateScan {
 impl PyStateScan {
     fn check_of(&self, checker: &Bound<'_, PyAny>, changed: &Bound<'_, PyList>, ctrl_changed: bool) -> PyResult<Option<(u8, Option<bool>)>> {
         let py = checker.py();
-        let (cluster, brokers, _) = cluster_of(checker)?;
-        for (_, broker) in brokers.iter() {
+        let scene = Scene::of(checker, changed)?;
+        for (_, broker) in scene.brokers.iter() {
             if rust_replica(&broker)?.is_none() {
                 return Ok(Some((0, None)));
             }
         }
         let leader_hw = checker.getattr(intern!(py, "_leader_hw"))?.cast_into::<PyDict>()?;
         for b in changed.iter() {
-            let broker = brokers.get_item(&b)?.ok_or_else(|| PyKeyError::new_err(b.clone().unbind()))?;
+            let broker = scene.brokers.get_item(&b)?.ok_or_else(|| PyKeyError::new_err(b.clone().unbind()))?;
             if !self.replica_of(&b, &broker, &leader_hw)? {
                 return Ok(Some((0, None)));
             }
         }
-        let moved = self.advance_true_hw(checker, &cluster, &brokers, (!ctrl_changed).then_some(changed))? || ctrl_changed;
-        if !self.leaders_of(checker, changed, moved)? {
+        let moved = self.advance_true_hw(checker, &scene.cluster, &scene.brokers, (!ctrl_changed).then_some(changed))? || ctrl_changed;
+        if !self.leaders_of(&scene, moved)? {
             return Ok(Some((1, Some(moved))));
         }
-        if !self.log_matching_of(&brokers, changed)? {
+        if !self.log_matching_of(&scene.brokers, &scene.changed)? {
             return Ok(Some((2, Some(moved))));
         }
         if ctrl_changed
             || checker.getattr(intern!(py, "recovering"))?.is_truthy()?
             || checker.getattr(intern!(py, "_rejoined"))?.is_truthy()?
-            || !self.strong_isr_of(checker, changed, moved)?
+            || !self.strong_isr_of(&scene, moved)?
         {
             return Ok(Some((3, Some(moved))));
         }
@@ -256,8 +278,7 @@ impl PyStateScan {
         Ok(true)
     }
 
-    fn log_matching_of(&self, brokers: &Bound<'_, PyDict>, changed: &Bound<'_, PyList>) -> PyResult<bool> {
-        let changed = ids(changed.as_any())?;
+    fn log_matching_of(&self, brokers: &Bound<'_, PyDict>, changed: &[i64]) -> PyResult<bool> {
         let mut logs = Vec::with_capacity(brokers.len());
         for (b, broker) in brokers.iter() {
             let Some(replica) = rust_replica(&broker)? else { return Ok(false) };
@@ -282,10 +303,9 @@ impl PyStateScan {
         Ok(true)
     }
 
-    fn leaders_of(&self, checker: &Bound<'_, PyAny>, changed: &Bound<'_, PyList>, moved: bool) -> PyResult<bool> {
+    fn leaders_of(&self, scene: &Scene<'_>, moved: bool) -> PyResult<bool> {
+        let Scene { checker, brokers, ctrl, changed, .. } = scene;
         let py = checker.py();
-        let (_, brokers, ctrl) = cluster_of(checker)?;
-        let changed = ids(changed.as_any())?;
         if !changed.is_empty() {
             let mut acting: Vec<u32> = Vec::new();
             for (_, broker) in brokers.iter() {
@@ -350,16 +370,15 @@ impl PyStateScan {
         Ok(true)
     }
 
-    fn strong_isr_of(&self, checker: &Bound<'_, PyAny>, changed: &Bound<'_, PyList>, every: bool) -> PyResult<bool> {
+    fn strong_isr_of(&self, scene: &Scene<'_>, every: bool) -> PyResult<bool> {
+        let Scene { checker, cluster, brokers, ctrl, changed } = scene;
         let py = checker.py();
-        let (cluster, brokers, ctrl) = cluster_of(checker)?;
         let replicas = cluster.getattr(intern!(py, "config"))?.getattr(intern!(py, "replicas"))?;
         if !replicas.is_truthy()? {
             return Ok(true);
         }
         let isr = ids(&ctrl.getattr(intern!(py, "isr"))?)?;
         let elr = ids(&ctrl.getattr(intern!(py, "elr"))?)?;
-        let changed = ids(changed.as_any())?;
         let (truth, true_hw) = truth(checker)?;
         for b in replicas.try_iter()? {
             let b = b?;
