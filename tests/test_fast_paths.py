@@ -459,6 +459,37 @@ def test_the_state_scan_leaves_python_replicas_to_python_and_names_mistakes() ->
         scan.log_matching({"one": rust.brokers[1]}, [])
 
 
+def test_the_state_scan_compares_again_what_a_truncation_rewrote() -> None:
+    """The scan keeps, per pair of logs, the prefix it found equal and compares only what was
+    appended since, while both logs' stores keep their stamps (``BatchStore::stamp``): a
+    truncation and different records written at the same offsets are seen, and so are
+    differing appends after a verified prefix."""
+    from epochlab import _core
+
+    scan = _core.StateScan(True, True, 2)
+    c = Cluster(ClusterConfig(), "strict-min-isr", seed=1, backend="rust")
+    a, b = c.brokers[1].replica.log, c.brokers[2].replica.log
+    for log in (a, b):
+        log.append_as_leader([1, 2, 3], 0)
+        log.update_high_watermark(3)
+    assert scan.log_matching(c.brokers, [1])          # equal below 3: verified
+    b.truncate_to(1)
+    b.append_as_leader([9, 9], 0)                     # offsets 1 and 2 rewritten
+    b.update_high_watermark(3)
+    assert not scan.log_matching(c.brokers, [2])
+    c2 = Cluster(ClusterConfig(), "strict-min-isr", seed=1, backend="rust")
+    a, b = c2.brokers[1].replica.log, c2.brokers[2].replica.log
+    for log in (a, b):
+        log.append_as_leader([1, 2], 0)
+        log.update_high_watermark(2)
+    assert scan.log_matching(c2.brokers, [1])
+    a.append_as_leader([5], 0)
+    b.append_as_leader([6], 0)                        # appended after the verified prefix
+    for log in (a, b):
+        log.update_high_watermark(3)
+    assert not scan.log_matching(c2.brokers, [1])
+
+
 def test_kernel_counts_steps_and_honours_a_step_set_on_the_instance() -> None:
     from epochlab import _core
 

@@ -10,6 +10,10 @@
 //! formats every message, so each message comes from one place). The differential tests
 //! compare the checker using it with the plain one on runs bent to fail.
 
+use std::sync::Mutex;
+
+use rustc_hash::FxHashMap as HashMap;
+
 use pyo3::exceptions::{PyAttributeError, PyKeyError, PyTypeError};
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -19,7 +23,7 @@ use super::args::lock;
 use super::divergence::with_two;
 use super::log::PyReplicaLog;
 use super::replica::PyReplica;
-use crate::invariants::first_mismatch;
+use crate::invariants::first_mismatch_between;
 use crate::log::ReplicaLog;
 use crate::replica::Role;
 use crate::types::Offset;
@@ -52,15 +56,6 @@ fn epochs_ok(log: &ReplicaLog) -> bool {
     ok
 }
 
-/// `StateChecker._missing_committed` finds nothing: `log` holds the truth below `true_hw`.
-fn holds_truth(truth: &PyReplicaLog, true_hw: u64, log: &PyReplicaLog) -> bool {
-    if true_hw == 0 {
-        return true;
-    }
-    with_two(truth, log, |t, l| {
-        first_mismatch(t, l).is_none_or(|m| m.0 >= true_hw) && l.log_end_offset().0 >= true_hw
-    })
-}
 
 fn ids(list: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
     if let Ok(l) = list.cast::<PyList>() {
@@ -121,13 +116,18 @@ pub(crate) struct PyStateScan {
     epochs_in_batches: bool,
     strict_min_isr: bool,
     min_isr: usize,
+    /// Verified prefixes, per pair of logs (by address, within this checker's run): the
+    /// stamps both stores had (`BatchStore::stamp`) and the offset below which the pair was
+    /// found equal (a scan that found no mismatch below the smaller LEO). While both stamps
+    /// hold, only what was appended since is compared.
+    verified: Mutex<HashMap<(usize, usize), (u64, u64, u64)>>,
 }
 
 #[pymethods]
 impl PyStateScan {
     #[new]
     fn new(epochs_in_batches: bool, strict_min_isr: bool, min_isr: usize) -> Self {
-        Self { epochs_in_batches, strict_min_isr, min_isr }
+        Self { epochs_in_batches, strict_min_isr, min_isr, verified: Mutex::new(HashMap::default()) }
     }
 
     /// `_check_replica(b)` passes: HW bounds, no holes, epochs (when batches carry them), a
@@ -174,6 +174,33 @@ impl PyStateScan {
 }
 
 impl PyStateScan {
+    /// `first_mismatch(a, b)`, comparing from the pair's verified prefix on.
+    fn mismatch(&self, a: &PyReplicaLog, b: &PyReplicaLog) -> Option<Offset> {
+        let key = (a as *const PyReplicaLog as usize, b as *const PyReplicaLog as usize);
+        let known = lock(&self.verified).get(&key).copied();
+        with_two(a, b, |x, y| {
+            let stamps = (x.store().stamp(), y.store().stamp());
+            let from = match known {
+                Some((sa, sb, end)) if (sa, sb) == stamps => end,
+                _ => 0,
+            };
+            let found = first_mismatch_between(x, y, Offset(from), Offset(u64::MAX));
+            if found.is_none() {
+                let end = x.log_end_offset().0.min(y.log_end_offset().0).max(from);
+                lock(&self.verified).insert(key, (stamps.0, stamps.1, end));
+            }
+            found
+        })
+    }
+
+    /// `StateChecker._missing_committed` finds nothing: `log` holds the truth below `true_hw`.
+    fn holds_truth(&self, truth: &PyReplicaLog, true_hw: u64, log: &PyReplicaLog) -> bool {
+        if true_hw == 0 {
+            return true;
+        }
+        self.mismatch(truth, log).is_none_or(|m| m.0 >= true_hw) && lock(&log.inner).log_end_offset().0 >= true_hw
+    }
+
     fn check_of(&self, checker: &Bound<'_, PyAny>, changed: &Bound<'_, PyList>, ctrl_changed: bool) -> PyResult<Option<(u8, Option<bool>)>> {
         let py = checker.py();
         let scene = Scene::of(checker, changed)?;
@@ -291,10 +318,8 @@ impl PyStateScan {
                     continue;
                 }
                 let (la, lb) = (la.get(), lb.get());
-                let differs = with_two(la, lb, |x, y| {
-                    let bound = x.high_watermark().0.min(y.high_watermark().0);
-                    bound != 0 && first_mismatch(x, y).is_some_and(|m| m.0 < bound)
-                });
+                let bound = with_two(la, lb, |x, y| x.high_watermark().0.min(y.high_watermark().0));
+                let differs = bound != 0 && self.mismatch(la, lb).is_some_and(|m| m.0 < bound);
                 if differs {
                     return Ok(false);
                 }
@@ -341,7 +366,7 @@ impl PyStateScan {
         let log = replica.get().log_object().bind(py);
         if moved || changed.contains(&leader_id) {
             let (truth, true_hw) = truth(checker)?;
-            if !holds_truth(truth.get(), true_hw, log.get()) {
+            if !self.holds_truth(truth.get(), true_hw, log.get()) {
                 return Ok(false);
             }
             let leaderships = checker.getattr(intern!(py, "_leaderships"))?.cast_into::<PySet>()?;
@@ -394,7 +419,7 @@ impl PyStateScan {
             if replica.get().with(py, |r, _| r.role == Role::None) {
                 continue;
             }
-            if !holds_truth(truth.get(), true_hw, replica.get().log_object().bind(py).get()) {
+            if !self.holds_truth(truth.get(), true_hw, replica.get().log_object().bind(py).get()) {
                 return Ok(false);
             }
         }

@@ -762,6 +762,23 @@ mod tests {
     }
 
     #[test]
+    fn a_store_stamp_survives_appends_only() {
+        let mut log = ReplicaLog::new(Offset(0), false);
+        let first = log.store().stamp();
+        plain(&mut log, 2, 0);
+        plain(&mut log, 3, 1);
+        assert_eq!(log.store().stamp(), first); // appends keep what was below the end
+        let copy = log.clone();
+        assert_ne!(copy.store().stamp(), first); // a copy changes apart from its original
+        assert!(!log.truncate_to(Offset(9)));   // nothing cut: nothing rewritten
+        assert_eq!(log.store().stamp(), first);
+        log.truncate_to(Offset(2));
+        let cut = log.store().stamp();
+        assert!(cut != first && cut != copy.store().stamp());
+        assert_ne!(ReplicaLog::new(Offset(0), false).store().stamp(), cut);
+    }
+
+    #[test]
     fn appends_carry_the_leader_clock_and_lookups_by_time_find_the_first_batch() {
         let mut log = ReplicaLog::new(Offset(0), false);
         plain(&mut log, 2, 0); // no clock yet: no timestamp

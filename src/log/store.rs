@@ -10,6 +10,8 @@
 //! offset: KAFKA-3919), so a lookup takes the first batch in log order that holds the offset,
 //! as Kafka's offset index and segment scan do.
 
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+
 use super::batch::{ProducerFields, RecordBatch};
 use crate::types::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence};
 
@@ -17,8 +19,13 @@ const HAS_PRODUCER: u8 = 1;
 const TRANSACTIONAL: u8 = 2;
 const CONTROL: u8 = 4;
 
-#[derive(Clone, Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct BatchStore {
+    /// Unique to this store's content below its end: new for every store made (and every
+    /// clone) and after every truncation, never reused in the process. Appends keep it, so
+    /// two stamps equal to earlier ones mean both logs hold what they held then, plus appends
+    /// (the checker's verified prefixes, `bindings::checks`).
+    stamp: u64,
     base: Vec<u64>,
     epoch: Vec<u32>,
     rec_end: Vec<u64>,
@@ -30,7 +37,51 @@ pub(crate) struct BatchStore {
     values: Vec<u64>,
 }
 
+static STAMPS: AtomicU64 = AtomicU64::new(1);
+
+fn fresh_stamp() -> u64 {
+    STAMPS.fetch_add(1, AtomicOrdering::Relaxed)
+}
+
+impl Default for BatchStore {
+    fn default() -> Self {
+        BatchStore {
+            stamp: fresh_stamp(),
+            base: Vec::new(),
+            epoch: Vec::new(),
+            rec_end: Vec::new(),
+            producer_id: Vec::new(),
+            producer_epoch: Vec::new(),
+            base_sequence: Vec::new(),
+            flags: Vec::new(),
+            timestamp: Vec::new(),
+            values: Vec::new(),
+        }
+    }
+}
+
+impl Clone for BatchStore {
+    fn clone(&self) -> Self {
+        BatchStore {
+            stamp: fresh_stamp(), // a copy may change apart from its original
+            base: self.base.clone(),
+            epoch: self.epoch.clone(),
+            rec_end: self.rec_end.clone(),
+            producer_id: self.producer_id.clone(),
+            producer_epoch: self.producer_epoch.clone(),
+            base_sequence: self.base_sequence.clone(),
+            flags: self.flags.clone(),
+            timestamp: self.timestamp.clone(),
+            values: self.values.clone(),
+        }
+    }
+}
+
 impl BatchStore {
+    /// See the field: equal stamps, the same content below the end then, appends since.
+    pub fn stamp(&self) -> u64 {
+        self.stamp
+    }
     pub fn len(&self) -> usize {
         self.base.len()
     }
@@ -136,6 +187,9 @@ impl BatchStore {
 
     /// Keeps the first `n` batches.
     pub fn truncate_batches(&mut self, n: usize) {
+        if n < self.len() {
+            self.stamp = fresh_stamp();
+        }
         let keep_values = self.rec_start(n.min(self.len()));
         self.base.truncate(n);
         self.epoch.truncate(n);
