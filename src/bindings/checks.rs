@@ -120,8 +120,13 @@ pub(crate) struct PyStateScan {
     /// stamps both stores had (`BatchStore::stamp`) and the offset below which the pair was
     /// found equal (a scan that found no mismatch below the smaller LEO). While both stamps
     /// hold, only what was appended since is compared.
-    verified: Mutex<HashMap<(usize, usize), (u64, u64, u64)>>,
+    verified: Mutex<HashMap<LogPair, Verified>>,
 }
+
+/// Two logs, by address.
+type LogPair = (usize, usize);
+/// The two stores' stamps and the end of the prefix found equal.
+type Verified = (u64, u64, u64);
 
 #[pymethods]
 impl PyStateScan {
