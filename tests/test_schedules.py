@@ -43,6 +43,29 @@ def test_round_trip_is_canonical() -> None:
     assert list(json.loads(s.to_json())) == sorted(json.loads(s.to_json()))
 
 
+def test_the_configurations_validation_built_are_the_ones_a_run_uses() -> None:
+    """``Schedule.configs``: what validation built (the engine's own configuration classes)
+    is what the executor runs with, equal to building them again; not part of the schedule
+    (equality, JSON), and gone from a copy with other fields, which the executor then builds
+    from the copy's own settings."""
+    import dataclasses
+
+    from epochlab.fuzz.executor import _Run
+    from epochlab.sim.config import ClusterConfig, ConsumerConfig, ProducerConfig
+
+    s = Schedule.from_dict(_base())
+    assert s.configs == {"cluster": ClusterConfig.from_dict(s.cluster, "cluster"),
+                         "producers.p1": ProducerConfig.from_dict(s.producers["p1"], "producers.p1"),
+                         "consumers.c1": ConsumerConfig.from_dict(s.consumers["c1"], "consumers.c1")}
+    run = _Run(s, None)
+    assert run.config is s.configs["cluster"]
+    assert run.producers["p1"].config is s.configs["producers.p1"]
+    copy = dataclasses.replace(s, cluster={"min.insync.replicas": 1})
+    assert copy.configs is None and copy != s and "configs" not in s.to_dict()
+    assert _Run(copy, None).config.min_insync_replicas == 1
+    assert execute(copy).verdict_json() == execute(Schedule.from_dict(copy.to_dict())).verdict_json()
+
+
 @pytest.mark.parametrize("change, field", [
     ({"format": "other"}, "format"),
     ({"version": 3}, "version"),

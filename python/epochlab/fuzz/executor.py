@@ -104,12 +104,18 @@ class _Run:
         from epochlab.sim.config import ClusterConfig, ConsumerConfig, ProducerConfig
 
         self.schedule = schedule
-        self.config = ClusterConfig.from_dict(schedule.cluster, "cluster")
+        # the configurations validation built (Schedule.configs), else built here
+        built = schedule.configs or {}
+
+        def config(cls: Any, path: str, mapping: Any) -> Any:
+            made = built.get(path)
+            return made if made is not None else cls.from_dict(mapping, path)
+        self.config = config(ClusterConfig, "cluster", schedule.cluster)
         kwargs = {"backend": backend} if backend is not None else {}
         self.cluster = Cluster(self.config, schedule.generation, seed=schedule.seed, **kwargs)
-        self.producers = {n: self.cluster.producer(n, ProducerConfig.from_dict(c, f"producers.{n}"))
+        self.producers = {n: self.cluster.producer(n, config(ProducerConfig, f"producers.{n}", c))
                           for n, c in sorted(schedule.producers.items())}
-        self.consumers = {n: self.cluster.consumer(n, ConsumerConfig.from_dict(c, f"consumers.{n}"))
+        self.consumers = {n: self.cluster.consumer(n, config(ConsumerConfig, f"consumers.{n}", c))
                           for n, c in sorted(schedule.consumers.items())}
         self.step = -1
         self.checker = StateChecker(self.cluster, lambda: self.step)

@@ -149,6 +149,10 @@ class Schedule:
     actions: tuple[Action, ...]
     healing_ms: int = DEFAULT_HEALING_MS
     origin: dict[str, Any] = field(default_factory=dict)
+    #: The engine configurations :meth:`from_dict` built while validating (cluster, producers,
+    #: consumers; frozen objects), for the executor to use instead of building them again.
+    #: Not part of the schedule: not compared, not copied by ``dataclasses.replace``.
+    configs: Any = field(default=None, init=False, repr=False, compare=False)
 
     # -- JSON ---------------------------------------------------------------------------------
     @property
@@ -219,7 +223,7 @@ class Schedule:
         producers = v.clients("producers", data.get("producers", {}))
         consumers = v.clients("consumers", data.get("consumers", {}))
         origin = v.mapping("origin", data.get("origin", {}))
-        _check_configs(v, cluster, producers, consumers)
+        configs = _check_configs(v, cluster, producers, consumers)
         brokers = list(cluster.get("brokers", [1, 2, 3]))
         v.nodes = {"controller", *brokers, *producers, *consumers}
         if version >= 2:
@@ -238,8 +242,10 @@ class Schedule:
                              action.at_ms)
             last = action.at_ms
             actions.append(action)
-        return cls(generation, seed, dict(cluster), producers, consumers, tuple(actions), healing,
-                   dict(origin))
+        schedule = cls(generation, seed, dict(cluster), producers, consumers, tuple(actions), healing,
+                       dict(origin))
+        object.__setattr__(schedule, "configs", configs)
+        return schedule
 
     @classmethod
     def from_json(cls, text: str, where: str = "<python>") -> Schedule:
@@ -267,20 +273,24 @@ def load_schedule(path: str | Path) -> Schedule:
 
 
 def _check_configs(v: _Validator, cluster: Mapping[str, Any], producers: Mapping[str, Any],
-                   consumers: Mapping[str, Any]) -> None:
-    """Run the engine's own config validation; re-raise as ScheduleError with the path."""
+                   consumers: Mapping[str, Any]) -> dict[str, Any]:
+    """Run the engine's own config validation; re-raise as ScheduleError with the path.
+    Returns the configurations by path (``"cluster"``, ``"producers.<name>"``,
+    ``"consumers.<name>"``)."""
     from epochlab.sim.config import ClusterConfig, ConsumerConfig, ProducerConfig
 
     checks: list[tuple[str, Any, Any]] = [("cluster", ClusterConfig, cluster)]
     checks += [(f"producers.{n}", ProducerConfig, c) for n, c in producers.items()]
     checks += [(f"consumers.{n}", ConsumerConfig, c) for n, c in consumers.items()]
+    built: dict[str, Any] = {}
     for path, cls, mapping in checks:
         try:
-            cls.from_dict(mapping, path)
+            built[path] = cls.from_dict(mapping, path)
         except ConfigError as exc:
             raise ScheduleError(f"{v.where}: {path}.{exc.field}: {exc.message}", where=v.where,
                                 field=f"{path}.{exc.field}", expected=exc.expected,
                                 got=exc.got) from None
+    return built
 
 
 class _Validator:
