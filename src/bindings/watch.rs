@@ -123,10 +123,10 @@ impl PyChangeWatch {
     /// and, when something moved, `then(changed, controller_changed)`; the events where
     /// nothing moved (nine in ten) run no Python frame.
     ///
-    /// `targeted`: as the Rust kernel's hook, after a message delivered to a broker only that
-    /// broker's key is compared, after one delivered to the controller only the controller's,
-    /// and after a message dropped or held nothing (`Watcher` doc); `False` compares every
-    /// key after every event (the differential tests' form).
+    /// `targeted`: as the Rust kernel's hook, after an event of a broker (a message delivered
+    /// to it, a timer it owns) only that broker's key is compared, after one of the controller
+    /// only the controller's, and after a message dropped or held nothing (`Watcher` doc);
+    /// `False` compares every key after every event (the differential tests' form).
     #[pyo3(signature = (brokers, controller, then, targeted=true))]
     fn watching(slf: &Bound<'_, Self>, brokers: &Bound<'_, PyDict>, controller: &Bound<'_, PyAny>,
                 then: &Bound<'_, PyAny>, targeted: bool) -> PyResult<PyWatcher> {
@@ -178,9 +178,10 @@ impl PyChangeWatch {
 enum Scope<'py> {
     /// Every broker's and the controller's.
     All,
-    /// Broker `id`'s alone: a message delivered to it ran one of its own methods.
+    /// Broker `id`'s alone: the event was the broker's own (a message delivered to it, a
+    /// timer it owns).
     Broker(Bound<'py, PyAny>),
-    /// The controller's alone: a message delivered to it.
+    /// The controller's alone: the event was the controller's own.
     Controller,
 }
 
@@ -281,7 +282,8 @@ impl PyWatcher {
         })
     }
 
-    fn observe(&self, py: Python<'_>, ran: Ran) -> PyResult<()> {
+    /// The kernel's hook after an event that is not quiet, told what the event was.
+    pub(crate) fn after_event(&self, py: Python<'_>, ran: Ran) -> PyResult<()> {
         let WatcherParts { watch, brokers, controller, then } = self.parts(py)?;
         let (brokers, controller) = (brokers.bind(py), controller.bind(py));
         let scope = match ran {
@@ -306,17 +308,12 @@ impl PyWatcher {
         }
         Ok(())
     }
-
-    /// The kernel's hook after an event that is not quiet.
-    pub(crate) fn after_event(&self, py: Python<'_>, ran: Ran) -> PyResult<()> {
-        self.observe(py, ran)
-    }
 }
 
 #[pymethods]
 impl PyWatcher {
     fn __call__(&self, py: Python<'_>) -> PyResult<()> {
-        self.observe(py, Ran::Unowned)
+        self.after_event(py, Ran::Unowned)
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
