@@ -35,3 +35,17 @@ def log_from(impl: ModuleType):
         return log
 
     return build
+
+
+def started_cluster(directory, overrides):  # type: ignore[no-untyped-def]
+    """A three-broker live cluster with ``overrides``, stopped when the generator is closed,
+    and the teardown checked by pid: a JVM left running fails the test that owns the fixture.
+    For module-scoped fixtures of the live-cluster tests (``yield from``)."""
+    from epochlab.kafka.cluster import LocalCluster, live_pid
+
+    c = LocalCluster(directory, brokers=3, grace_s=10, overrides=overrides)
+    c.start()
+    yield c
+    pids = [p for p in c.pids().values() if p is not None]
+    c.stop(grace_s=0)
+    assert pids and not [p for p in pids if live_pid(p)], "a JVM survived the teardown"

@@ -24,7 +24,8 @@ if not resolved(DEFAULT_KAFKA_VERSION):
     pytest.skip(f"Kafka {DEFAULT_KAFKA_VERSION}'s jars are not resolved (epochlab kafka jars)",
                 allow_module_level=True)
 
-from epochlab.kafka.cluster import LocalCluster, live_pid  # noqa: E402
+from conftest import started_cluster  # noqa: E402
+from epochlab.kafka.cluster import LocalCluster  # noqa: E402
 from epochlab.kafka.faults import firewall_available  # noqa: E402
 from epochlab.kafka.run import broker_overrides, unmappable  # noqa: E402
 from epochlab.kafka.run_cli import execute, run_command  # noqa: E402
@@ -43,12 +44,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
     # consumers with a client.rack, which the seed scenarios do not have
     overrides = broker_overrides(load_builtin(FETCH_FROM_FOLLOWER))
     assert all(broker_overrides(load_builtin(n)).items() <= overrides.items() for n in SCENARIOS)
-    c = LocalCluster(tmp_path_factory.mktemp("kafka-run") / "cluster", brokers=3, grace_s=10, overrides=overrides)
-    c.start()
-    yield c
-    pids = [p for p in c.pids().values() if p is not None]
-    c.stop(grace_s=0)
-    assert pids and not [p for p in pids if live_pid(p)], "a JVM survived the teardown"
+    yield from started_cluster(tmp_path_factory.mktemp("kafka-run") / "cluster", overrides)
 
 
 @pytest.mark.parametrize("name", SCENARIOS)

@@ -26,8 +26,8 @@ def test_every_seed_document_has_builtins() -> None:
 def test_builtin_parses(name: str) -> None:
     s = load_builtin(name)
     assert s.name == name
-    # a seed document's scenario, or one that shows a catalogued historical bug (issue 17)
-    assert s.description and s.source and s.source.startswith(("seeds/", "docs/bugs.md"))
+    # a seed document's scenario, one that shows a catalogued historical bug, or a finding shown on Kafka
+    assert s.description and s.source and s.source.startswith(("seeds/", "docs/bugs.md", "docs/kafka-findings/"))
     assert s.steps and s.expectations
 
 

@@ -558,6 +558,12 @@ class Replica:
     @record_diverging_fetch_offset.setter
     def record_diverging_fetch_offset(self, value: bool) -> None: ...
     @property
+    def reset_followers_on_skipped_epoch(self) -> bool:
+        """The proposed fix of the re-elected leader's stale follower state (``kafka.release``
+        ``+skipped-epoch-reset``): a leader re-elected across a skipped epoch resets its followers."""
+    @reset_followers_on_skipped_epoch.setter
+    def reset_followers_on_skipped_epoch(self, value: bool) -> None: ...
+    @property
     def list_offsets_up_to_hw(self) -> bool:
         """ListOffsets by timestamp as before Kafka 1.0.0 (KAFKA-5522): the HW itself may be
         answered, whatever the isolation level."""

@@ -58,6 +58,7 @@ TAGS: dict[str, Any] = {
     "consumer": Name,
     "groups": Annotated[list[Annotated[list[Node], Field(max_length=MAX_LIST)]], Field(max_length=MAX_LIST)],
     "delay": Annotated[list[Ms], Field(min_length=2, max_length=2)],
+    "replica_offset": Annotated[list[Value], Field(min_length=2, max_length=2)],
     "values": Annotated[list[Value], Field(min_length=1, max_length=MAX_LIST)],
     "offsets": Annotated[list[Value], Field(max_length=MAX_LIST)],
     "answers": Annotated[list[Annotated[StrictInt, Field(ge=-1, le=INT64)]], Field(max_length=MAX_LIST)],

@@ -130,6 +130,16 @@ impl PyReplica {
     fn set_record_diverging_fetch_offset(&self, value: bool) {
         lock(&self.inner).record_diverging_fetch_offset = value;
     }
+    /// The proposed fix of the re-elected leader's stale follower state (`kafka.release`
+    /// `+skipped-epoch-reset`): a leader re-elected across a skipped epoch resets its followers.
+    #[getter]
+    fn reset_followers_on_skipped_epoch(&self) -> bool {
+        lock(&self.inner).reset_followers_on_skipped_epoch
+    }
+    #[setter]
+    fn set_reset_followers_on_skipped_epoch(&self, value: bool) {
+        lock(&self.inner).reset_followers_on_skipped_epoch = value;
+    }
     /// ListOffsets by timestamp as before Kafka 1.0.0 (KAFKA-5522): the HW itself may be
     /// answered, whatever the isolation level.
     #[getter]

@@ -110,6 +110,10 @@ pub struct Replica {
     /// Before Kafka 2.0.1 (KAFKA-7414), unclean leader election disabled: a follower whose log end
     /// offset is past the leader's halts its broker ([`FollowerAction::Halt`]).
     pub truncation_halts: bool,
+    /// The proposed fix of the re-elected leader's stale follower state (`kafka.release`
+    /// `+skipped-epoch-reset`): a leader re-elected in an epoch more than one above its last
+    /// forgets its followers' state, as a new leader does.
+    pub reset_followers_on_skipped_epoch: bool,
 }
 
 impl Replica {
@@ -137,6 +141,7 @@ impl Replica {
             record_diverging_fetch_offset: false,
             list_offsets_up_to_hw: false,
             truncation_halts: false,
+            reset_followers_on_skipped_epoch: false,
         }
     }
 
@@ -244,7 +249,9 @@ impl Replica {
     /// LEOs and broker epochs, a re-elected one keeps them and takes the LESO as the leader LEO
     /// of their last fetch. Then the HW may advance.
     fn make_leader(&mut self, log: &mut ReplicaLog, msg: &LeaderAndIsr, now_ms: u64) {
-        let was_leader = self.role == Role::Leader;
+        let skipped = self.leader_epoch.is_some_and(|e| u64::from(msg.leader_epoch.0) > u64::from(e.0) + 1);
+        // the proposed fix: across a skipped epoch, a new leader
+        let was_leader = self.role == Role::Leader && !(self.reset_followers_on_skipped_epoch && skipped);
         let old = std::mem::take(&mut self.followers);
         self.become_role(msg, Role::Leader);
         let leso = log.log_end_offset();

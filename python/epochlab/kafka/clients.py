@@ -142,6 +142,8 @@ def producer_settings(config: ProducerConfig) -> dict[str, Any]:
         "linger.ms": config.linger_ms, "batch.num.messages": config.batch_size_records,
         "queue.buffering.max.messages": config.buffer_memory_records,
     }
+    if config.socket_timeout_ms is not None:  # the client-side limit of a request (else SOCKET_TIMEOUT_MS)
+        out["socket.timeout.ms"] = config.socket_timeout_ms
     if config.transactional_id is not None:
         out["transactional.id"] = config.transactional_id
         out["transaction.timeout.ms"] = config.transaction_timeout_ms

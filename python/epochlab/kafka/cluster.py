@@ -150,15 +150,17 @@ class Node:
 
 @contextlib.contextmanager
 def cluster_for(cluster_dir: str | os.PathLike[str] | None, directory: str | os.PathLike[str],
-                overrides: dict[str, str] | None = None, keep: bool = False) -> Iterator[LocalCluster]:
+                overrides: dict[str, str] | None = None, keep: bool = False,
+                version: str | None = None) -> Iterator[LocalCluster]:
     """The cluster a command works on: the running one recorded in ``cluster_dir`` (left
-    running), or a new three-broker cluster started under ``directory`` (its start time printed
+    running), or a new three-broker cluster of Kafka ``version`` (default: the project's
+    release) started under ``directory`` (its start time printed
     to stderr) and stopped when the block ends, also on an error or Ctrl-C; ``keep`` leaves it
     running (detached) and says how to stop it."""
     if cluster_dir:
         yield LocalCluster.attach(cluster_dir)
         return
-    cluster = LocalCluster(directory, brokers=3, overrides=overrides, detach=keep)
+    cluster = LocalCluster(directory, brokers=3, overrides=overrides, detach=keep, version=version)
     t0 = time.monotonic()
     cluster.start()  # a failed start stops what it started and raises
     print(f"cluster started in {time.monotonic() - t0:.1f} s", file=sys.stderr)

@@ -22,7 +22,10 @@ partition / heal    nft cuts between the groups (the scenario's unlisted nodes f
 isolate             the broker cut from every other node and the harness
 set_link drop 1/0   cut / uncut the pair (both ways)
 controlled_shutdown SIGTERM and wait
-elect_preferred     Admin ``elect_leaders(PREFERRED)``
+elect_preferred     Admin ``electLeaders(PREFERRED)`` at the controllers
+elect               the replicas reordered with the broker first, ``electLeaders(PREFERRED)``
+                    (``UNCLEAN`` with ``unclean``), the order restored
+                    (:mod:`epochlab.kafka.controller_admin`)
 wait / wait_until   sleep / poll the condition through the Admin API and the data directories
 transactions        ``begin`` / ``commit`` / ``abort`` (commit blocks until it has an outcome)
 crash_consumer      drop the consumer without a commit; ``restart_consumer``: a new one in the
@@ -33,8 +36,8 @@ list_offsets        ``RecordingConsumer.list_offsets`` (librdkafka's ``query_wat
 
 Not mapped (the scenario is *not runnable on real Kafka*, :func:`unmappable` says why):
 ``crash`` with ``lose_unflushed`` (a SIGKILL keeps the page cache), ``set_link`` with a delay,
-a fractional drop or duplicates (the kernel here has no netem), ``slow_follower``, ``elect``
-of a chosen broker, the coordinator actions.
+a fractional drop or duplicates (the kernel here has no netem), ``slow_follower``, the
+coordinator actions; ``elect`` on a release before 3.7.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from typing import Any
 from epochlab.errors import ConfigError
 from epochlab.kafka.clients import History, KafkaAdmin
 from epochlab.kafka.cluster import LocalCluster
+from epochlab.kafka.controller_admin import controller_admin_available
 from epochlab.kafka.run_driver import Driver
 from epochlab.kafka.run_state import DiskReplica
 from epochlab.scenarios.expectations import Check, Facts, evaluate
@@ -90,7 +94,10 @@ def unmappable(scenario: Scenario, cluster: LocalCluster | None = None) -> list[
             why.append(f"{where}: a ListOffsets by timestamp asks for model time (ms since the run "
                        "began, records stamped with the leader's append time); a real cluster's "
                        "timestamps are wall-clock (not mapped)")
-        elif step.action in ("slow_follower", "elect", "crash_coordinator", "restart_coordinator",
+        elif step.action == "elect" and cluster is not None and not controller_admin_available(cluster):
+            why.append(f"{where}: electing a chosen broker needs Kafka's Admin client at the controllers "
+                       f"(Kafka 3.7+, KIP-919); this cluster runs {cluster.version}")
+        elif step.action in ("slow_follower", "crash_coordinator", "restart_coordinator",
                              "controller_failover"):
             why.append(f"{where}: {_NO_MAPPING[step.action]}")
     cfg = ClusterConfig.from_dict(scenario.cluster, f"{scenario.where}: cluster")
@@ -112,7 +119,6 @@ def unmappable(scenario: Scenario, cluster: LocalCluster | None = None) -> list[
 
 _NO_MAPPING = {
     "slow_follower": "a delayed follower needs netem (SIGSTOP would be a different fault)",
-    "elect": "Kafka elects only the preferred or any (unclean) replica, not a chosen broker",
     "crash_coordinator": "the group/transaction coordinator is a broker chosen by Kafka, not a node",
     "restart_coordinator": "the group/transaction coordinator is a broker chosen by Kafka, not a node",
     "controller_failover": "not mapped yet: it needs a controller quorum and a kill of its active "

@@ -1,4 +1,5 @@
-"""``epochlab kafka run SCENARIO [--compare] [--json] [--out DIR] [--cluster-dir DIR] [--keep-cluster]``.
+"""``epochlab kafka run SCENARIO [--compare] [--json] [--out DIR] [--cluster-dir DIR] [--keep-cluster]
+[--kafka-version V]``.
 
 Runs a scenario on a real cluster (:mod:`epochlab.kafka.run`), judges its expectations on the
 real run, with ``--compare`` runs it on the model too (:mod:`epochlab.kafka.run_compare`), and
@@ -10,7 +11,15 @@ matplotlib), ``steps.json``, ``history.jsonl`` (the real clients' history), ``re
 replica's partition directory as ``epochlab inspect --json`` shows it, read at the end of the
 last step, before crashed brokers are restarted for the next run; running brokers are read
 as they run: Kafka writes through the page cache, so every appended batch is visible),
-``scenario.toml``.
+``scenario.toml``, ``state-change.log`` (every broker's ``state.change.logger`` lines about the
+run's topic, from its ``server.log``: releases 4.0+ log through log4j 2 here) and, with
+``--compare``, ``model-events.txt`` (the model run's engine events).
+
+Both sides report the leaders re-elected across a skipped epoch (``epoch_skips``): a broker
+that becomes leader in epoch E while its previous state was leader in an epoch below E - 1
+(``Partition.makeLeader``'s "starts at leader epoch E ... Previous leader Some(B) and previous
+leader epoch was P" with B the broker itself; the model's "broker B is leader in epoch E (was
+leader in epoch P)"). A real run without the brokers' logs cannot tell (``None``).
 
 Without ``--cluster-dir`` a three-broker cluster with the scenario's broker settings
 (:func:`~epochlab.kafka.run.broker_overrides`) is started for the run and stopped after it
@@ -43,6 +52,9 @@ def add(ksub: Any) -> None:
     p.add_argument("--out", help="run directory (default runs/kafka-<scenario>)")
     p.add_argument("--cluster-dir", help="use the running cluster recorded in this directory")
     p.add_argument("--keep-cluster", action="store_true", help="leave a cluster started here running")
+    p.add_argument("--kafka-version", default=None, metavar="V",
+                   help="the Kafka release of a cluster started here (default: the project's release; "
+                        "resolve it first with `epochlab kafka jars --version V`)")
     p.set_defaults(kafka_run=run_command)
 
 
@@ -51,7 +63,8 @@ def execute(scenario: Any, cluster: Any, compare: bool, out: Path | None) -> tup
     from epochlab.errors import ConfigError
     from epochlab.kafka.run import GENERATION, cluster_settings, run_on_cluster, unmappable
     from epochlab.kafka.run_compare import compare as compare_runs
-    from epochlab.kafka.run_compare import model_run, model_scenario, summarize_model, summarize_real
+    from epochlab.kafka.run_compare import (model_epoch_skips, model_run, model_scenario, real_epoch_skips,
+                                            state_change_lines, summarize_model, summarize_real)
 
     why = unmappable(scenario, cluster)
     if why:
@@ -61,6 +74,8 @@ def execute(scenario: Any, cluster: Any, compare: bool, out: Path | None) -> tup
     except ConfigError as exc:
         return 2, {"scenario": scenario.name, "runnable": False, "why": [str(exc)]}
     real_summary = summarize_real(real)
+    state_changes = state_change_lines(cluster, real.topic)
+    real_summary["epoch_skips"] = real_epoch_skips(state_changes) if state_changes else None
     settings = cluster_settings(cluster)
     _, replaced = model_scenario(scenario, settings)
     payload: dict[str, Any] = {
@@ -78,17 +93,19 @@ def execute(scenario: Any, cluster: Any, compare: bool, out: Path | None) -> tup
         payload["model"] = {"expectations_hold": model.passed, "generation": GENERATION,
                             "settings": settings, "settings_replaced": replaced,
                             "checks": [c.to_dict() for c in model.checks],
-                            "seconds": round(time.monotonic() - t0, 2), **summarize_model(model)}
+                            "seconds": round(time.monotonic() - t0, 2), **summarize_model(model),
+                            "epoch_skips": model_epoch_skips(model.events)}
         agree, diffs = compare_runs(real_summary, payload["model"])
         payload["agree"], payload["differences"] = agree, diffs
         ok = ok and agree
     if out is not None:
-        write_run_dir(out, scenario, real, payload)
+        write_run_dir(out, scenario, real, payload, state_changes, model)
         payload["run_dir"] = str(out)
     return (0 if ok else 1), payload
 
 
-def write_run_dir(path: Path, scenario: Any, real: Any, payload: dict[str, Any]) -> None:
+def write_run_dir(path: Path, scenario: Any, real: Any, payload: dict[str, Any],
+                  state_changes: list[str] | None = None, model: Any = None) -> None:
     from epochlab.report import picture
     from epochlab.report.rundir import write_atomically
     from epochlab.report.table import step_rows, table_markdown
@@ -110,6 +127,10 @@ def write_run_dir(path: Path, scenario: Any, real: Any, payload: dict[str, Any])
             (d / "compare.json").write_text(dump({k: payload[k] for k in ("scenario", "agree", "differences")}))
         if scenario.text is not None:
             (d / "scenario.toml").write_text(scenario.text, encoding="utf-8")
+        if state_changes:
+            (d / "state-change.log").write_text("\n".join(state_changes) + "\n")
+        if model is not None:
+            (d / "model-events.txt").write_text("".join(f"{e}\n" for e in model.events))
         for b, data in sorted(real.inspect.items()):
             (d / f"inspect-broker-{b}.json").write_text(dump(data))
         note = picture.save_timeline(real.records, d / "timeline.png", title=f"{scenario.name} (real Kafka)")
@@ -152,7 +173,7 @@ def run_command(args: argparse.Namespace) -> int:
             return _emit(args, 2, {"scenario": scenario.name, "runnable": False, "why": why})
     try:
         with cluster_for(args.cluster_dir, out.with_name(out.name + ".cluster"), broker_overrides(scenario),
-                         keep=args.keep_cluster) as cluster:
+                         keep=args.keep_cluster, version=args.kafka_version) as cluster:
             code, payload = execute(scenario, cluster, args.compare, out)
     except EpochlabError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -173,6 +194,9 @@ def _emit(args: argparse.Namespace, code: int, payload: dict[str, Any]) -> int:
     for c in real["checks"]:
         if c["status"] != "passed":
             print(f"  {c['status']}: {c['description']} - {c['detail']}")
+    if real.get("epoch_skips"):
+        print("  leaders re-elected across a skipped epoch (state-change.log): "
+              + ", ".join(f"broker {b} from epoch {p} to {e}" for b, p, e in real["epoch_skips"]))
     if "agree" in payload:
         print("  model: " + ("agrees" if payload["agree"] else "differs"))
         for d in payload["differences"]:

@@ -90,9 +90,15 @@ def _summary(history: list[dict[str, Any]], final: Snapshot, epochs: dict[int, l
     survivors = _surviving(final)
     counts = Counter(survivors)
     leaders: list[list[Any]] = []
+    top = -1
     for _t, leader, epoch, _isr, _off in points:
         if epoch is None and leader is not None:
             continue  # a dead leader's epoch is unknown: not a new leadership
+        if epoch is not None and epoch < top:
+            # the controller's epochs only grow: an older one is a broker's stale answer (a
+            # leader that has not yet applied its re-election still reports its old epoch)
+            continue
+        top = max(top, epoch if epoch is not None else -1)
         entry = [leader, epoch if leader is not None else None]  # no epoch shows while offline
         if not leaders or leaders[-1] != entry:
             leaders.append(entry)
@@ -198,6 +204,49 @@ def summarize_model(result: Any) -> dict[str, Any]:
 
 _OUTCOMES = ("acked", "not_acked", "lost", "duplicated", "read", "leaders", "final", "expectations")
 
+#: ``Partition.makeLeader``'s state-change line (Kafka 3.x/4.x): broker, topic-partition, new
+#: epoch, previous leader (``None`` or ``Some(id)``) and previous epoch.
+_MAKE_LEADER = re.compile(r"\[Broker id=(\d+)\] Leader (\S+) with topic id .*? starts at leader epoch (\d+) "
+                          r".*Previous leader (None|Some\((\d+)\)) and previous leader epoch was (-?\d+)")
+#: The model's event for the same transition.
+_MODEL_LEADER = re.compile(r"broker (\d+) is leader in epoch (\d+) \(was leader in epoch (\d+)\)")
+
+
+def state_change_lines(cluster: Any, topic: str) -> list[str]:
+    """Every broker's ``state.change.logger`` lines naming ``topic`` (from its ``server.log``),
+    in time order, each prefixed with nothing but what Kafka wrote (its time in ms first)."""
+    lines: list[str] = []
+    for b in cluster.broker_ids:
+        path = cluster.nodes[b].server_log
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            continue
+        lines += [ln for ln in text.splitlines() if "[state.change.logger]" in ln and topic in ln]
+    return sorted(lines, key=lambda ln: int(ln.split(" ", 1)[0]) if ln.split(" ", 1)[0].isdigit() else 0)
+
+
+def real_epoch_skips(lines: list[str]) -> list[list[int]]:
+    """``[broker, previous epoch, new epoch]`` for each broker that went from leader straight to
+    leader across at least one epoch it never saw, read from ``Partition.makeLeader``'s lines."""
+    out = []
+    for ln in lines:
+        m = _MAKE_LEADER.search(ln)
+        if m and m.group(5) is not None and int(m.group(5)) == int(m.group(1)) \
+                and int(m.group(3)) > int(m.group(6)) + 1:
+            out.append([int(m.group(1)), int(m.group(6)), int(m.group(3))])
+    return out
+
+
+def model_epoch_skips(events: list[Any]) -> list[list[int]]:
+    """:func:`real_epoch_skips` for a model run's engine events."""
+    out = []
+    for e in events:
+        m = _MODEL_LEADER.search(str(e))
+        if m and int(m.group(2)) > int(m.group(3)) + 1:
+            out.append([int(m.group(1)), int(m.group(3)), int(m.group(2))])
+    return out
+
 
 def compare(real: dict[str, Any], model: dict[str, Any]) -> tuple[bool, list[dict[str, Any]]]:
     """``(agree, differences)``: each difference ``{"what", "real", "model", "kind", "text"}``,
@@ -220,6 +269,11 @@ def compare(real: dict[str, Any], model: dict[str, Any]) -> tuple[bool, list[dic
                     add(f"{key} {name}", r, m, "not comparable" if unjudged else "outcome")
         elif real[key] != model[key]:
             add(key, real[key], model[key])
+    skips_r, skips_m = real.get("epoch_skips"), model.get("epoch_skips")
+    if skips_r != skips_m:
+        # without the brokers' logs (releases before 4.0 here) the real run cannot tell
+        add("leaders re-elected across a skipped epoch", skips_r, skips_m,
+            "not comparable" if skips_r is None else "outcome")
     for b in sorted(set(real["logs"]) | set(model["logs"])):
         r, m = real["logs"].get(b, {}), model["logs"].get(b, {})
         rv = [(o, v) for o, _e, v in r.get("records", [])]

@@ -10,11 +10,14 @@ table of what each does on the cluster.
 from __future__ import annotations
 
 import dataclasses
+import signal
 import time
 from typing import Any, Callable
 
+from epochlab.errors import ConfigError
 from epochlab.kafka.clients import History, RecordingConsumer, RecordingProducer
 from epochlab.kafka.cluster import CLIENT, LocalCluster
+from epochlab.kafka.controller_admin import ControllerAdmin, controller_admin_available, elect_broker
 from epochlab.kafka.faults import Faults
 from epochlab.kafka.run_state import RealView
 from epochlab.scenarios.model import Scenario
@@ -32,7 +35,7 @@ class Driver:
     """Executes the steps on the cluster, sampling it while time passes."""
 
     def __init__(self, scenario: Scenario, cluster: LocalCluster, topic: str, replicas: tuple[int, ...]) -> None:
-        self.scenario, self.cluster, self.topic = scenario, cluster, topic
+        self.scenario, self.cluster, self.topic, self.replicas = scenario, cluster, topic, replicas
         uses_txn = any(c.get("transactional.id") or c.get("transactional_id")
                        for c in scenario.producers.values())
         self.view = RealView(cluster, topic, replicas, with_lso=uses_txn)
@@ -55,6 +58,8 @@ class Driver:
         self.records: list[StepRecord] = []
         self.notes: list[str] = []
         self._last_sample = 0.0
+        self._controller_admin: ControllerAdmin | None = None
+        self.shutting_down: set[int] = set()
 
     # -- time and sampling ------------------------------------------------------------------
     def now_ms(self) -> int:
@@ -95,6 +100,9 @@ class Driver:
         finds the coordinator, inits transactions, creates internal topics on a new cluster:
         seconds), except those a partition step separates from other clients: they are made
         at first use, bootstrapped from their side."""
+        if any(s.action in ("elect", "elect_preferred") for s in self.scenario.steps) \
+                and controller_admin_available(self.cluster):
+            self.controller_admin()  # its JVM starts in seconds: not inside the run's windows
         late = {n for s in self.scenario.steps if s.action == "partition"
                 for n in self._split_clients(s.params["groups"])}
         for name in self.producer_cfgs:
@@ -137,7 +145,27 @@ class Driver:
         self.idle_until(cursor + self.scenario.settle_ms)
         self.records[-1].snapshot = self.sample()
 
+    def controller_admin(self) -> ControllerAdmin:
+        """Kafka's Admin client at the controllers (made at first use, closed by :meth:`close`)."""
+        if self._controller_admin is None:
+            self._controller_admin = ControllerAdmin(self.cluster)
+        return self._controller_admin
+
+    def forwarding_broker(self) -> int:
+        """A broker that can forward a request to the controller now: running, reached by the
+        harness, and connected both ways to every controller (the lowest such id)."""
+        cuts = self.cuts()
+        for b in self.cluster.broker_ids:
+            if self.view.reachable(b, cuts) and not any(
+                    (b, c) in cuts or (c, b) in cuts for c in self.cluster.controller_ids):
+                return b
+        raise ConfigError("no running broker is connected to both the harness and the controller to forward "
+                          "the election", where="elect", field="broker", expected="a connected broker", got=None)
+
     def close(self) -> None:
+        if self._controller_admin is not None:
+            self._controller_admin.close()
+            self._controller_admin = None
         for c in self.consumers.values():
             c.close()
         for p in self.producers.values():
@@ -309,15 +337,44 @@ def _crash(d: Driver, p: dict[str, Any]) -> str:
 
 
 def _restart(d: Driver, p: dict[str, Any]) -> str:
-    if d.cluster.is_running(p["broker"]):
+    b = p["broker"]
+    waited = ""
+    if b in d.shutting_down:  # a controlled shutdown the controller held: let it end first
+        t0 = time.monotonic()
+        if d.cluster.wait_exit([b], SHUTDOWN_LIMIT_S):
+            raise ConfigError(f"broker {b} still running {SHUTDOWN_LIMIT_S:.0f} s after its controlled shutdown "
+                              "began", where="restart", field="broker", expected="exited", got=b)
+        waited = f"its controlled shutdown ended {time.monotonic() - t0:.1f} s later; "
+    d.shutting_down.discard(b)
+    if d.cluster.is_running(b):
         return "already running"
-    return f"started, pid {d.faults.restart(p['broker'])}"
+    return f"{waited}started, pid {d.faults.restart(b)}"
 
 
 def _controlled_shutdown(d: Driver, p: dict[str, Any]) -> str:
-    if not d.cluster.is_running(p["broker"]):
+    """SIGTERM, then wait for the JVM to exit, at most :data:`SHUTDOWN_STEP_S`. A KRaft
+    controller moves the broker's leaderships at once but lets it exit only when every active
+    broker's metadata has reached the offset of that change (``BrokerHeartbeatManager``:
+    ``controlledShutdownOffset <= lowestActiveOffset()``), so a broker cut off from the
+    controller holds another's shutdown until it catches up or is fenced. The step then ends
+    with the broker still exiting, as the model's controlled shutdown ends once the
+    controller has moved the leadership; a later ``restart`` waits for the exit."""
+    b = p["broker"]
+    if not d.cluster.is_running(b):
         return "already down"
-    return f"shut down in {d.faults.shutdown(p['broker']):.1f} s"
+    t0 = time.monotonic()
+    d.cluster.signal_nodes([b], signal.SIGTERM)
+    if d.cluster.wait_exit([b], SHUTDOWN_STEP_S):
+        d.shutting_down.add(b)
+        return (f"SIGTERM sent; still exiting after {SHUTDOWN_STEP_S:.0f} s (the controller holds a controlled "
+                "shutdown until every active broker's metadata has caught up)")
+    return f"shut down in {time.monotonic() - t0:.1f} s"
+
+
+#: How long a controlled shutdown step waits for the JVM to exit before it goes on.
+SHUTDOWN_STEP_S = 5.0
+#: How long a restart waits for a held controlled shutdown to end.
+SHUTDOWN_LIMIT_S = 60.0
 
 
 def _set_link(d: Driver, p: dict[str, Any]) -> str:
@@ -338,12 +395,26 @@ def _isolate(d: Driver, p: dict[str, Any]) -> str:
 
 
 def _elect_preferred(d: Driver, p: dict[str, Any]) -> str:
+    """A preferred election asked of a broker connected to the controller (a client would send
+    it to a broker picked at random, maybe one cut off from the controller); before Kafka 3.7,
+    through confluent-kafka's Admin client."""
+    if controller_admin_available(d.cluster):
+        error = d.controller_admin().elect(d.topic, 0, d.forwarding_broker())
+        return "preferred election done" if error is None else f"preferred election: {error}"
     from confluent_kafka import TopicPartition
     from confluent_kafka.admin import AdminClient, ElectionType
 
     admin = AdminClient({"bootstrap.servers": d.cluster.bootstrap_servers})
     admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(d.topic, 0)]).result(15)
     return "preferred election requested"
+
+
+def _elect(d: Driver, p: dict[str, Any]) -> str:
+    """The chosen broker first in the replica order, a preferred (or unclean) election, the
+    scenario's order back (:func:`epochlab.kafka.controller_admin.elect_broker`)."""
+    via = d.forwarding_broker()
+    return elect_broker(d.controller_admin(), d.topic, 0, d.replicas, p["broker"], via,
+                        bool(p.get("unclean"))).describe() + f" (asked of broker {via})"
 
 
 def _wait_until(d: Driver, p: dict[str, Any]) -> str:
@@ -403,6 +474,7 @@ ACTIONS: dict[str, Callable[[Driver, dict[str, Any]], str]] = {
     "isolate": _isolate,
     "set_link": _set_link,
     "elect_preferred": _elect_preferred,
+    "elect": _elect,
     "controlled_shutdown": _controlled_shutdown,
     "wait": lambda d, p: d.idle_until(d.now_ms() + p["ms"]) or f"waited {p['ms']} ms",
     "wait_until": _wait_until,

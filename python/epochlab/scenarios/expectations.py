@@ -113,6 +113,15 @@ def _lost(p: dict, facts: Facts, snap: Snapshot) -> tuple[bool, str]:
     return True, f"{p['values']} absent from {what} {_short(log)}"
 
 
+def _durable(p: dict, facts: Facts, snap: Snapshot) -> tuple[bool, str]:
+    log, what = _surviving(snap)
+    acked = sorted(facts.acked(p.get("producer")))
+    gone = [v for v in acked if v not in log]
+    if gone:
+        return False, f"acknowledged {gone} missing from {what} {_short(log)}"
+    return True, f"every acknowledged value {_short(acked)} is in {what}"
+
+
 def _present(p: dict, facts: Facts, snap: Snapshot) -> tuple[bool, str]:
     targets = p.get("brokers")
     views = [snap.replica(b) for b in targets] if targets else [snap.leader_replica()]
@@ -421,6 +430,7 @@ def _short(values: list[int]) -> str:
 
 _KINDS: dict[str, Callable[..., tuple[bool, str]]] = {
     "lost": _lost,
+    "durable": _durable,
     "present": _present,
     "duplicated": _duplicated,
     "not_duplicated": _not_duplicated,

@@ -304,6 +304,13 @@ def _broker_list(v: Any, path: str, ctx: _Context) -> list[int]:
     return [_broker(b, f"{path}[{i}]", ctx) for i, b in enumerate(v)]
 
 
+def _replica_offset(v: Any, path: str, ctx: _Context) -> list[int]:
+    if not isinstance(v, list) or len(v) != 2:
+        raise _err(ctx.where, path, f"[broker, offset]: a broker id from {list(ctx.brokers)} and an "
+                   "offset >= 0", v)
+    return [_broker(v[0], f"{path}[0]", ctx), _CHECKERS["offsets"]([v[1]], f"{path}[1]", ctx)[0]]
+
+
 def _node(v: Any, path: str, ctx: _Context) -> int | str:
     if isinstance(v, str):
         if v in ("controller", "coordinator") or v in ctx.producers or v in ctx.consumers:
@@ -413,6 +420,7 @@ _CHECKERS = {
     "producer": _client("producer"),
     "consumer": _client("consumer"),
     "errors": _errors,
+    "replica_offset": _replica_offset,
     "condition": lambda v, path, ctx: v,  # validated by _condition (needs the table form)
     "measure": _measure,
     "spec": _spec,

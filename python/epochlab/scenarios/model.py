@@ -51,7 +51,7 @@ class Param:
     ``offsets`` (list of ints >= 0), ``records`` (list of ``[offset, value]``), ``producer`` /
     ``consumer`` (a declared client name), ``errors`` (an error name or a list of them),
     ``condition`` (a table of :data:`CONDITIONS`), ``step_ref`` (a step label or 0-based index),
-    ``measure`` (``"longest"`` or ``"total"``).
+    ``measure`` (``"longest"`` or ``"total"``), ``replica_offset`` (``[broker, offset]``).
     """
 
     name: str
@@ -136,6 +136,7 @@ CONDITIONS: dict[str, Param] = {
     "offline": _p("offline", "bool", "the partition has (true) / has not (false) a leader"),
     "isr": _p("isr", "brokers", "the controller's ISR, as a set"),
     "high_watermark_at_least": _p("high_watermark_at_least", "int", "the leader's HW"),
+    "leo": _p("leo", "replica_offset", "[broker, offset]: this replica's log ends at offset"),
     "in_sync": _p("in_sync", "bool", "every live replica has the leader's LEO and HW"),
     "sends_done": _p("sends_done", "producer", "every send of this producer has an outcome"),
     "transactions_done": _p("transactions_done", "producer",
@@ -149,6 +150,7 @@ EXPECTATIONS: dict[str, tuple[Param, ...]] = {
         _p("values", "values", required=True),
         _p("acked", "bool", "also require that each value had been acknowledged"),
     ),
+    "durable": (_p("producer", "producer", "default: every producer"),),
     "present": (
         _p("values", "values", required=True),
         _p("offsets", "offsets", "the offset of each value, same length as values"),
@@ -253,7 +255,7 @@ EXPECTATIONS: dict[str, tuple[Param, ...]] = {
 
 #: kinds evaluated against one state snapshot (the final one, or the one after ``after_step``).
 STATE_KINDS = frozenset(
-    {"lost", "present", "duplicated", "not_duplicated", "log", "leader", "offline", "isr",
+    {"lost", "durable", "present", "duplicated", "not_duplicated", "log", "leader", "offline", "isr",
      "hw", "leo", "lso", "logs_match", "logs_diverge"}
 )
 

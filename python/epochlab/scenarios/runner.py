@@ -237,6 +237,7 @@ def state_conditions(snap: Snapshot) -> dict[str, Callable[[Any], bool]]:
         "isr": lambda bs: set(snap.isr) == set(bs),
         "high_watermark_at_least": lambda h: snap.available()
         and snap.leader_replica().high_watermark >= h,  # type: ignore[union-attr]
+        "leo": lambda bo: (r := snap.replica(bo[0])) is not None and r.log_end_offset == bo[1],
     }
 
 

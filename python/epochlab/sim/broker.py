@@ -127,6 +127,8 @@ class Broker:
         # offset as the follower's LEO; fixed in 2.8.1
         self.replica.record_diverging_fetch_offset = (
             generation == Generation.DIVERGING_EPOCH and release is not None and release < (2, 8, 1))
+        # the proposed fix of the re-elected leader's stale follower state (``+skipped-epoch-reset``)
+        self.replica.reset_followers_on_skipped_epoch = "skipped-epoch-reset" in config.release_patches
         # KAFKA-5522: before 1.0.0 a ListOffsets by timestamp could answer the HW itself (the
         # first uncommitted offset); hw-truncation's releases up to 0.10.2, kip-101's 0.11.x
         self.replica.list_offsets_up_to_hw = generation == Generation.TRUNCATE_TO_HW or (

@@ -51,15 +51,35 @@ def _bool(where: str, field: str, value: object) -> bool:
     return value
 
 
-def _release(where: str, value: object) -> tuple[int, ...]:
-    """A Kafka release ``"X.Y.Z"`` as ``(X, Y, Z)``; releases before 1.0 have four parts
-    (``"0.11.0.3"``), accepted as such."""
-    parts = value.split(".") if isinstance(value, str) else []
+#: Patches a ``kafka.release`` may name after ``+`` (``"4.3.1+skipped-epoch-reset"``): builds of
+#: a release with a proposed fix, to show in the model what the fix changes.
+RELEASE_PATCHES = {
+    "skipped-epoch-reset": "Partition.makeLeader treats a leader re-elected across a skipped leader "
+                           "epoch as a new leader and resets its followers' state "
+                           "(docs/kafka-findings/kraft-reelected-leader-stale-follower-state.md)",
+}
+
+
+def _split_release(where: str, value: object) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """A Kafka release ``"X.Y.Z"`` (before 1.0 ``"0.X.Y.Z"``), optionally followed by
+    ``+patch`` names of :data:`RELEASE_PATCHES`: ``((X, Y, Z), patches)``."""
+    text, *patches = value.split("+") if isinstance(value, str) else [""]
+    parts = text.split(".")
     four = len(parts) == 4 and parts[0] == "0"
     if not (len(parts) == 3 or four) or not all(p.isdigit() and p.isascii() and len(p) <= 4 for p in parts):
-        raise _fail(where, "kafka_release", 'a Kafka release "X.Y.Z" (before 1.0 "0.X.Y.Z"), e.g. "2.8.0"',
-                    value)
-    return tuple(int(p) for p in parts)
+        raise _fail(where, "kafka_release", 'a Kafka release "X.Y.Z" (before 1.0 "0.X.Y.Z"), e.g. "2.8.0", '
+                    'optionally with "+patch"', value)
+    for patch in patches:
+        if patch not in RELEASE_PATCHES:
+            raise _fail(where, "kafka_release", "a patch named after '+': " + ", ".join(sorted(RELEASE_PATCHES)),
+                        value)
+    return tuple(int(p) for p in parts), tuple(patches)
+
+
+def _release(where: str, value: object) -> tuple[int, ...]:
+    """A Kafka release ``"X.Y.Z"`` as ``(X, Y, Z)``; releases before 1.0 have four parts
+    (``"0.11.0.3"``), accepted as such; a ``+patch`` suffix is checked and left out."""
+    return _split_release(where, value)[0]
 
 
 def _range(where: str, field: str, value: object) -> tuple[int, int]:
@@ -120,7 +140,8 @@ class ClusterConfig:
     model where a rule changed inside the generation's range; ``None``: the generation's
     latest behaviour. Today it matters in diverging-epoch only: before 2.8.1 the leader took
     the offset of a fetch it answered with DivergingEpoch as the follower's log end offset
-    (KAFKA-13141). It must be a release of the run's generation (``ConfigError``).
+    (KAFKA-13141). It must be a release of the run's generation (``ConfigError``). A
+    ``+patch`` suffix (:data:`RELEASE_PATCHES`) models that release with a proposed fix.
     """
 
     brokers: tuple[int, ...] = (1, 2, 3)
@@ -195,6 +216,11 @@ class ClusterConfig:
     def release(self) -> tuple[int, ...] | None:
         """``kafka_release`` as a version tuple (``(2, 8, 0)``), ``None`` if not set."""
         return None if self.kafka_release is None else _release("cluster", self.kafka_release)
+
+    @property
+    def release_patches(self) -> tuple[str, ...]:
+        """The ``+patch`` names of ``kafka_release`` (:data:`RELEASE_PATCHES`)."""
+        return () if self.kafka_release is None else _split_release("cluster", self.kafka_release)[1]
 
     @classmethod
     def from_dict(cls, mapping: Mapping[str, Any], where: str = "cluster") -> ClusterConfig:

@@ -88,6 +88,9 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
         #: KAFKA-13141 (Kafka 2.8.0, ``kafka.release``): the leader takes a diverging fetch's
         #: offset as the follower's log end offset
         self.record_diverging_fetch_offset = False
+        #: the proposed fix (``kafka.release`` ``+skipped-epoch-reset``): a leader re-elected in an
+        #: epoch more than one above its last forgets its followers' state, as a new leader does
+        self.reset_followers_on_skipped_epoch = False
         #: KAFKA-5522 (before Kafka 1.0.0): a ListOffsets by timestamp may answer the HW itself
         self.list_offsets_up_to_hw = False
         #: before 2.0.1 (KAFKA-7414), unclean leader election disabled: a follower told its log end
@@ -194,6 +197,8 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
         every follower LEO and broker epoch, a re-elected one keeps them and takes the LESO
         as the leader LEO of their last fetch. Then the HW may advance."""
         was_leader = self.role == "leader"
+        if was_leader and self.reset_followers_on_skipped_epoch and msg.leader_epoch > (self.leader_epoch or 0) + 1:
+            was_leader = False  # the proposed fix: across a skipped epoch, a new leader
         old = self.followers
         self._become(msg, "leader")
         leso = self.leader_epoch_start_offset = self.log.log_end_offset
