@@ -71,6 +71,8 @@ CASES: list[tuple[list[str], int]] = [
     (["kafka", "differential", "--ops", "-1"], 2),
     (["kafka", "fuzz", "--runs", "0"], 2),
     (["kafka", "fuzz", "--actions", "x"], 2),
+    (["kafka", "stale-follower", "--release", "3.2.0"], 2),
+    (["kafka", "stale-follower", "--release", "4.x"], 2),
     (["frobnicate"], 2),
 ]
 

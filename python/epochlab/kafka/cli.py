@@ -4,6 +4,7 @@
     epochlab kafka probe [--version V | --all-generations] [--json]   Java 17 check, a process each
     epochlab kafka differential [--ops N] [--seed S] [--generation G] [--component C]
                                 [--keep-data DIR] [--keep-going] [--json]
+    epochlab kafka stale-follower [--release V ...] [--json]   Partition of each KRaft release
 
 Each further subcommand module registers itself in :data:`_SUBCOMMANDS` with an ``add(sub)``
 function that adds its parsers (setting ``kafka_run`` to its handler) so this group stays a
@@ -31,9 +32,11 @@ def _add_jars(ksub: Any) -> None:
     which.add_argument("--version", default=DEFAULT_KAFKA_VERSION,
                        help=f"Kafka release (default {DEFAULT_KAFKA_VERSION}, the current one)")
     which.add_argument("--all-generations", action="store_true",
-                       help="every release the differential compares: the one each protocol "
-                            "generation stands for and the later patches compared with it; "
-                            "prints 'generation version folder' lines")
+                       help="every release the differential compares (the one each protocol "
+                            "generation stands for and the later patches compared with it), then "
+                            "every KRaft release line the stale-follower check runs and Mockito; "
+                            "prints 'generation version folder' lines ('kraft' for a release "
+                            "only that check runs, 'mockito' for Mockito's folder)")
     p.set_defaults(kafka_run=_run_jars)
 
 
@@ -47,7 +50,7 @@ def _compared_releases() -> list[tuple[str, str]]:
 
 
 def _run_jars(args: argparse.Namespace) -> int:
-    from epochlab.kafka.jars import jar_dir, logging_dir
+    from epochlab.kafka.jars import KRAFT_RELEASES, MOCKITO_VERSION, jar_dir, logging_dir, mockito_dir
 
     def resolve(version: str) -> Path:
         folder = jar_dir(version)
@@ -57,8 +60,13 @@ def _run_jars(args: argparse.Namespace) -> int:
     if not args.all_generations:
         print(resolve(args.version))
         return 0
-    for label, version in _compared_releases():
+    compared = _compared_releases()
+    for label, version in compared:
         print(f"{label} {version} {resolve(version)}", flush=True)
+    for version in KRAFT_RELEASES:
+        if version not in {v for _, v in compared}:
+            print(f"kraft {version} {resolve(version)}", flush=True)
+    print(f"mockito {MOCKITO_VERSION} {mockito_dir()}", flush=True)
     return 0
 
 
@@ -280,8 +288,14 @@ def _add_downtime(ksub: Any) -> None:
     add(ksub)
 
 
+def _add_stale_follower(ksub: Any) -> None:
+    from epochlab.kafka.stale_follower import add
+
+    add(ksub)
+
+
 _SUBCOMMANDS: list[Callable[[Any], None]] = [_add_jars, _add_probe, _add_differential, _add_cluster, _add_run,
-                                             _add_fuzz, _add_downtime]
+                                             _add_fuzz, _add_downtime, _add_stale_follower]
 
 
 def add_kafka_commands(sub: Any) -> None:

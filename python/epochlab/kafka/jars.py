@@ -10,7 +10,11 @@ so an interrupted resolution is redone, never half used.
 Each protocol generation stands for one release (:data:`GENERATION_RELEASES`), the one whose
 code ``PROTOCOL.md`` describes for it; :data:`PATCH_RELEASES` are later patches of the same
 lines whose leader-epoch cache was also compared (they carry backported fixes, see
-``docs/kafka-releases.md``). ``epochlab kafka jars --all-generations`` resolves the former.
+``docs/kafka-releases.md``). :data:`KRAFT_RELEASES` are the releases whose brokers run in KRaft
+mode, the last patch of each line from 3.3 on, whose ``kafka.cluster.Partition`` the
+stale-follower check runs (:mod:`epochlab.kafka.stale_follower`); that check's JVM also carries
+Mockito, resolved once into a shared folder of the cache (:func:`mockito_dir`) through the pinned
+``mockito-pom.xml``. ``epochlab kafka jars --all-generations`` resolves all of them.
 """
 
 from __future__ import annotations
@@ -20,14 +24,16 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from epochlab.errors import ConfigError
 from epochlab.generations import Generation
 
-__all__ = ["DEFAULT_KAFKA_VERSION", "GENERATION_RELEASES", "PATCH_RELEASES", "KafkaRelease", "cache_root",
-           "generation_of", "jar_dir", "logging_dir", "release_for", "resolved"]
+__all__ = ["DEFAULT_KAFKA_VERSION", "GENERATION_RELEASES", "KRAFT_RELEASES", "MOCKITO_VERSION", "PATCH_RELEASES",
+           "KafkaRelease", "cache_root", "generation_of", "jar_dir", "logging_dir", "mockito_dir", "release_for",
+           "resolved"]
 
 DEFAULT_KAFKA_VERSION = "4.3.1"
 
@@ -50,7 +56,23 @@ PATCH_RELEASES: dict[str, Generation] = {
     "2.7.2": Generation.KIP_320,
 }
 
+#: Every release line whose brokers run in KRaft mode (KIP-833 marked KRaft production-ready in
+#: 3.3), by the last patch of the line that Maven Central serves (checked with ``mvn
+#: dependency:get`` on 2026-11-28: 3.3.3, 3.4.2, 3.5.3, 3.6.3, 3.7.3, 3.8.2, 3.9.3, 4.0.3, 4.1.3,
+#: 4.2.3, 4.3.2 and 4.4.1 are not there), plus 4.1.0, the release the stale-follower
+#: reproduction was first run on. Oldest first.
+KRAFT_RELEASES: tuple[str, ...] = (
+    "3.3.2", "3.4.1", "3.5.2", "3.6.2", "3.7.2", "3.8.1", "3.9.2",
+    "4.0.2", "4.1.0", "4.1.2", "4.2.2", "4.3.1", "4.4.0",
+)
+
+#: The Mockito release the stale-follower check mocks ``Partition``'s collaborators with; its
+#: subclass mock maker (the default of Mockito 4) needs no Java agent, so the JPype JVM never
+#: attaches one to itself. ``mockito-pom.xml`` pins it.
+MOCKITO_VERSION = "4.11.0"
+
 POM = Path(__file__).with_name("pom.xml")
+MOCKITO_POM = Path(__file__).with_name("mockito-pom.xml")
 _VERSION = re.compile(r"^\d+\.\d+\.\d+(\.\d+)?$")
 
 
@@ -115,30 +137,45 @@ def jar_dir(version: str = DEFAULT_KAFKA_VERSION, *, resolve: bool = True) -> Pa
     not installed, or when Maven fails (its last lines are in the message).
     """
     release = release_for(version)
-    dest = _folder(release)
+    if not resolve and not (_folder(release) / ".complete").is_file():
+        raise ConfigError(f"Kafka {version} is not resolved yet: run `epochlab kafka jars --version {version}`",
+                          where=str(_folder(release)), field="version", expected="resolved jars", got=version)
+    cmd = ["-f", str(POM), f"-Dkafka.version={release.version}", f"-Dscala.binary={release.scala}",
+           "dependency:copy-dependencies"]
+    if release.modern:
+        cmd.insert(0, "-Dkafka.modern")  # before "-f POM"
+    return _maven_folder(_folder(release), cmd, what=f"Kafka {version}", field="version", got=version,
+                         where=str(POM), expected="a release on Maven Central",
+                         done=lambda partial, mvn: _resolve_logging(partial, mvn))
+
+
+def _maven_folder(dest: Path, args: list[str], *, what: str, field: str, got: object, where: str,
+                  expected: str, produced: str = "*.jar",
+                  done: Callable[[Path, str], None] | None = None) -> Path:
+    """``dest``, filled by ``mvn -q -B ARGS -Djars.dir=<partial>`` the first time: the folder is
+    used only once complete (``.complete``), built under a temporary name and renamed, so an
+    interrupted resolution is redone, never half used. ``produced``: a file pattern the result
+    must hold; ``done(partial, mvn)`` adds to the folder before it is marked complete.
+    :class:`ConfigError` when Maven is not on PATH, or when Maven fails (its last lines are in
+    the message)."""
     if (dest / ".complete").is_file():
         return dest
-    if not resolve:
-        raise ConfigError(f"Kafka {version} is not resolved yet: run `epochlab kafka jars --version {version}`",
-                          where=str(dest), field="version", expected="resolved jars", got=version)
     mvn = shutil.which("mvn")
     if mvn is None:
-        raise ConfigError("Maven (mvn) is needed to resolve Kafka's jars and is not on PATH",
+        raise ConfigError(f"Maven (mvn) is needed to resolve {what} and is not on PATH",
                           where="mvn", field="mvn", expected="Apache Maven 3", got=None)
     dest.parent.mkdir(parents=True, exist_ok=True)
     partial = dest.parent / f"{dest.name}.partial.{os.getpid()}"
     shutil.rmtree(partial, ignore_errors=True)
-    cmd = [mvn, "-q", "-B", "-f", str(POM), f"-Dkafka.version={release.version}",
-           f"-Dscala.binary={release.scala}", f"-Djars.dir={partial}", "dependency:copy-dependencies"]
-    if release.modern:
-        cmd.insert(3, "-Dkafka.modern")  # before "-f POM"
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if proc.returncode != 0 or not partial.is_dir():
+    proc = subprocess.run([mvn, "-q", "-B", *args, f"-Djars.dir={partial}"], capture_output=True, text=True,
+                          check=False)
+    if proc.returncode != 0 or not any(partial.glob(produced)):
         shutil.rmtree(partial, ignore_errors=True)
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
-        raise ConfigError(f"Maven could not resolve Kafka {version}: {tail}", where=str(POM),
-                          field="version", expected="a release on Maven Central", got=version)
-    _resolve_logging(partial, mvn)
+        raise ConfigError(f"Maven could not resolve {what}: {tail}", where=where, field=field, expected=expected,
+                          got=got)
+    if done is not None:
+        done(partial, mvn)
     (partial / ".complete").touch()
     shutil.rmtree(dest, ignore_errors=True)
     partial.rename(dest)
@@ -195,3 +232,26 @@ def _resolve_logging(jars: Path, mvn: str) -> None:
                           field="logging", expected="an artifact on Maven Central", got=version)
     shutil.rmtree(jars / LOGGING, ignore_errors=True)
     partial.rename(jars / LOGGING)
+
+
+def mockito_dir(*, resolve: bool = True) -> Path:
+    """The shared cache folder with Mockito (:data:`MOCKITO_VERSION`) and what it brings
+    (byte-buddy, byte-buddy-agent, objenesis): ``<cache>/mockito-<version>-<mockito-pom digest>``,
+    resolved with Maven through ``mockito-pom.xml`` the first time.
+
+    It is not part of any release's folder (``pom.xml``'s digest names those and stays as it
+    is); only the stale-follower check's JVM puts it on its class path. The folder is used only
+    once complete (``.complete``), built under a temporary name and renamed, so an interrupted
+    resolution is redone. Raises :class:`ConfigError` when it is missing and ``resolve`` is
+    false, when Maven is not installed, or when Maven fails (its last lines are in the message).
+    """
+    digest = hashlib.sha256(MOCKITO_POM.read_bytes()).hexdigest()[:10]
+    dest = cache_root() / f"mockito-{MOCKITO_VERSION}-{digest}"
+    if not resolve and not (dest / ".complete").is_file():
+        raise ConfigError("Mockito is not resolved yet: run `epochlab kafka jars --all-generations`",
+                          where=str(dest), field="mockito", expected="resolved jars", got=None)
+    return _maven_folder(dest, ["-f", str(MOCKITO_POM), f"-Dmockito.version={MOCKITO_VERSION}",
+                                "dependency:copy-dependencies"],
+                         what=f"Mockito {MOCKITO_VERSION}", field="mockito", got=MOCKITO_VERSION,
+                         where=str(MOCKITO_POM), expected="an artifact on Maven Central",
+                         produced="mockito-core-*.jar")

@@ -6,6 +6,10 @@ release; later calls for the same release reuse it, and a call for another relea
 :class:`ConfigError` (run each release in its own process), as does a JVM some other code
 started (its class path is unknown). JPype is the ``kafka`` extra.
 
+A caller may add folders of jars beside the release's (``extra``: the stale-follower check adds
+Mockito, :func:`epochlab.kafka.jars.mockito_dir`); they are part of what the JVM carries, so a
+later call asking for a folder the running JVM lacks raises :class:`ConfigError` too.
+
 Releases up to 0.11 log through log4j 1.2 directly (``kafka.utils.Logging``); with no
 configuration it prints a warning on the first message, so their log4j gets a null appender.
 """
@@ -13,6 +17,7 @@ configuration it prints a warning on the first message, so their log4j gets a nu
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +28,7 @@ __all__ = ["ensure_jvm", "running_release"]
 
 _lock = threading.Lock()
 _release: str | None = None
+_extra: tuple[Path, ...] = ()
 
 
 def running_release() -> str | None:
@@ -30,9 +36,10 @@ def running_release() -> str | None:
     return _release
 
 
-def ensure_jvm(version: str = DEFAULT_KAFKA_VERSION) -> Any:
-    """Start (once) the JVM with Kafka ``version`` on the class path; return the ``jpype`` module."""
-    global _release
+def ensure_jvm(version: str = DEFAULT_KAFKA_VERSION, extra: Sequence[Path] = ()) -> Any:
+    """Start (once) the JVM with Kafka ``version`` and the jars of the ``extra`` folders on the
+    class path; return the ``jpype`` module."""
+    global _release, _extra
     try:
         import jpype
     except ImportError as exc:
@@ -44,9 +51,15 @@ def ensure_jvm(version: str = DEFAULT_KAFKA_VERSION) -> Any:
                 raise ConfigError(f"this process's JVM already carries Kafka {_release}; run Kafka "
                                   f"{version} in another process", where="jvm", field="version",
                                   expected=_release, got=version)
+            missing = [str(f) for f in extra if Path(f) not in _extra]
+            if missing:
+                raise ConfigError(f"this process's JVM was started without {missing[0]}; run this in "
+                                  "another process", where="jvm", field="classpath",
+                                  expected=[str(f) for f in _extra], got=missing)
             return jpype
         folder = jar_dir(version)
         jars = sorted(str(p) for p in folder.glob("*.jar"))
+        jars += [str(p) for f in extra for p in sorted(Path(f).glob("*.jar"))]
         if not jars:
             raise ConfigError(f"no jars in {folder}", where=str(folder), field="jars",
                               expected="Kafka's jars", got=0)
@@ -58,6 +71,7 @@ def ensure_jvm(version: str = DEFAULT_KAFKA_VERSION) -> Any:
         if any(Path(j).name.startswith("log4j-1.") for j in jars):
             _silence_log4j(jpype)
         _release = version
+        _extra = tuple(Path(f) for f in extra)
         return jpype
 
 
