@@ -7,8 +7,8 @@ its runs break and where the project shows it (a built-in scenario or a document
 *matches* an entry when its generation is one of the entry's and its invariant one of the
 entry's invariants: a signature match, which says which known bug a finding most likely is,
 not a proof. Where a bug's mechanism leaves a mark in the engine events, the entry names a
-*witness* (:data:`WITNESSES`), and a finding whose run lacks it does not match: the session-8
-campaign's false Inv-StrongIsr in strict-min-isr (stale fetch answers, a model defect) had the
+*witness* (:data:`WITNESSES`), and a finding whose run lacks it does not match: a campaign's
+false Inv-StrongIsr in strict-min-isr (stale fetch answers, a model defect since fixed) had the
 signature of the KRaft re-elected-leader bug and was matched to it by signature alone. A
 finding that matches none is a candidate for a new report (its run directory
 has everything to attach).
@@ -286,8 +286,11 @@ BUGS: tuple[KnownBug, ...] = (
              "metadata log across two epochs keeps its followers' old log end offsets and can "
              "acknowledge an acks=all write a clean election then loses", ("strict-min-isr",),
              ("Inv-StrongIsr", "Inv-Durability", "Inv-LeaderCompleteness", "lost-write"),
-             "not fixed as of 4.3.1 (no report known)", "docs/kafka-findings/",
-             "found by this project; real per Kafka's code, not yet shown on a live cluster",
+             "not fixed as of 4.4.0 (no report known; proposed fix in the report)",
+             "scenarios kraft-skip-epoch-*, docs/kafka-findings/",
+             "found by this project; shown on live clusters of Kafka 4.1.2, 4.3.1 and 4.4.0 and "
+             "on Partition of every KRaft release 3.3.2-4.4.0; the ZooKeeper generations reach it "
+             "through a controller failover (scenario zk-skip-epoch-controller-failover)",
              witness="leader-skips-epochs"),
 )
 
