@@ -290,3 +290,32 @@ def test_without_the_failover_the_zookeeper_controller_delivers_every_epoch(gene
     assert _failed(result) == [] or all("wait_until" in f for f in _failed(result))
     assert [c for c in result.checks if c.kind == "durable"][0].passed
     assert model_epoch_skips(result.events) == []
+
+
+# -- the live elect step's refusals (no cluster needed) ------------------------------------------
+
+def test_electing_a_broker_outside_the_replicas_is_refused_before_any_request() -> None:
+    from epochlab.errors import ConfigError
+    from epochlab.kafka.controller_admin import elect_broker
+
+    with pytest.raises(ConfigError, match="broker 9 is not a replica"):
+        elect_broker(None, "t", 0, (1, 2, 3), 9, via=1)  # type: ignore[arg-type]
+
+
+def test_a_release_without_controller_bootstrap_cannot_elect_a_chosen_broker(tmp_path: Path) -> None:
+    """Before Kafka 3.7 (KIP-919) an Admin client cannot reach the controllers: the scenario is
+    refused up front, and the admin is refused before any JVM starts."""
+    from epochlab.errors import ConfigError
+    from epochlab.kafka.cluster import LocalCluster
+    from epochlab.kafka.controller_admin import ControllerAdmin
+    from epochlab.kafka.run import unmappable
+
+    old = LocalCluster(tmp_path / "c", brokers=3, version="3.6.2", network="loopback")
+    old.nodes = {}  # never started: only its release matters here
+    why = unmappable(load_builtin(FINDING[0]), old)
+    assert any("Kafka 3.7+, KIP-919" in w for w in why)
+    with pytest.raises(ConfigError, match="3.7 or later|Kafka 3.7"):
+        ControllerAdmin(old)
+    assert unmappable(load_builtin(FINDING[0])) == []
+    assert unmappable(load_builtin(ZK)) != []  # controller_failover has no live mapping
+

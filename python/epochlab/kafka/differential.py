@@ -806,6 +806,10 @@ def run_component(name: str, ops: int, seed: int, version: str = DEFAULT_KAFKA_V
     while report.ops < ops:
         batch = _GENERATORS[name](rng, min(chunk, ops - report.ops))
         directory = None if keep_data is None else keep_data / name / f"sequence-{sequence:05d}"
+        if directory is not None and name in ("leader-epoch-cache", "producer-state-manager"):
+            # the checkpoint or the producer snapshots where a broker keeps them, in its
+            # partition's directory, so that `epochlab inspect DIR` reads them as Kafka's files
+            directory = directory / "epochlab-0"
         applied, mismatches, first = run_ops(batch, version, directory, stop_at_first=True, component=name)
         report.ops += applied
         report.mismatches += mismatches

@@ -4,8 +4,9 @@ Each run draws a schedule with the random engine (``epochlab.fuzz.generator``) r
 faults a live cluster on this machine can take: crashes and restarts (SIGKILL), partitions and
 isolations (nft rules between the harness's network namespaces), controlled shutdowns, and
 client restarts; link delays, lossy links and lossy crashes need netem or a forgetting
-filesystem, operator elections of a chosen broker have no Kafka counterpart
-(``epochlab.kafka.run.unmappable``). The schedule becomes a scenario (every action at its
+filesystem (``epochlab.kafka.run.unmappable``), and operator elections of a chosen broker
+(reorder and preferred election, ``epochlab.kafka.controller_admin``) are left out of the live
+profile. The schedule becomes a scenario (every action at its
 ``at_ms``, then a heal, a restart of every broker still down, a wait until the ISR is whole and
 in sync and the producer's sends are resolved, and a last read), which ``epochlab kafka run``'s
 machinery runs on the cluster and, the same schedule, on the model (the latest generation with
@@ -36,7 +37,7 @@ __all__ = ["REAL_FAULT_CLASSES", "KafkaFuzzRun", "real_profile", "schedule_scena
 
 #: The generator's fault classes a live cluster here can take, with their usual weights; the
 #: others are off (link delays and partial loss need netem, lossy crashes a forgetting
-#: filesystem, ``elect`` of a chosen broker has no Kafka counterpart).
+#: filesystem; ``elect`` of a chosen broker runs live but is left out of this profile).
 REAL_FAULT_CLASSES: dict[str, int] = {name: 0 for name in FAULT_CLASSES} | {
     "crash": FAULT_CLASSES["crash"], "partition": FAULT_CLASSES["partition"],
     "shutdown": FAULT_CLASSES["shutdown"], "client-restart": FAULT_CLASSES["client-restart"]}
@@ -246,6 +247,13 @@ def _command(args: Any) -> int:
             lost += f" model lost {run.model_lost}" if run.model_lost else ""
             print(f"run {run.index:3d} (seed {run.seed}) {run.seconds:5.1f} s: {what}{lost}", flush=True)
 
+    from epochlab.kafka.faults import firewall_available
+
+    missing = firewall_available() if REAL_FAULT_CLASSES.get("partition") else None
+    if missing is not None:  # before any broker starts: its schedules cut links
+        print(f"error: the live fuzz profile's partitions cannot be applied on this machine: {missing}",
+              file=sys.stderr)
+        return 2
     try:
         with cluster_for(args.cluster_dir, out.with_name(out.name + ".cluster"),
                          cluster_overrides(real_profile().cluster)) as cluster:

@@ -386,6 +386,9 @@ class KafkaProducerStateManager:
         j = lambda name: _jclass(jpype, name)  # noqa: E731
         self._owned = directory is None
         self.directory = scratch_directory() if directory is None else Path(directory)
+        # Kafka writes its snapshot files into the directory but does not create it (a broker's
+        # log directory exists before its ProducerStateManager)
+        self.directory.mkdir(parents=True, exist_ok=True)
         self._records = j("org.apache.kafka.common.record.internal.MemoryRecords")
         self._simple = j("org.apache.kafka.common.record.internal.SimpleRecord")
         self._simple_array = jpype.JArray(self._simple)

@@ -51,6 +51,7 @@ from epochlab.errors import ConfigError
 from epochlab.kafka.clients import History, KafkaAdmin
 from epochlab.kafka.cluster import LocalCluster
 from epochlab.kafka.controller_admin import controller_admin_available
+from epochlab.kafka.faults import firewall_available
 from epochlab.kafka.run_driver import Driver
 from epochlab.kafka.run_state import DiskReplica
 from epochlab.scenarios.expectations import Check, Facts, evaluate
@@ -104,6 +105,10 @@ def unmappable(scenario: Scenario, cluster: LocalCluster | None = None) -> list[
     if cfg.kafka_release is not None:
         why.append(f"kafka.release {cfg.kafka_release}: the model follows that release's rules; a real "
                    "cluster runs its own release's")
+    uses_links = any(s.action in ("partition", "heal", "isolate", "set_link") for s in scenario.steps)
+    link_tools = firewall_available() if uses_links else None
+    if link_tools is not None:  # refused before any broker starts, naming what installs it
+        why.append(f"its link faults cannot be applied on this machine: {link_tools}")
     if cluster is not None:
         missing = [b for b in cfg.brokers if b not in cluster.broker_ids]
         if missing:
@@ -111,8 +116,7 @@ def unmappable(scenario: Scenario, cluster: LocalCluster | None = None) -> list[
         if cfg.replica_selector_class is not None and "replica.selector.class" not in _broker_properties(cluster):
             why.append("fetch from follower needs brokers started with replica.selector.class "
                        f"(this cluster's have none; start one for the scenario: {RACK_AWARE_SELECTOR})")
-        uses_links = any(s.action in ("partition", "heal", "isolate", "set_link") for s in scenario.steps)
-        if uses_links and cluster.network != "netns":
+        if uses_links and link_tools is None and cluster.network != "netns":
             why.append("link faults need the cluster's netns network (root and nft)")
     return why
 
