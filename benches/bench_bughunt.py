@@ -1,4 +1,4 @@
-"""Bug-hunt benchmark (issue 17): for each catalogued bug (``docs/bugs.md``), each engine and
+"""Bug-hunt benchmark: for each catalogued bug (``docs/bugs.md``), each engine and
 each campaign seed, the runs and seconds to the first finding whose catalogue match is that
 bug, with median and max over seeds; the table of ``docs/bugs.md`` between ``<!-- bughunt -->``
 markers is regenerated from the results.

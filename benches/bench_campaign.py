@@ -8,9 +8,9 @@ The default campaign's shape (``epochlab campaign``: the default grid, 2,000 run
 the batch (not the aggregation or the report). A new SparkSession is built for each master, and
 the campaign is timed :data:`ROUNDS` times in it: the best of them is the master's figure (the
 least disturbed by the rest of the machine; one round alone varied from 1.70x to 2.07x on
-three identical runs here in session 16). Prints one line per master and the ratio; no timing is
+three identical runs here, b84b054). Prints one line per master and the ratio; no timing is
 asserted (the machine is shared).
-Until session 9 this measured 600 runs in batches of 300, where each job's fixed cost
+Before b31c757 this measured 600 runs in batches of 300, where each job's fixed cost
 (scheduling, shuffle, Parquet) weighed more: 38 and 58 runs/s, 1.52x, on the same machine.
 """
 

@@ -49,10 +49,10 @@ LOOP: dict[str, dict[str, float]] = {}
 def _loop_counts(schedule: Any, impl: str) -> tuple[int, int]:
     """(engine events, calls from Python into the Rust extension) of one run of ``schedule``:
     events counted on the kernel, crossings by a profiler hook on C calls into ``epochlab._core``
-    (method calls; property reads do not show to the hook, so this is a floor. Session 13
-    raised the count while the cost fell: the kernel and the network are Rust classes, so
+    (method calls; property reads do not show to the hook, so this is a floor. The Rust event
+    loop raised the count while the cost fell: the kernel and the network are Rust classes, so
     every ``schedule`` and ``post`` is a call into the extension, while the loop's own pops and
-    deliveries cross nothing; since session 14 the state checker's change detector is one
+    deliveries cross nothing; the state checker's change detector is one
     ``ChangeWatch.changes`` call per event that is not quiet, and the checker is called from
     the kernel's loop, not from a Python ``stop`` callback; slow, so measured on two runs apart
     from the timing)."""
@@ -89,7 +89,7 @@ def _loop_counts(schedule: Any, impl: str) -> tuple[int, int]:
 @pytest.mark.benchmark(group="fuzz-loop latest")
 @pytest.mark.parametrize("impl", ["rust", "python", "reference"])
 def test_fuzz_loop_latest_generation(benchmark: Any, record_ratio: Any, impl: str) -> None:
-    """The loop issue 14 is about: runs/s on the latest generation (swarm faults, 100 actions),
+    """The fuzz loop (docs/measurements.md, "The fuzz loop"): runs/s on the latest generation (swarm faults, 100 actions),
     with engine events and Python/Rust crossings per run printed beside it."""
     done = benchmark.pedantic(lambda: [execute(s, backend=impl) for s in LATEST], rounds=2, iterations=1)
     assert len(done) == len(LATEST)

@@ -1,4 +1,4 @@
-"""Hostile inputs for every file format epochlab reads (issue 16): scenario TOML, fuzz schedule
+"""Hostile inputs for every file format epochlab reads: scenario TOML, fuzz schedule
 JSON, fuzz profile JSON, campaign grid TOML/JSON, leader-epoch checkpoint text and Parquet
 trace files.
 
@@ -15,8 +15,8 @@ With atheris (coverage-guided)::
 
     python fuzz/fuzz_formats.py -atheris_runs=1000000 fuzz/corpus/formats
 
-Without it, a seeded loop over random bytes (the long hostile-input campaign of the closing
-note; ``--runs`` inputs, a count per format at the end)::
+Without it, a seeded loop over random bytes (the long hostile-input campaign,
+``fuzz/hostile.py``, runs it; ``--runs`` inputs, a count per format at the end)::
 
     python fuzz/fuzz_formats.py --runs 1000000 --seed 1
 """

@@ -3,7 +3,7 @@
 The fuzzer's bytes are decoded as a sequence of bounded choices into a schedule
 (``epochlab.fuzz.decode_schedule``: a header for the configuration and the swarm of fault
 classes, then one fixed-size record per action), run on the simulator and judged by every
-invariant of ``PROTOCOL.md`` section 4. Each new protocol violation is written to
+invariant of ``docs/invariants.md``. Each new protocol violation is written to
 ``<out>/violations/<signature>/`` before anything is raised; a simulator exception is written
 to ``<out>/crashes/`` before it propagates. The corpus lives in ``<out>/corpus``.
 

@@ -1,4 +1,4 @@
-"""The long hostile-input campaign (issue 16), without atheris: a seeded loop that feeds random
+"""The long hostile-input campaign, without atheris: a seeded loop that feeds random
 inputs to the three harnesses of this folder and counts what happened.
 
 * ``formats`` (``fuzz_formats.py``): every file format, valid files damaged by mutations;

@@ -2,7 +2,7 @@
 //!
 //! A follower that learns of a new leader epoch must cut its log back to where it agrees with
 //! the new leader before fetching. How it finds that point is what changed between Kafka
-//! generations (`PROTOCOL.md` 1.4):
+//! generations (`docs/core-semantics.md` rule 1.4):
 //!
 //! | generation | function | Kafka |
 //! |---|---|---|

@@ -1,7 +1,7 @@
 //! Protocol generations: which of Kafka's replication rules are in force.
 //!
-//! Mirrors `epochlab.generations.Generation` (same numbers, same flags); `PROTOCOL.md` section 0
-//! defines the labels.
+//! Mirrors `epochlab.generations.Generation` (same numbers, same flags); `docs/sim-api.md`
+//! ("Generations") lists the labels and the releases each stands for.
 
 /// One period of Kafka's replication protocol, oldest first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -1,6 +1,6 @@
 //! Transaction index of one partition replica: ongoing and unreplicated transactions, aborted
 //! transactions, the first unstable offset (Kafka's `ProducerStateManager.ongoingTxns` /
-//! `unreplicatedTxns` and the per-segment `.txnindex`; `PROTOCOL.md` 1.12).
+//! `unreplicatedTxns` and the per-segment `.txnindex`; `docs/core-semantics.md` rule 1.12).
 //!
 //! A transaction starts at its first transactional data batch and ends at its COMMIT or ABORT
 //! control batch (the *marker*). It is *ongoing* until the marker is appended, *unreplicated*

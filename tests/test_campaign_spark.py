@@ -183,3 +183,25 @@ def test_local_cluster_gives_the_same_rows(spark: Any, baseline: Any, cluster_ru
     assert proc.returncode in (0, 1), stderr[-2000:]
     assert json.loads(stdout)["summary"]["runs"] == RUNS
     assert _rows(spark, out) == baseline[1]
+
+
+#: summary.json keys that measure the deployment, not the campaign (wall time and its rate).
+_TIMINGS = ("seconds", "runs_per_second")
+
+
+def _summary(out: Path) -> dict[str, Any]:
+    data = json.loads((out / "summary.json").read_text())
+    return {k: v for k, v in data.items() if k not in _TIMINGS}
+
+
+def test_the_summary_is_a_function_of_seed_and_grid_alone(baseline: Any, cluster_run: Any) -> None:
+    """The same campaign in ``local[2]`` (4 tasks per batch) and in ``local-cluster[2,1,1024]``
+    (separate executor processes, the CLI's own partitioning): every figure of ``summary.json``
+    the same, the produce-latency bootstrap intervals included (their resampling follows the
+    runs' ids, not the order rows reach the driver)."""
+    proc, out = cluster_run
+    if proc.poll() is None:
+        proc.communicate(timeout=300)
+    local, cluster = _summary(baseline[0].out), _summary(out)
+    assert any(row.get("latency_ci_ms") for row in local["by_config"]), "no bootstrap interval was computed"
+    assert json.dumps(local, sort_keys=True) == json.dumps(cluster, sort_keys=True)

@@ -1,5 +1,5 @@
 """Truncation decisions per protocol generation, the leader's fetch check, KIP-320 fencing and
-log comparison, with PROTOCOL.md's worked examples."""
+log comparison, with the protocol's worked examples (``docs/core-semantics.md``, rule 1.4)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def test_fetch_check_values(impl):
 
 
 def test_protocol_case_e_truncate_on_fetch(impl):
-    # PROTOCOL.md 1.4(d): follower {1:0, 2:2} LEO 4, leader {1:0, 3:2}.
+    # rule 1.4(d): follower {1:0, 2:2} LEO 4, leader {1:0, 3:2}.
     follower = impl.LeaderEpochCache([(1, 0), (2, 2)])
     leader = impl.LeaderEpochCache([(1, 0), (3, 2)])
     check = impl.leader_fetch_check(leader, 6, 0, 4, 2)

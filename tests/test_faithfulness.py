@@ -1,4 +1,4 @@
-"""The six places where the model once did what no Kafka release does (issue 10), each run in
+"""The six places where the model once did what no Kafka release does, each run in
 every generation where the rule applies and asserting what Kafka's code does (cited in
 ``docs/core-semantics.md``, "Faithfulness to Kafka's code"). Every test here failed on the
 model before the fix (commit f71d793)."""

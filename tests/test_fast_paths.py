@@ -1,4 +1,4 @@
-"""The fuzz loop's fast paths (issue 14, sessions 13 and 14) change no run.
+"""The fuzz loop's fast paths change no run.
 
 The event loop and the network run in Rust (``epochlab._core.Kernel`` / ``Network``) on the
 rust and python backends; the reference backend runs the pure-Python ones
@@ -790,7 +790,7 @@ def test_timers_belong_to_the_node_whose_event_scheduled_them() -> None:
 def test_a_finished_run_is_freed(backend: str) -> None:
     """A run's callbacks close over the cluster that owns the kernel: the Rust kernel shows
     them to the garbage collector (``__traverse__`` / ``__clear__``), or every run would leak
-    (session 13: 1.6 GB per Spark worker over a 20,000-run campaign, before the fix)."""
+    (1.6 GB per Spark worker over a 20,000-run campaign before 8282551)."""
     import gc
     import weakref
 
@@ -828,7 +828,7 @@ def test_python_code_run_from_inside_the_network_cannot_deadlock_it() -> None:
     """A node whose ``str()`` reads the kernel and the network (which lock their state), and a
     finaliser that schedules: the Rust network resolves names and drops objects with no lock
     held (in a subprocess, so a regression fails by its timeout instead of hanging the run;
-    session 13: the API fuzzer hung on a Kernel passed as a node)."""
+    the API fuzzer hung on a Kernel passed as a node before c3c6154)."""
     import subprocess
     import sys
 
@@ -859,7 +859,7 @@ print("ok", net.sent, net.dropped)
 
 def test_the_collector_may_run_at_any_allocation() -> None:
     """The Rust kernel and network under a collector that runs at every allocation (in a
-    subprocess: a crash fails by its exit code). Session 13: with an instance ``__dict__`` the
+    subprocess: a crash fails by its exit code). Before 75a0e2c, with an instance ``__dict__`` the
     collector traversed a half-made Kernel and Python crashed; ``kernel.step = f`` is kept by
     ``__setattr__`` now."""
     import subprocess

@@ -69,7 +69,7 @@ def test_every_problem_is_reported_at_once_with_its_path(tmp_path: Path,
     ("campaign-grid", '{"faults": {"leader-crash": 1000000000000}}', "faults.leader-crash"),
 ])
 def test_huge_times_and_counts_are_refused_not_run(tmp_path: Path, kind: str, body: str, field: str) -> None:
-    """Issue 16: a time or count of 10^18 used to run for ever."""
+    """A hostile input: a time or count of 10^18 used to run for ever."""
     if kind == "scenario":
         from epochlab.scenarios import loads
 
@@ -115,7 +115,7 @@ def test_schema_command_prints_a_json_schema(capsys: pytest.CaptureFixture[str])
 ])
 def test_a_list_where_a_number_belongs_is_exit_2_with_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                               cmd: list[str], name: str, body: str) -> None:
-    """Issue 16: a list where a scalar belongs ended in an untyped TypeError (exit 1)."""
+    """A hostile input: a list where a scalar belongs ended in an untyped TypeError (exit 1)."""
     path = tmp_path / name
     path.write_text(body)
     assert main([*cmd, str(path)]) == 2

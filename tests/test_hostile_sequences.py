@@ -1,5 +1,5 @@
 """Python sequences that lie about their length reach the Rust core through the bindings: they
-are read by iterating, never by trusting ``__len__`` for an allocation (issue 16: a lying
+are read by iterating, never by trusting ``__len__`` for an allocation (a lying
 ``__len__`` used to abort the interpreter or raise a Rust panic)."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def test_bytes_are_not_a_sequence_of_values(bad):
 
 def test_comparing_two_logs_from_two_threads_in_opposite_orders_does_not_deadlock():
     # first_mismatch releases the GIL while it holds both logs' locks: they are taken in one
-    # global order (issue 16: opposite orders used to deadlock).
+    # global order (opposite orders used to deadlock).
     import threading
 
     a, b = epochlab.ReplicaLog(), epochlab.ReplicaLog()

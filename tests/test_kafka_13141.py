@@ -89,7 +89,7 @@ def test_a_scenario_for_one_release_is_not_run_on_a_real_cluster() -> None:
 
 
 def test_the_fuzzers_shortest_finding_is_kafka_13141_and_gone_with_the_fix() -> None:
-    """Session 10, ``epochlab fuzz -g diverging-epoch`` with ``kafka.release`` 2.8.0, seed 1,
+    """Found by ``epochlab fuzz -g diverging-epoch`` with ``kafka.release`` 2.8.0, seed 1,
     run 3, shrunk to 3 actions: leader 3 of epoch 1 writes m1 to follower 2; a preferred
     election makes broker 1 (empty log) leader of epoch 2; the producer's retry lands there, and
     the followers' diverging fetches at offset 1 count as their log end: the HW covers offset 0

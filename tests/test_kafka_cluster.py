@@ -294,7 +294,7 @@ def test_a_start_that_fails_after_the_spawn_is_retried_once_and_leaves_its_evide
 def test_a_node_just_spawned_counts_as_running_while_it_execs(tmp_path: Path) -> None:
     """``is_running`` of a node this process spawned asks the kernel (``Popen.poll``): a check
     of ``/proc`` while the child execs from ``setpriv`` to ``nsenter`` to ``java`` misses the
-    node's command line and said "not running" (the session-9 CI flake). Spawned, checked in a
+    node's command line and said "not running" (a CI flake before 7db0997). Spawned, checked in a
     tight loop for 50 ms, never reported gone; killed, reported gone."""
     c = LocalCluster(tmp_path / "c", brokers=1)
     c._plan()

@@ -1,5 +1,5 @@
 """Writing commands killed part way (SIGKILL, no cleanup) leave the previous output or a
-complete new one, never a half-written file or directory under the output's name (issue 16)."""
+complete new one, never a half-written file or directory under the output's name."""
 
 from __future__ import annotations
 

@@ -68,7 +68,7 @@ def test_problem_1_loses_committed_message_in_g0() -> None:
 def test_problem_1_schedule_keeps_m2_in_g0_when_a_leads_first() -> None:
     """The same crash with B failing at once: A registers after its old session expired and
     is made leader directly (unclean), never a follower, so it never truncates to its HW and
-    keeps m2 (0.10: ``makeLeader`` does not truncate). Before session 7 the model let A's
+    keeps m2 (0.10: ``makeLeader`` does not truncate). Before 958974e the model let A's
     restart register at once and handed it the follower role on a heartbeat answer."""
     c = problem_1(Generation.TRUNCATE_TO_HW)
     assert c.state().leader == 2 and c.state().replicas[2].values() == [1, 2]
@@ -227,7 +227,7 @@ def test_zookeeper_era_restart_waits_for_the_session_and_a_missed_bounce_leads_n
     ("g1-liveness-converge-clean-shutdown-model-defect.json", "Liveness-Converge"),
 ])
 def test_zookeeper_era_findings_that_were_model_defects(fixture: str, was: str) -> None:
-    """Two hw-truncation findings of the session-7 campaign (seed 5101), both model defects:
+    """Two hw-truncation findings of the campaign on 867d9c2 (seed 5101), both model defects:
     (1) a broker whose bounce had been missed restarted again and was taken for the missed
     incarnation at every session expiry, so it never registered (Liveness-Converge); (2) a
     LeaderAndIsr held by a partition reached a broker after the controller had declared it
@@ -250,7 +250,7 @@ def test_zookeeper_era_findings_that_were_model_defects(fixture: str, was: str) 
 
 @pytest.mark.parametrize("backend", ["rust", "python", "reference"])
 def test_a_fetcher_ignores_answers_to_requests_it_gave_up_on(backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A latest-generation finding of the session-8 campaign (seed 8101, transactions on),
+    """A latest-generation finding of the campaign on d2deee1 (seed 8101, transactions on),
     reported as Inv-StrongIsr and matched by signature to the catalogued KRaft bug, was a
     model defect: a follower cut from its leader timed out fetch after fetch; when the link
     came back the leader served every held request and the follower applied each answer, so an
@@ -318,7 +318,7 @@ def test_a_fetch_given_up_on_is_not_answered_during_the_backoff(backend: str) ->
 
 @pytest.mark.parametrize("backend", ["rust", "python", "reference"])
 def test_a_batch_renumbered_after_a_stateless_leader_took_it_first_is_allowed_out_of_order(backend: str) -> None:
-    """Session-9 campaign finding (strict-min-isr, fetch-from-follower profile, seed 11004):
+    """A finding of the campaign on e87310a (strict-min-isr, fetch-from-follower profile, seed 11004):
     idempotent p3 sends 4 (seq 0) and 5 (seq 1) to a leader that has just been elected; 4 is
     answered NOT_LEADER_OR_FOLLOWER (the broker had not applied its leadership yet), 5 arrives
     a moment later and is written (a leader with no state for the producer takes a first
@@ -345,7 +345,7 @@ def test_a_batch_renumbered_after_a_stateless_leader_took_it_first_is_allowed_ou
 
 
 def test_hw_truncation_has_no_epochs_in_its_batches_to_check() -> None:
-    """Session-9 bughunt (hw-truncation, random engine, seed 1): Inv-EpochMonotone with no
+    """A finding of the bug hunt on a652835 (hw-truncation, random engine, seed 1): Inv-EpochMonotone with no
     catalogued match, shrunk to 8 actions: a slow controller link delivers LeaderAndIsr of
     epochs 2, 3, 4 to broker 1 seconds late and in order, so broker 1 leads in epoch 2 after
     fetching records leader 3 wrote in epoch 3, and its batches' epoch labels go back. Kafka

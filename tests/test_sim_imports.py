@@ -1,4 +1,4 @@
-"""The import graph of ``epochlab.sim`` is acyclic (issue 14): components see a small
+"""The import graph of ``epochlab.sim`` is acyclic: components see a small
 :class:`~epochlab.sim.context.SimContext`, and only the :class:`~epochlab.sim.cluster.Cluster`
 facade knows them all.
 

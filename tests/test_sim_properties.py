@@ -2,8 +2,8 @@
 elections, RF=3, min.insync.replicas=2, acks=all, at most one broker down (crashed without
 losing its page cache, or isolated) at a time.
 
-Checked after every step: Log Matching below min(HW) between live replicas (``PROTOCOL.md``
-4 Inv-5), ``log_start <= HW <= LEO`` (Inv-8), strictly increasing epoch-cache entries and
+Checked after every step: Log Matching below min(HW) between live replicas (``docs/invariants.md``
+5), ``log_start <= HW <= LEO`` (Inv-8), strictly increasing epoch-cache entries and
 non-decreasing batch epochs (Inv-6). At the end, after healing: no acknowledged acks=all write
 is missing from the leader's log at its acknowledged offset (Inv-1).
 """
@@ -99,7 +99,7 @@ def _duplicates_allowed(c: Cluster) -> set[int]:
 
 
 def test_an_idempotent_duplicate_needs_a_renumbered_batch() -> None:
-    """The counterexample hypothesis drew in session 3: three pipelined batches reach the new
+    """A counterexample hypothesis drew: three pipelined batches reach the new
     leader around its election, the third is appended first, the retry of the first gets
     OUT_OF_ORDER_SEQUENCE_NUMBER with nothing unresolved, the producer bumps its epoch and
     renumbers all three (the Java client's `startSequencesAtBeginning`): value 3 twice. (Seed 1013

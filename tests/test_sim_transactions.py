@@ -1,4 +1,4 @@
-"""Transactions in the simulator (issue 7): coordinator, markers, LSO, read_committed,
+"""Transactions in the simulator: coordinator, markers, LSO, read_committed,
 fencing, KIP-890, their checker invariants (15, 20, 21, 26) and the fuzzer's transactional menu."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""House rules enforced by machine (STYLE.md habit 10): the boundaries a reviewer would check."""
+"""House rules enforced by machine (docs/architecture.md, style habit 10): the boundaries a reviewer would check."""
 
 from __future__ import annotations
 

@@ -268,7 +268,7 @@ def _flip_name_in_footer(path: Path, name: bytes, replacement: bytes) -> None:
 
 
 def test_a_column_renamed_by_damage_is_refused_not_read_as_absent(tmp_path: Path) -> None:
-    """Issue 16: one flipped bit in the footer renamed a column and changed the verdict."""
+    """A hostile input: one flipped bit in the footer renamed a column and changed the verdict."""
     t = trace.generate(500, leader_changes=6, seed=2, crash_every=7)
     path = trace.write_trace(t, tmp_path / "t.parquet", row_group_rows=128)
     _flip_name_in_footer(path, b"offset", b"offsev")
@@ -296,7 +296,7 @@ def test_a_column_renamed_by_damage_is_refused_not_read_as_absent(tmp_path: Path
 
 
 def test_event_numbers_continue_across_row_groups(tmp_path: Path) -> None:
-    """Issue 16: without an event column, numbers restarted in every row group."""
+    """A hostile input: without an event column, numbers restarted in every row group."""
     import pyarrow.parquet as pq
 
     t = trace.normalize(trace.generate(300, leader_changes=3, seed=8))

@@ -1,4 +1,4 @@
-"""Transactions in the core (PROTOCOL.md 1.12, docs/core-semantics.md "Transactions"), checked
+"""Transactions in the core (docs/core-semantics.md rule 1.12, "Transactions"), checked
 on the Rust core and the pure-Python reference alike: ongoing / unreplicated transactions, the
 last stable offset, the aborted index, marker fencing and INVALID_TXN_STATE."""
 

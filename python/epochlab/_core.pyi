@@ -717,7 +717,7 @@ def parse_txn_index(data: bytes | bytearray | memoryview, file: str) -> list[dic
     """``[{"version", "producer_id", "first_offset", "last_offset", "last_stable_offset"}, ...]``."""
 
 
-# -- the simulator's event loop and network (issue 14; semantics: epochlab.sim.kernel and
+# -- the simulator's event loop and network (semantics: epochlab.sim.kernel and
 # -- epochlab.sim.network, whose pure-Python classes the reference backend runs)
 
 RTO_MIN_MS: Final[int]

@@ -1,7 +1,7 @@
 """Protocol generations: which historical Kafka replication behaviour the simulator runs.
 
 One :class:`Generation` value selects the follower-truncation rule and the behaviour flags that
-changed with it (``PROTOCOL.md`` sections 1.2, 1.4, 1.6, 1.7, 1.9):
+changed with it (``docs/core-semantics.md`` rules 1.2, 1.4, 1.6, 1.7, 1.9):
 
 ====  =================  ===============  ===================================================
  G    name               Kafka            follower truncation

@@ -19,8 +19,9 @@
 //!
 //! Until 2026-11 this module read the C structs itself (ten `unsafe` blocks, no check of list
 //! offsets against their items). Measured with both builds on the same machine
-//! (`/tmp`-free script in the closing note of issue 14): replaying one 806,428-row batch took
-//! the same time (0.21-0.28 s either way, the spread being the machine's load); the fixed cost
+//! (a script not kept in the repository; `docs/measurements.md`, "Trace import"): replaying
+//! one 806,428-row batch took the same time (0.21-0.28 s either way, the spread being the
+//! machine's load); the fixed cost
 //! of importing a batch rose from about 6 to 14-17 µs (`validate_full`), immaterial next to
 //! the replay of a row group. So the maintained library replaced it.
 

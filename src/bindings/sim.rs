@@ -1,5 +1,5 @@
-//! `Kernel`, `Timer` and `Network`: the simulator's event loop and message delivery in Rust
-//! (issue 14). The semantics are those `epochlab.sim.kernel` and `epochlab.sim.network`
+//! `Kernel`, `Timer` and `Network`: the simulator's event loop and message delivery in Rust.
+//! The semantics are those `epochlab.sim.kernel` and `epochlab.sim.network`
 //! document, which re-export these classes; this file is their implementation.
 //!
 //! * The kernel keeps virtual time and one queue of events ordered by `(time, sequence)`. An

@@ -5,7 +5,7 @@
 //! changes, epoch-cache assignments, flushes, crashes and restarts, controller decisions
 //! (`leader_change`) and the replicas' role changes. [`Replayer`] applies the rows to one
 //! [`crate::ReplicaLog`] per (partition, broker) and checks, as it goes, the log invariants
-//! of `PROTOCOL.md` section 4 ([`Invariant`]); each check costs what the row changed, not
+//! of `docs/invariants.md` ([`Invariant`]); each check costs what the row changed, not
 //! the size of the logs, so a replay is linear in the trace.
 //!
 //! The module takes borrowed columns ([`TraceColumns`]), not Arrow types: the bindings map
@@ -97,7 +97,7 @@ pub const FLAG_UNCLEAN: u8 = 1;
 pub const FLAG_LOSE_UNFLUSHED: u8 = 2;
 pub use crate::log::{FLAG_CONTROL, FLAG_TRANSACTIONAL};
 
-/// The invariants the replay checks (`PROTOCOL.md` section 4 names).
+/// The invariants the replay checks (`docs/invariants.md` names).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Invariant {
     /// 8: `log_start <= HW <= LEO` for every HW a row sets; a leader's HW never decreases

@@ -5,8 +5,8 @@
 //! passed to every call, so a caller can keep the log where it likes (the Python bindings share
 //! it with a `ReplicaLog` object). Every method handles one message or timer tick and returns
 //! the messages to send; nothing here knows about time passing, networks or other brokers.
-//! Rules and sources (`PROTOCOL.md`): becoming leader or follower 1.9, follower truncation by
-//! generation 1.4, leader fetch handling, DivergingEpoch and ISR expansion 1.5 and 1.7, the
+//! Rules and sources (`docs/core-semantics.md` rule numbers): becoming leader or follower 1.9,
+//! follower truncation by generation 1.4, leader fetch handling, DivergingEpoch and ISR expansion 1.5 and 1.7, the
 //! high watermark 1.6, the produce path 1.8, checkpointed HW and crashes 1.10.
 //!
 //! This is a 1:1 port of `epochlab.sim.replica` (Python), which stays as the readable reference;

@@ -65,8 +65,11 @@ def by_config(df: Any, extra_keys: tuple[str, ...] = (), latency: bool = True) -
                                    F.avg("latency").alias("latency_mean_ms")))
         base = base.join(lat, keys, "left")
         # per run: its latencies, for the bootstrap over runs (cluster bootstrap: the sends of
-        # one run are not independent, the runs are)
-        runs = df.groupBy(*keys).agg(F.collect_list("latency_ms").alias("_latency_by_run"))
+        # one run are not independent, the runs are), in run id order: collect_list gathers
+        # rows in the order they arrive, which depends on the partitioning (local[1],
+        # local[2] and a cluster resampled the same runs differently), the draws must not
+        runs = df.groupBy(*keys).agg(
+            F.sort_array(F.collect_list(F.struct("run_id", "latency_ms"))).alias("_latency_by_run"))
         base = base.join(runs, keys, "left")
     joined = (base
               .withColumn("acked_loss_rate", _ratio(F.col("acked_lost"), F.col("acked")))
@@ -78,7 +81,7 @@ def by_config(df: Any, extra_keys: tuple[str, ...] = (), latency: bool = True) -
     for row in rows:
         by_run = row.pop("_latency_by_run", None)
         if by_run is not None:
-            row["latency_ci_ms"] = bootstrap_percentiles(by_run, (0.5, 0.99))
+            row["latency_ci_ms"] = bootstrap_percentiles([r["latency_ms"] for r in by_run], (0.5, 0.99))
     return rows
 
 

@@ -142,7 +142,7 @@ class Grid:
         return [c.config_id for c in self.configs]
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # Spark may pickle a grid captured by a task; rebuild it from its JSON (STYLE habit 8).
+        # Spark may pickle a grid captured by a task; rebuild it from its JSON (docs/architecture.md, style habit 8).
         return (Grid.from_json, (self.to_json(),))
 
 

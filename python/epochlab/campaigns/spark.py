@@ -9,11 +9,11 @@ A campaign of ``runs`` runs is cut into *batches* of ``batch_runs`` consecutive 
    and ``batch`` columns (the run descriptions; built by Spark, not shipped from the driver);
 2. ``mapInArrow`` over it: each task rebuilds the grid from its JSON, runs its rows with
    :func:`~epochlab.campaigns.runs.run_one` and yields Arrow batches of result rows (nothing
-   the task needs is pickled but strings and integers, STYLE habit 8);
+   the task needs is pickled but strings and integers, docs/architecture.md style habit 8);
 3. a shuffle by ``config_id`` into at most 8 shards, sorted by ``(config_id, run_id)`` within
    each, written as Parquet under ``<out>/runs/batch=<k>/`` (one file per shard) with *dynamic
    partition overwrite*: a batch run twice (a retried job, a resumed campaign) replaces its own
-   directory and nothing else. Until session 13 the rows were partitioned by ``config_id`` too:
+   directory and nothing else. Before cfa6e19 the rows were partitioned by ``config_id`` too:
    one small file per configuration and batch, 120 per batch with the default grid, whose
    writing cost more than a fifth of a 2,000-run batch and did not scale with cores; a
    directory in that layout is not resumed (:class:`~epochlab.errors.ConfigError`).
@@ -61,7 +61,7 @@ _LOCAL = re.compile(r"^local(\[(\*|\d+)\])?$")
 #: Tasks of a batch per core (``defaultParallelism``) unless ``CampaignSpec.tasks_per_batch``
 #: says: each task costs about 15 ms of the JVM's CPU and as much of the Python worker's in
 #: local mode, which share the cores with the runs; two per core keep the cores busy to the
-#: end of a batch (session 15, docs/campaigns.md: local[2] / local[1] 1.76-1.77x with eight
+#: end of a batch (56ea8f2, docs/measurements.md: local[2] / local[1] 1.76-1.77x with eight
 #: per core, 1.85-1.91x with two).
 TASKS_PER_CORE = 2
 

@@ -1,4 +1,4 @@
-"""The invariant checker: ``PROTOCOL.md`` section 4 over cluster state, client history and
+"""The invariant checker: ``docs/invariants.md`` over cluster state, client history and
 liveness, each violation classified as a protocol violation or as allowed by the configuration.
 
 * :mod:`~epochlab.checks.verdict` - :class:`Violation`, :class:`Verdict`

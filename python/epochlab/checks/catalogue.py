@@ -201,17 +201,17 @@ BUGS: tuple[KnownBug, ...] = (
     KnownBug("KAFKA-6361 (KIP-279)", "with OffsetsForLeaderEpoch v0 a follower truncates to an end "
              "offset of an epoch it never had, so logs can diverge after quick leader changes",
              # a divergent replica keeps a record its leader never had; once it leads, the
-             # idempotent producer's retry of that record lands too (session 8, kip-101 seed
+             # idempotent producer's retry of that record lands too (0602e14's campaign, kip-101 seed
              # 9502 run 1016: Inv-LogMatching first, then the duplicate)
              ("kip-101",), ("Inv-LogMatching", "Inv-ConsistentRead", "inconsistent-offsets", "duplicate"),
              "2.0.0 (KIP-279: the leader answers with the epoch too)", "PROTOCOL.md 1.4, docs/fuzzing.md"),
     KnownBug("KAFKA-7415", "a new leader assigns its epoch only at its first append, so its epoch "
              "cache and a follower's disagree on where the epoch starts", ("kip-101", "kip-279"),
              # the divergence it leaves below the HW is then read and lost: a consumer's read
-             # and the final log disagree (session 7, kip-279 seed 5101 run 2429: Inv-EpochMonotone
+             # and the final log disagree (fde2de7's campaign, kip-279 seed 5101 run 2429: Inv-EpochMonotone
              # first, then Inv-LogMatching, Inv-ConsistentRead, inconsistent-offsets); a record
              # kept only by the divergent replica is written again by the producer's retry once
-             # that replica leads (session 8, kip-279 seed 9502 run 1016: duplicate)
+             # that replica leads (0602e14's campaign, kip-279 seed 9502 run 1016: duplicate)
              ("Inv-EpochMonotone", "Inv-LogMatching", "Inv-ConsistentRead", "inconsistent-offsets",
               "duplicate"),
              "2.1.0 (the leader assigns the epoch when it becomes leader)", "PROTOCOL.md 1.2, docs/fuzzing.md"),
@@ -235,7 +235,7 @@ BUGS: tuple[KnownBug, ...] = (
     KnownBug("KAFKA-7235 (KIP-380)", "a LeaderAndIsr the controller sent before a broker's "
              "session expired reaches the broker after it registered again, and the broker, which "
              "cannot tell the request is outdated, leads or follows in that older epoch",
-             # session 9, bughunt of hw-truncation (random engine, seed 1, run 174): broker 1's
+             # a652835's bug hunt of hw-truncation (random engine, seed 1, run 174): broker 1's
              # session expired with requests of epochs 2 and 3 on their way; it registered again
              # and then became leader in epoch 2 while the controller was at epoch 5, appending
              # after records of epoch 4 it had fetched. Releases before 0.11 carry no epochs in

@@ -1,4 +1,4 @@
-"""Client-history invariants in Jepsen's Kafka vocabulary (``PROTOCOL.md`` 4, items 13-19, 23).
+"""Client-history invariants in Jepsen's Kafka vocabulary (``docs/invariants.md`` 13-19, 23).
 
 Judged once, after the run, on the history (``HistoryOp`` dicts), the final leader's log and
 the ground truth kept by :class:`~epochlab.checks.state.StateChecker` (which offsets were

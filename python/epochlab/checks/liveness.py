@@ -1,4 +1,4 @@
-"""Liveness after a final healing phase (``PROTOCOL.md`` 4, items 24-25).
+"""Liveness after a final healing phase (``docs/invariants.md`` 24-25).
 
 The executor stops injecting faults, heals the network, resets every link, restarts every
 crashed broker and runs the cluster for a bounded time. Then:
@@ -11,7 +11,7 @@ crashed broker and runs the cluster for a bounded time. Then:
 * ``Liveness-LSO``: once the transaction coordinator has no transaction in progress (producers
   stopped; open transactions were aborted by ``transaction.timeout.ms``), the leader's last
   stable offset equals its HW: no transaction is left hanging on the partition (a data batch
-  that opened a transaction the coordinator does not know about, ``PROTOCOL.md`` 4 item 26).
+  that opened a transaction the coordinator does not know about, ``docs/invariants.md`` 26).
 """
 
 from __future__ import annotations

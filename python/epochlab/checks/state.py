@@ -1,4 +1,4 @@
-"""State invariants (``PROTOCOL.md`` section 4, items 1-12), checked after every engine event.
+"""State invariants (``docs/invariants.md`` 1-12), checked after every engine event.
 
 :class:`StateChecker` keeps the ground truth the definitions need and evaluates each invariant
 on the cluster whenever some replica or the controller changed (a key per broker and one for

@@ -1,4 +1,4 @@
-"""Transaction invariants (``PROTOCOL.md`` 4, items 15 read_committed part, 20, 21).
+"""Transaction invariants (``docs/invariants.md`` 15 read_committed part, 20, 21).
 
 Judged once, after the run, on the client history and the final replica logs:
 

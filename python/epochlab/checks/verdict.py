@@ -1,6 +1,6 @@
 """Violations and verdicts: what the checker reports.
 
-A :class:`Violation` names the invariant (``PROTOCOL.md`` section 4 name, or Jepsen's Kafka
+A :class:`Violation` names the invariant (its ``docs/invariants.md`` name, or Jepsen's Kafka
 word where one exists: ``lost-write``, ``duplicate``, ``inconsistent-offsets``, ``poll-skip``,
 ``nonmonotonic-poll``, ``nonmonotonic-send``), the step at which it first failed (the index of
 the last schedule action applied, ``None`` when not tied to one), the virtual time, and the

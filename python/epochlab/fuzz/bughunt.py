@@ -1,5 +1,5 @@
 """The bug hunt: runs and seconds to the first finding that matches each catalogued bug
-(``epochlab.checks.catalogue``), per engine and campaign seed (issue 17).
+(``epochlab.checks.catalogue``), per engine and campaign seed.
 
 A *hunt* is one campaign (engine, generation, campaign seed) that runs until every catalogued
 bug of its generation has been matched by a finding, or a budget (runs, seconds) is spent. A

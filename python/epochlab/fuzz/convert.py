@@ -1,4 +1,4 @@
-"""Scenario files to schedules: the third producer of schedules (``DESIGN.md``).
+"""Scenario files to schedules: the third producer of schedules (``docs/architecture.md``).
 
 A scenario's steps are timed relative to each other (``after_ms``) and some take time
 (``wait``, ``wait_until``, ``flush``), so the conversion runs the scenario once with the

@@ -47,7 +47,7 @@ STABLE_POLLS = 7  # > CONTROLLED_SHUTDOWN_TIMEOUT_MS (5 s) of the broker
 #: allocates closures, timers and messages by the ten thousand, nearly all short-lived and
 #: freed by reference counting, so CPython's default (a young collection every 700 net
 #: allocations) mostly walks live objects for nothing: about 5% of a latest-generation fuzz run
-#: (session 13: 29.6 against 28.3 ms per run with the collector off; docs/fuzzing.md).
+#: (beaffc8: 29.6 against 28.3 ms per run with the collector off).
 MANY_RUNS_GC_THRESHOLD = 20_000
 
 

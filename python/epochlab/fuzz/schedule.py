@@ -1,4 +1,4 @@
-"""Schedules: the one representation every explorer shares (``DESIGN.md``, "Schedules").
+"""Schedules: the one representation every explorer shares (``docs/architecture.md``).
 
 A :class:`Schedule` is a versioned, printable list of timed client operations and faults plus
 the configuration they run against. The JSON form (``docs/fuzzing.md``)::
@@ -21,7 +21,7 @@ stays byte-identical), else as version 2.
 ``at_ms`` is absolute virtual time and never decreases along ``actions``. ``origin`` is
 free-form provenance (which engine, seed or scenario produced it); it never changes what a run
 does. Every malformed input raises :class:`~epochlab.errors.ScheduleError` naming the field
-(``actions[3].broker``). The fault menu of ``PROTOCOL.md`` 4.1 maps onto :data:`OPS`:
+(``actions[3].broker``). The fault menu (``docs/invariants.md``, "Faults") maps onto :data:`OPS`:
 
 * controller decisions delayed, reordered or lost: ``set_link`` between ``"controller"`` and a
   broker (``delay_ms``, ``drop``, ``duplicate``, ``reorder``), ``partition`` / ``isolate``;

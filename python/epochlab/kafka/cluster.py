@@ -68,7 +68,7 @@ JVM_OPTIONS = ("-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel
                "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true")
 
 #: Timeouts lowered from Kafka's defaults so a crashed or cut-off broker is fenced in ~3 s
-#: (default session 9 s) and a stalled follower leaves the ISR in ~5 s (default 30 s).
+#: (default session timeout 9 s) and a stalled follower leaves the ISR in ~5 s (default 30 s).
 FAST_FAILOVER = {
     "broker.session.timeout.ms": "3000",
     "broker.heartbeat.interval.ms": "500",
@@ -273,7 +273,7 @@ class LocalCluster:
         execs from ``setpriv`` to ``nsenter`` to ``java`` its command line is for a moment not
         the node's (measured: in 40 of 40 spawns a check within 50 ms said "not running"), and
         a readiness check right after the spawn then reported a live node as exited (CI,
-        session 9). A node of an attached cluster (another process's child) is checked by pid
+        before 7db0997). A node of an attached cluster (another process's child) is checked by pid
         and command line (:func:`live_pid`)."""
         n = self.nodes[node_id]
         proc = self._procs.get(node_id)
@@ -767,7 +767,7 @@ def _cluster_id() -> str:
     """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding (Uuid.toString),
     drawn again while it starts with a dash, as Kafka's ``Uuid.randomUuid`` does: the command
     line tools would read such an id as an option (``kafka-storage format -t -x...`` failed one
-    run in 64 before session 13)."""
+    run in 64 before this check)."""
     import base64
 
     while True:

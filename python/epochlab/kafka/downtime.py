@@ -1,5 +1,5 @@
 """Seed 002's "Downtime During Leader Failure" table measured on a live KRaft cluster, beside
-the model's run of the same workload with the cluster's settings (issue 12).
+the model's run of the same workload with the cluster's settings.
 
 The workload, on both sides: one partition with three replicas and ``min.insync.replicas=2``,
 an idempotent ``acks=all`` producer sending a record every :data:`SEND_EVERY_MS` (request
@@ -204,7 +204,7 @@ def _recovery(ops: list[dict[str, Any]], fault_ms: float) -> tuple[int | None, i
     such a send) as ms after ``fault_ms`` (history ms). Only sends made after the fault count:
     an acknowledgement the dead leader sent just before it died is reported by librdkafka up to
     a poll later, and records fetched before the fault wait in the consumer's queue; either
-    would read as a recovery in milliseconds (session 8 saw a consumer "recover" in 13 ms)."""
+    would read as a recovery in milliseconds (a consumer once "recovered" in 13 ms that way)."""
     after = {op["value"] for op in ops if op["f"] == "send" and op["type"] == "invoke" and op["time_ms"] > fault_ms}
     ack = next((op["time_ms"] for op in ops if op["f"] == "send" and op["type"] == "ok"
                 and op["value"] in after), None)

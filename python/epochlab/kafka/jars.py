@@ -8,7 +8,7 @@ changed pom resolves anew. A folder is used only once it is complete (marked by 
 so an interrupted resolution is redone, never half used.
 
 Each protocol generation stands for one release (:data:`GENERATION_RELEASES`), the one whose
-code ``PROTOCOL.md`` describes for it; :data:`PATCH_RELEASES` are later patches of the same
+code ``docs/core-semantics.md`` describes for it; :data:`PATCH_RELEASES` are later patches of the same
 lines whose leader-epoch cache was also compared (they carry backported fixes, see
 ``docs/kafka-releases.md``). :data:`KRAFT_RELEASES` are the releases whose brokers run in KRaft
 mode, the last patch of each line from 3.3 on, whose ``kafka.cluster.Partition`` the
@@ -38,7 +38,7 @@ __all__ = ["DEFAULT_KAFKA_VERSION", "GENERATION_RELEASES", "KRAFT_RELEASES", "MO
 DEFAULT_KAFKA_VERSION = "4.3.1"
 
 #: The release each generation stands for: the first release whose rules the generation models
-#: (``PROTOCOL.md`` cites ``AK@0.11.0.0`` and ``AK@2.0.0``), the last patch of its line where
+#: (the protocol rules cite ``AK@0.11.0.0`` and ``AK@2.0.0``), the last patch of its line where
 #: the patches changed nothing the model compares, the current release for the latest.
 GENERATION_RELEASES: dict[Generation, str] = {
     Generation.TRUNCATE_TO_HW: "0.10.2.2",   # no leader-epoch cache yet

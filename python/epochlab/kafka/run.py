@@ -1,4 +1,4 @@
-"""Run a scenario's steps on a real cluster: the step mapper (issue 12, part 2).
+"""Run a scenario's steps on a real cluster: the step mapper.
 
 :func:`run_on_cluster` creates a topic for the run (one partition, replicas in the scenario's
 broker order so its first broker is the preferred and initial leader, topic configs from the

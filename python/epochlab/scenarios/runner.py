@@ -8,7 +8,7 @@ interval (one row of the step table), and judges the expectations that apply to 
 generation. A step the engine cannot perform is recorded as a failed ``step`` check: never a
 silent pass.
 
-Run directory (``DESIGN.md``, "What a run produces"; the layout every kind of run shares,
+Run directory (``docs/cli.md``, "Run directories"; the layout every kind of run shares,
 ``epochlab.report.rundir``): ``README.md`` (the report with the rerun command),
 ``config.json``, ``scenario.toml``, ``steps.json`` (executed steps with times and outcomes),
 ``history.jsonl``, ``state.json``, ``steps.md``, ``events.txt``, ``timeline.png`` (with matplotlib),

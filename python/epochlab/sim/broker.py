@@ -1,5 +1,5 @@
 """A broker node: hosts one :class:`~epochlab.sim.replica.Replica` and drives it with timers
-and messages (``PROTOCOL.md`` 1.5-1.10).
+and messages (``docs/core-semantics.md`` rules 1.5-1.10).
 
 Timers: heartbeat to the controller at the start (registration), then every
 ``heartbeat_interval_ms`` from a phase drawn per boot from the run's seed; the others
@@ -112,7 +112,7 @@ class Broker:
 
     #: its events change what the state checker reads (``Kernel``: quiet events); stated, not
     #: left to the default, since a post to a node without the attribute pays for the failed
-    #: look-up (an AttributeError made and dropped: ~3% of a fuzz run, session 16)
+    #: look-up (an AttributeError made and dropped: ~3% of a fuzz run, decc6ec)
     QUIET = False
 
     def __init__(self, ctx: SimContext, broker_id: int, config: ClusterConfig,

@@ -117,7 +117,7 @@ def _from_dict(cls: type[_T], mapping: Mapping[str, Any], where: str) -> _T:
 
 @dataclasses.dataclass(frozen=True)
 class ClusterConfig:
-    """Brokers, replica assignment and broker/controller settings (``PROTOCOL.md`` 1.5-1.10).
+    """Brokers, replica assignment and broker/controller settings (``docs/core-semantics.md`` rules 1.5-1.10).
 
     ``replicas`` is the assignment order used by elections (default: ``brokers``);
     ``flush_interval_ms=None`` means Kafka's default of never fsyncing (1.10), so a lossy crash
@@ -239,7 +239,7 @@ _ACKS = {"0": "0", "1": "1", "all": "all", "-1": "all", 0: "0", 1: "1", -1: "all
 
 @dataclasses.dataclass(frozen=True)
 class ProducerConfig:
-    """Producer settings (``PROTOCOL.md`` 1.8, 1.11). ``acks`` is normalised to ``"0"``,
+    """Producer settings (``docs/core-semantics.md`` rules 1.8, 1.11). ``acks`` is normalised to ``"0"``,
     ``"1"`` or ``"all"``. As in the Java client (3.x), explicitly enabling idempotence requires
     ``acks=all`` and at most 5 in-flight requests; a transactional id implies idempotence.
     ``buffer_memory_records`` / ``batch_size_records`` count records instead of bytes.
@@ -302,7 +302,7 @@ class ProducerConfig:
 @dataclasses.dataclass(frozen=True)
 class ConsumerConfig:
     """Consumer settings. ``isolation_level="read_committed"`` reads up to the last stable
-    offset and drops aborted transactional data (``PROTOCOL.md`` 1.12); ``read_uncommitted``
+    offset and drops aborted transactional data (``docs/core-semantics.md`` rule 1.12); ``read_uncommitted``
     reads up to the HW. Control records are never delivered. ``client_rack`` (``client.rack``):
     the broker id whose rack the consumer shares (each broker is its own rack); with a
     cluster's ``replica_selector_class`` the leader may send it to that follower (KIP-392),

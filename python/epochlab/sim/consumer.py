@@ -15,7 +15,7 @@ catching up), the next attempt waits ``poll_interval_ms``: Java's consumer asks 
 a busy loop bounded by the round trip; the pause keeps the same reads at fewer events.
 
 Reads stop below the leader's HW (read_uncommitted) or its last stable offset
-(``isolation_level="read_committed"``, ``PROTOCOL.md`` 1.12). Control records (transaction
+(``isolation_level="read_committed"``, ``docs/core-semantics.md`` rule 1.12). Control records (transaction
 markers) are never delivered; the position steps over them. A read_committed consumer drops
 aborted data as Kafka's fetcher does: the fetch response lists the aborted transactions ``(producer id, first offset)`` of the
 range; walking the records in offset order, a producer becomes "aborted" at its first offset

@@ -1,5 +1,5 @@
-"""The controller: failure detection, elections, ISR changes, epochs (``PROTOCOL.md`` 1.7,
-1.9, 1.10) for the one simulated partition, plus the coordinators clients need.
+"""The controller: failure detection, elections, ISR changes, epochs (``docs/core-semantics.md``
+rules 1.7, 1.9, 1.10) for the one simulated partition, plus the coordinators clients need.
 
 * Failure detection: a broker is declared dead ``session_timeout_ms`` after its last
   heartbeat. In every generation a new incarnation cannot register while the old session
@@ -85,7 +85,7 @@ class Controller:
 
     #: its events change what the state checker reads (``Kernel``: quiet events); stated, not
     #: left to the default, since a post to a node without the attribute pays for the failed
-    #: look-up (an AttributeError made and dropped: ~3% of a fuzz run, session 16)
+    #: look-up (an AttributeError made and dropped: ~3% of a fuzz run, decc6ec)
     QUIET = False
 
     def __init__(self, ctx: SimContext, config: ClusterConfig, generation: Generation) -> None:

@@ -1,4 +1,4 @@
-"""The transaction coordinator (``PROTOCOL.md`` 1.12): node ``"coordinator"``.
+"""The transaction coordinator (``docs/core-semantics.md`` rule 1.12): node ``"coordinator"``.
 
 Per ``transactional.id`` it keeps Kafka's ``TransactionMetadata``: producer id, producer epoch,
 the epoch before the last bump, the state (``Empty``, ``Ongoing``, ``PrepareCommit``,

@@ -4,8 +4,8 @@ Plain frozen dataclasses, one per Kafka request or response the model needs, wit
 error names as strings (``None`` = no error). They carry no behaviour, so
 :mod:`epochlab.sim.replica` can be ported 1:1 to Rust. ``session`` fields echo the follower's
 fetcher session so a response to an abandoned fetcher is recognised and dropped (Kafka drops
-partition data whose fetch state changed while the request was in flight, ``PROTOCOL.md``
-1.4d).
+partition data whose fetch state changed while the request was in flight,
+``docs/core-semantics.md`` rule 1.4d).
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ class AlterPartitionResponse:
 class ProduceRequest:
     """One batch from a producer (``records`` are values). Producer fields present iff the
     producer is idempotent. ``timeout_ms`` bounds the acks=all wait (request.timeout.ms).
-    ``is_transactional`` marks a batch written inside a transaction (``PROTOCOL.md`` 1.12);
+    ``is_transactional`` marks a batch written inside a transaction (``docs/core-semantics.md`` rule 1.12);
     ``transactional_id`` travels with it as in Kafka's ProduceRequest, for the broker's KIP-890
     verification (the replica state machine does not read it)."""
 

@@ -17,7 +17,7 @@ never more than ``request.timeout.ms`` (30 s) later: then Kafka reconnects and s
 Held messages are lost only with the connection: when either end dies or restarts (a new
 incarnation has new connections; late replies to the old one are lost). Requests already
 in flight from a node that crashed are still delivered (bytes on the wire arrive: zombie
-requests, ``PROTOCOL.md`` 4.1); held ones die with their sender's kernel.
+requests, ``docs/invariants.md`` "Faults"); held ones die with their sender's kernel.
 
 A client that gives up on a request (``request.timeout.ms``) does not get it back: a held
 request may still reach the broker after the partition heals, as with Kafka, whose client

@@ -1,4 +1,4 @@
-"""The simulated producer (``PROTOCOL.md`` 1.8, 1.11; Java client semantics).
+"""The simulated producer (``docs/core-semantics.md`` rules 1.8, 1.11; Java client semantics).
 
 Records go into an accumulator (``buffer_memory_records`` records; a full buffer blocks the
 send up to ``max_block_ms``, then it fails with ``BUFFER_EXHAUSTED``), are grouped into

@@ -1,4 +1,4 @@
-"""The transactional half of the simulated producer (``PROTOCOL.md`` 1.12; Java client
+"""The transactional half of the simulated producer (``docs/core-semantics.md`` rule 1.12; Java client
 semantics, simplified).
 
 ``begin_transaction()`` opens a transaction locally; every ``send`` until

@@ -3,7 +3,7 @@
 A :class:`Replica` owns a :class:`epochlab.ReplicaLog` and the partition metadata it has
 learnt. Every public method handles exactly one message or timer tick and returns the
 messages to send (it knows nothing of the kernel or the network), so the class ports 1:1 to a
-Rust ``replica.rs``. Rules and their sources are in ``PROTOCOL.md``:
+Rust ``replica.rs``. Rules and their sources are in ``docs/core-semantics.md`` (rule numbers):
 
 * becoming leader / follower (1.9 "Broker reaction"), follower truncation by generation (1.4),
 * leader fetch handling, DivergingEpoch, follower-state update, ISR expansion (1.5, 1.7),

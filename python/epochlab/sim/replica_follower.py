@@ -1,7 +1,7 @@
 """Follower side of fetch handling for :class:`epochlab.sim.replica.Replica`.
 
 The follower builds its next request from its fetch state and applies one response per call
-(``PROTOCOL.md`` 1.4 by generation, 1.5, 1.6). Each handler returns what the fetcher does next:
+(``docs/core-semantics.md`` rules 1.4 by generation, 1.5, 1.6). Each handler returns what the fetcher does next:
 
 * ``"continue"``: send the next request now,
 * ``"backoff"``: retry after replica.fetch.backoff.ms (leader unknown/behind, stuck append),

@@ -1,6 +1,6 @@
 """Leader side of fetch handling for :class:`epochlab.sim.replica.Replica`.
 
-Follower fetch (``PROTOCOL.md`` 1.4d, 1.5), OffsetsForLeaderEpoch (1.4b-c leader side) and
+Follower fetch (``docs/core-semantics.md`` rules 1.4d, 1.5), OffsetsForLeaderEpoch (1.4b-c leader side) and
 consumer fetch / position validation (1.12 last bullet, 4 Inv-15). One call per request.
 """
 
