@@ -127,3 +127,30 @@ def test_a_run_budget_alone_is_not_cut_by_a_default_time_budget(capsys: pytest.C
     assert args.seconds is None
     assert main(["fuzz", "-g", "strict-min-isr", "--runs", "3", "--json", "--out", str(tmp_path)]) in (0, 1)
     assert json.loads(capsys.readouterr().out)["runs"] == 3
+
+
+def test_two_jobs_find_what_one_finds_in_the_same_runs(tmp_path) -> None:
+    """``jobs=2``: the runs in two worker processes, taken back in run order: the same
+    findings (first run, seed, message, minimal schedule), allowed counts and run count as one
+    process, for a run budget and for ``until_found``."""
+    from epochlab.fuzz.campaign import CHUNK_RUNS
+
+    def summary(jobs: int, **kw):  # type: ignore[no-untyped-def]
+        out = tmp_path / f"jobs{jobs}-{len(kw)}"
+        c = Campaign(Generation.KIP_279, seed=2, seconds=None, out=out, jobs=jobs, **kw)
+        c.run()
+        s = c.summary()
+        for key in ("seconds", "runs_per_second", "jobs"):
+            s.pop(key)
+        for v in s["violations"]:
+            v.pop("seconds_to_first")
+        minimal = {v["invariant"]: (out / "violations").joinpath(Path(v["schedule"]).parent.name,
+                                                                 "schedule.json").read_text()
+                   for v in s["violations"]}
+        return json.dumps(s, sort_keys=True, default=str).replace(str(out), "OUT"), minimal
+
+    budget = 2 * CHUNK_RUNS + 7  # chunks and a partial one
+    assert summary(1, runs=budget) == summary(2, runs=budget)
+    one, _ = summary(1, runs=400, until_found=True)
+    two, _ = summary(2, runs=400, until_found=True)
+    assert one == two and '"runs_to_first"' in one

@@ -14,27 +14,55 @@ the directory ``<out>/violations/<signature>/`` gets::
 ``<out>/summary.json`` lists every distinct violation with the runs and seconds to its first
 occurrence. The wall clock (``time.monotonic``) is used here only for the budget and these
 figures, never inside a run.
+
+With ``jobs`` > 1 the runs execute in that many worker processes, in chunks of consecutive run
+numbers handed out in order; the parent takes the chunks' results back in run order, so the
+findings (the first run of each signature, its shrinking, the stop of ``until_found``) and the
+summary are those of one process running the same runs: a run budget gives the same findings,
+byte for byte, on any number of jobs. Only the seconds, and with a time budget how many runs
+fit in it, depend on the machine.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from epochlab.checks import Violation
 from epochlab.checks.catalogue import match
-from epochlab.fuzz.executor import RunResult, execute, gc_for_many_runs
+from epochlab.fuzz.executor import execute, gc_for_many_runs
 from epochlab.fuzz.generator import FuzzProfile, generate_schedule
 from epochlab.fuzz.schedule import Schedule
 from epochlab.fuzz.shrink import shrink
 from epochlab.generations import Generation
 
-__all__ = ["Campaign", "Finding", "run_seed", "write_finding"]
+__all__ = ["CHUNK_RUNS", "Campaign", "Finding", "default_jobs", "run_seed", "write_finding"]
+
+
+#: Consecutive runs a worker executes per task with ``jobs`` > 1.
+CHUNK_RUNS = 20
+
+
+def default_jobs() -> int:
+    """Every core this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _run_chunk(task: tuple[int, str, FuzzProfile, str | None], first: int, count: int) -> list[tuple[int, Any]]:
+    """A worker's task: runs ``first .. first + count - 1`` of the campaign, their verdicts."""
+    seed, generation, profile, backend = task
+    with gc_for_many_runs():
+        return [(run, execute(generate_schedule(run_seed(seed, run), generation, profile), backend=backend).verdict)
+                for run in range(first, first + count)]
 
 
 def run_seed(campaign_seed: int, run: int) -> int:
@@ -156,6 +184,8 @@ class Campaign:
     allowed: dict[str, int] = field(default_factory=dict)
     total_runs: int = 0
     elapsed: float = 0.0
+    #: worker processes (1: run in this process)
+    jobs: int = 1
 
     def run(self) -> list[Finding]:
         with gc_for_many_runs():
@@ -164,19 +194,17 @@ class Campaign:
     def _run(self) -> list[Finding]:
         start = time.monotonic()
         deadline = None if self.seconds is None else start + self.seconds
-        run = 0
-        while (self.runs is None or run < self.runs) and (deadline is None or time.monotonic() < deadline):
+        outcomes = self._serial(deadline) if self.jobs <= 1 else self._parallel(deadline)
+        for run, verdict in outcomes:
             seed = run_seed(self.seed, run)
-            schedule = generate_schedule(seed, self.generation, self.profile)
-            result = execute(schedule, backend=self.backend)
             self.total_runs = run + 1
-            for v in result.verdict.allowed:
+            for v in verdict.allowed:
                 self.allowed[v.invariant] = self.allowed.get(v.invariant, 0) + 1
-            for v in result.verdict.protocol_violations:
+            for v in verdict.protocol_violations:
                 if v.signature not in self.findings:
-                    self._found(v, run, seed, schedule, result, time.monotonic() - start, deadline)
-            run += 1
-            self.tick(run, time.monotonic() - start)
+                    schedule = generate_schedule(seed, self.generation, self.profile)
+                    self._found(v, run, seed, schedule, time.monotonic() - start, deadline)
+            self.tick(run + 1, time.monotonic() - start)
             if self.until_found and self.findings:
                 break
         self.elapsed = time.monotonic() - start
@@ -184,7 +212,46 @@ class Campaign:
             self.write_summary()
         return list(self.findings.values())
 
-    def _found(self, v: Violation, run: int, seed: int, schedule: Schedule, result: RunResult,
+    def _more(self, run: int, deadline: float | None) -> bool:
+        return (self.runs is None or run < self.runs) and (deadline is None or time.monotonic() < deadline)
+
+    def _serial(self, deadline: float | None) -> Iterator[tuple[int, Any]]:
+        run = 0
+        while self._more(run, deadline):
+            yield run, execute(generate_schedule(run_seed(self.seed, run), self.generation, self.profile),
+                               backend=self.backend).verdict
+            run += 1
+
+    def _parallel(self, deadline: float | None) -> Iterator[tuple[int, Any]]:
+        """Chunks of :data:`CHUNK_RUNS` consecutive runs on ``jobs`` worker processes (spawned:
+        no state of this process is shared), at most two chunks per worker in flight, results
+        taken back in run order. No chunk is handed out once the budget is spent (every chunk
+        handed out counts, as every run a single process started before its deadline does);
+        closing the generator (``until_found``) cancels what has not started."""
+        import concurrent.futures
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")
+        task = (self.seed, self.generation.label, self.profile, self.backend)
+        with concurrent.futures.ProcessPoolExecutor(self.jobs, mp_context=context) as pool:
+            pending: list[Any] = []
+            next_run = 0
+            try:
+                while True:
+                    while len(pending) < 2 * self.jobs and self._more(next_run, deadline):
+                        count = CHUNK_RUNS if self.runs is None else min(CHUNK_RUNS, self.runs - next_run)
+                        pending.append(pool.submit(_run_chunk, task, next_run, count))
+                        next_run += count
+                    if not pending:
+                        return
+                    # chunks handed out before the budget ran out all count, as the runs a
+                    # single process started before it
+                    yield from pending.pop(0).result()
+            finally:
+                for f in pending:
+                    f.cancel()
+
+    def _found(self, v: Violation, run: int, seed: int, schedule: Schedule,
                seconds: float, deadline: float | None) -> None:
         finding = Finding(v, run, seed, seconds, original_actions=len(schedule.actions),
                           generation=self.generation)
@@ -203,7 +270,7 @@ class Campaign:
                       f"in {shrunk.runs} runs: {finding.directory / 'schedule.json'}")
 
     def summary(self) -> dict[str, Any]:
-        return {"engine": "random", "generation": self.generation.label, "seed": self.seed,
+        return {"engine": "random", "generation": self.generation.label, "seed": self.seed, "jobs": self.jobs,
                 "build": _build(), "runs": self.total_runs, "seconds": round(self.elapsed, 3),
                 "runs_per_second": round(self.total_runs / self.elapsed, 2) if self.elapsed else None,
                 "violations": [f.to_dict() for f in self.findings.values()],

@@ -31,6 +31,9 @@ def add_fuzz_commands(sub: Any) -> None:
     fuzz.add_argument("--runs", type=_positive, help="run budget (default: none; the search "
                       "stops at the first budget reached)")
     fuzz.add_argument("--seed", type=int, default=0, help="campaign seed")
+    fuzz.add_argument("--jobs", "-j", type=_positive, default=None,
+                      help="worker processes of the random engine (default: every core); the "
+                      "findings of a run budget are the same on any number")
     fuzz.add_argument("--out", help="directory for findings (default runs/fuzz-<generation>-seed<S>)")
     fuzz.add_argument("--json", action="store_true", help="print the summary as JSON")
     fuzz.add_argument("--until-found", action="store_true", help="stop at the first violation")
@@ -109,7 +112,7 @@ def _generation(value: str) -> Any:
 
 
 def _fuzz(args: argparse.Namespace) -> int:
-    from epochlab.fuzz.campaign import Campaign
+    from epochlab.fuzz.campaign import Campaign, default_jobs
     from epochlab.fuzz.generator import load_profile
 
     generation = _generation(args.generation)
@@ -128,7 +131,7 @@ def _fuzz(args: argparse.Namespace) -> int:
         with progress_bar("fuzz", args.runs, enabled=not quiet) as update:
             campaign = Campaign(generation, profile, seed=args.seed, seconds=args.seconds,
                                 runs=args.runs, out=out, backend=args.backend,
-                                until_found=args.until_found,
+                                until_found=args.until_found, jobs=args.jobs or default_jobs(),
                                 progress=(lambda line: None) if quiet else
                                 (lambda line: print(line, flush=True)),
                                 tick=lambda runs, seconds: update(
