@@ -161,6 +161,23 @@ def test_real_kafka_loses_the_acknowledged_write_and_the_model_agrees(live_clust
     assert code == 0
 
 
+def test_real_kafka_loses_it_with_its_own_java_producer_too(live_cluster, tmp_path: Path) -> None:
+    """The same finding with Kafka's Java producer (the client the model's producer is): the
+    acknowledged write is lost on the cluster and in the model, which now runs without the
+    librdkafka socket timeout."""
+    from epochlab.kafka.run_cli import execute
+
+    code, payload = execute(load_builtin(FINDING[0]), live_cluster, compare=True, out=tmp_path / "run",
+                            client="java")
+    real = payload["real"]
+    assert real["client"] == "java"
+    assert real["expectations_hold"], [c for c in real["checks"] if c["status"] != "passed"]
+    assert real["lost"] == [2] and real["epoch_skips"] == [[1, 0, 2]]
+    assert not any("socket_timeout" in k for k in payload["model"]["settings_replaced"])
+    assert payload["agree"], [d["text"] for d in payload["differences"] if d["kind"] == "outcome"]
+    assert code == 0
+
+
 def test_real_kafka_loses_nothing_when_the_controller_link_stays(live_cluster, tmp_path: Path) -> None:
     from epochlab.kafka.run_cli import execute
 
@@ -318,4 +335,16 @@ def test_a_release_without_controller_bootstrap_cannot_elect_a_chosen_broker(tmp
         ControllerAdmin(old)
     assert unmappable(load_builtin(FINDING[0])) == []
     assert unmappable(load_builtin(ZK)) != []  # controller_failover has no live mapping
+
+
+def test_the_java_producer_settings_are_the_scenarios() -> None:
+    from epochlab.kafka.java_clients import RECORD_BYTES, java_producer_settings
+    from epochlab.sim.config import ProducerConfig
+
+    one = java_producer_settings(ProducerConfig(acks="all", request_timeout_ms=30000), "h:9092", "p1")
+    assert (one["acks"], one["batch.size"], one["request.timeout.ms"], one["client.id"]) == ("all", "1", "30000", "p1")
+    assert one["enable.idempotence"] == "false" and "transactional.id" not in one
+    many = java_producer_settings(ProducerConfig(batch_size_records=4, transactional_id="t", acks="all"), "h", "p")
+    assert many["batch.size"] == str(4 * RECORD_BYTES)
+    assert (many["transactional.id"], many["enable.idempotence"]) == ("t", "true")
 

@@ -206,9 +206,18 @@ def _topic_configs(cfg: ClusterConfig) -> dict[str, str]:
     return out
 
 
-def run_on_cluster(scenario: Scenario, cluster: LocalCluster, generation: str = GENERATION) -> RealRun:
+#: The producer clients a live run can use.
+CLIENTS = ("librdkafka", "java")
+
+
+def run_on_cluster(scenario: Scenario, cluster: LocalCluster, generation: str = GENERATION,
+                   client: str = "librdkafka") -> RealRun:
     """Run ``scenario`` on ``cluster`` (running, with the scenario's brokers) in a topic of its
-    own; raises :class:`ConfigError` when :func:`unmappable` has reasons."""
+    own, its producers ``client``'s (:data:`CLIENTS`; consumers are librdkafka's); raises
+    :class:`ConfigError` when :func:`unmappable` has reasons."""
+    if client not in CLIENTS:
+        raise ConfigError(f"--client: expected one of {', '.join(CLIENTS)}, got {client!r}", where="--client",
+                          field="client", expected=list(CLIENTS), got=client)
     reasons = unmappable(scenario, cluster)
     if reasons:
         raise ConfigError("not runnable on real Kafka: " + "; ".join(reasons), where=scenario.name,
@@ -219,7 +228,7 @@ def run_on_cluster(scenario: Scenario, cluster: LocalCluster, generation: str = 
         topic, min_insync_replicas=cfg.min_insync_replicas,
         unclean_leader_election_enable=bool(cfg.unclean_leader_election_enable),
         configs=_topic_configs(cfg), replica_assignment=[list(cfg.replicas or cfg.brokers)])
-    driver = Driver(scenario, cluster, topic, tuple(cfg.replicas or cfg.brokers))
+    driver = Driver(scenario, cluster, topic, tuple(cfg.replicas or cfg.brokers), client=client)
     t0 = time.monotonic()
     try:
         driver.run()

@@ -1,5 +1,5 @@
 """``epochlab kafka run SCENARIO [--compare] [--json] [--out DIR] [--cluster-dir DIR] [--keep-cluster]
-[--kafka-version V]``.
+[--kafka-version V] [--client librdkafka|java]``.
 
 Runs a scenario on a real cluster (:mod:`epochlab.kafka.run`), judges its expectations on the
 real run, with ``--compare`` runs it on the model too (:mod:`epochlab.kafka.run_compare`), and
@@ -52,14 +52,18 @@ def add(ksub: Any) -> None:
     p.add_argument("--out", help="run directory (default runs/kafka-<scenario>)")
     p.add_argument("--cluster-dir", help="use the running cluster recorded in this directory")
     p.add_argument("--keep-cluster", action="store_true", help="leave a cluster started here running")
+    p.add_argument("--client", choices=("librdkafka", "java"), default="librdkafka",
+                   help="the producers: confluent-kafka's librdkafka (default) or Kafka's own Java "
+                        "client of the cluster's release, which the model's producer is")
     p.add_argument("--kafka-version", default=None, metavar="V",
                    help="the Kafka release of a cluster started here (default: the project's release; "
                         "resolve it first with `epochlab kafka jars --version V`)")
     p.set_defaults(kafka_run=run_command)
 
 
-def execute(scenario: Any, cluster: Any, compare: bool, out: Path | None) -> tuple[int, dict[str, Any]]:
-    """Run ``scenario`` on ``cluster``; (exit code, the JSON payload)."""
+def execute(scenario: Any, cluster: Any, compare: bool, out: Path | None,
+            client: str = "librdkafka") -> tuple[int, dict[str, Any]]:
+    """Run ``scenario`` on ``cluster`` with ``client``'s producers; (exit code, the JSON payload)."""
     from epochlab.errors import ConfigError
     from epochlab.kafka.run import GENERATION, cluster_settings, run_on_cluster, unmappable
     from epochlab.kafka.run_compare import compare as compare_runs
@@ -70,26 +74,26 @@ def execute(scenario: Any, cluster: Any, compare: bool, out: Path | None) -> tup
     if why:
         return 2, {"scenario": scenario.name, "runnable": False, "why": why}
     try:
-        real = run_on_cluster(scenario, cluster)
+        real = run_on_cluster(scenario, cluster, client=client)
     except ConfigError as exc:
         return 2, {"scenario": scenario.name, "runnable": False, "why": [str(exc)]}
     real_summary = summarize_real(real)
     state_changes = state_change_lines(cluster, real.topic)
     real_summary["epoch_skips"] = real_epoch_skips(state_changes) if state_changes else None
     settings = cluster_settings(cluster)
-    _, replaced = model_scenario(scenario, settings)
+    _, replaced = model_scenario(scenario, settings, client)
     payload: dict[str, Any] = {
         "scenario": scenario.name, "runnable": True,
         "real": {"expectations_hold": real.expectations_hold, "checks": [c.to_dict() for c in real.checks],
                  "topic": real.topic, "seconds": round(real.seconds, 2), "notes": real.notes,
-                 "kafka_version": cluster.version, "settings": settings,
+                 "kafka_version": cluster.version, "client": client, "settings": settings,
                  "settings_differ_from_scenario": replaced, **real_summary},
     }
     ok = real.expectations_hold
     model = None
     if compare:
         t0 = time.monotonic()
-        model = model_run(scenario, GENERATION, settings)
+        model = model_run(scenario, GENERATION, settings, client)
         payload["model"] = {"expectations_hold": model.passed, "generation": GENERATION,
                             "settings": settings, "settings_replaced": replaced,
                             "checks": [c.to_dict() for c in model.checks],
@@ -174,7 +178,7 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         with cluster_for(args.cluster_dir, out.with_name(out.name + ".cluster"), broker_overrides(scenario),
                          keep=args.keep_cluster, version=args.kafka_version) as cluster:
-            code, payload = execute(scenario, cluster, args.compare, out)
+            code, payload = execute(scenario, cluster, args.compare, out, client=args.client)
     except EpochlabError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

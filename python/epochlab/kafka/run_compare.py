@@ -33,12 +33,14 @@ TIME_SLACK_MS = 1000
 _FAULTS = ("crash", "isolate", "controlled_shutdown")
 
 
-def model_scenario(scenario: Scenario, settings: dict[str, int]) -> tuple[Scenario, dict[str, Any]]:
+def model_scenario(scenario: Scenario, settings: dict[str, int],
+                   client: str = "librdkafka") -> tuple[Scenario, dict[str, Any]]:
     """The scenario with the cluster's ``settings``, and producers that time requests out as
-    the harness's librdkafka producers do (``socket.timeout.ms`` =
-    :data:`~epochlab.kafka.clients.SOCKET_TIMEOUT_MS` on the client, ``request.timeout.ms``
-    only at the broker: :class:`~epochlab.sim.config.ProducerConfig`); also what changed
-    (name -> [scenario's value, the value used])."""
+    the client that ran does: for librdkafka's (``client="librdkafka"``) ``socket.timeout.ms``
+    = :data:`~epochlab.kafka.clients.SOCKET_TIMEOUT_MS` on the client and ``request.timeout.ms``
+    only at the broker; for Kafka's Java producer (``"java"``) the model's own producer, which
+    is that client (:class:`~epochlab.sim.config.ProducerConfig`); also what changed (name ->
+    [scenario's value, the value used])."""
     from epochlab.kafka.clients import SOCKET_TIMEOUT_MS
     from epochlab.sim.config import ClusterConfig
 
@@ -52,16 +54,16 @@ def model_scenario(scenario: Scenario, settings: dict[str, int]) -> tuple[Scenar
     for name, config in scenario.producers.items():
         own = {str(k).replace(".", "_").replace("-", "_"): v for k, v in config.items()}
         producers[name] = dict(config)
-        if "socket_timeout_ms" not in own:
+        if client != "java" and "socket_timeout_ms" not in own:
             producers[name]["socket.timeout.ms"] = SOCKET_TIMEOUT_MS
             replaced[f"producer {name}: socket_timeout_ms"] = [None, SOCKET_TIMEOUT_MS]
     return dataclasses.replace(scenario, cluster=cluster, producers=producers), replaced
 
 
-def model_run(scenario: Scenario, generation: str, settings: dict[str, int]) -> Any:
+def model_run(scenario: Scenario, generation: str, settings: dict[str, int], client: str = "librdkafka") -> Any:
     from epochlab.scenarios.runner import run_scenario
 
-    sc, _ = model_scenario(scenario, settings)
+    sc, _ = model_scenario(scenario, settings, client)
     return run_scenario(sc, generation, write=False)
 
 

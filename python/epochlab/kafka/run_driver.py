@@ -19,6 +19,7 @@ from epochlab.kafka.clients import History, RecordingConsumer, RecordingProducer
 from epochlab.kafka.cluster import CLIENT, LocalCluster
 from epochlab.kafka.controller_admin import ControllerAdmin, controller_admin_available, elect_broker
 from epochlab.kafka.faults import Faults
+from epochlab.kafka.java_clients import JavaRecordingProducer
 from epochlab.kafka.run_state import RealView
 from epochlab.scenarios.model import Scenario
 from epochlab.scenarios.observe import Observer, Snapshot
@@ -34,8 +35,11 @@ SAMPLE_INTERVAL_S = 0.25
 class Driver:
     """Executes the steps on the cluster, sampling it while time passes."""
 
-    def __init__(self, scenario: Scenario, cluster: LocalCluster, topic: str, replicas: tuple[int, ...]) -> None:
+    def __init__(self, scenario: Scenario, cluster: LocalCluster, topic: str, replicas: tuple[int, ...],
+                 client: str = "librdkafka") -> None:
         self.scenario, self.cluster, self.topic, self.replicas = scenario, cluster, topic, replicas
+        #: the producers' client: ``librdkafka`` (confluent-kafka) or ``java`` (Kafka's own)
+        self.client = client
         uses_txn = any(c.get("transactional.id") or c.get("transactional_id")
                        for c in scenario.producers.values())
         self.view = RealView(cluster, topic, replicas, with_lso=uses_txn)
@@ -169,7 +173,10 @@ class Driver:
         for c in self.consumers.values():
             c.close()
         for p in self.producers.values():
-            p.flush(5)
+            if isinstance(p, JavaRecordingProducer):
+                p.close(5)  # its I/O thread would go on retrying
+            else:
+                p.flush(5)
         self.consumers.clear()
         self.producers.clear()
         if self.cuts():
@@ -188,10 +195,15 @@ class Driver:
                                   f"bootstraps from brokers {brokers} only")
         return ",".join(self.cluster.nodes[b].address for b in brokers)
 
-    def producer(self, name: str) -> RecordingProducer:
+    def producer(self, name: str) -> Any:
         if name not in self.producers:
-            self.producers[name] = RecordingProducer(self.bootstrap_for(name), self.topic, self.history,
-                                                     self.producer_cfgs[name], name=name, value_format="int64")
+            if self.client == "java":
+                self.producers[name] = JavaRecordingProducer(self.bootstrap_for(name), self.topic, self.history,
+                                                             self.producer_cfgs[name], name=name,
+                                                             version=self.cluster.version)
+            else:
+                self.producers[name] = RecordingProducer(self.bootstrap_for(name), self.topic, self.history,
+                                                         self.producer_cfgs[name], name=name, value_format="int64")
         return self.producers[name]
 
     def consumer(self, name: str) -> RecordingConsumer:
@@ -319,7 +331,9 @@ def _restart_consumer(d: Driver, p: dict[str, Any]) -> str:
 
 def _restart_producer(d: Driver, p: dict[str, Any]) -> str:
     old = d.producers.pop(p["producer"], None)
-    if old is not None:
+    if isinstance(old, JavaRecordingProducer):
+        old.close(0)  # what it still had in flight ends as the model's PRODUCER_RESTARTED does
+    elif old is not None:
         old.flush(0)
     d.producer(p["producer"])
     return "new producer session"
