@@ -122,10 +122,12 @@ class KafkaFuzzRun:
 
 def fuzz_cluster(cluster: Any, runs: int, seed: int, out: Path, actions: int = 15,
                  seconds: float | None = None,
-                 progress: Callable[[KafkaFuzzRun], None] | None = None) -> list[KafkaFuzzRun]:
-    """Run up to ``runs`` schedules (fewer when ``seconds`` run out) on ``cluster``; each run's
-    directory and ``schedule.json`` go under ``out/run-NNN``; ``out/summary.json`` is rewritten
-    after every run, so a stopped campaign keeps what it measured."""
+                 progress: Callable[[KafkaFuzzRun], None] | None = None,
+                 client: str = "librdkafka") -> list[KafkaFuzzRun]:
+    """Run up to ``runs`` schedules (fewer when ``seconds`` run out) on ``cluster`` with
+    ``client``'s producers (``epochlab.kafka.run.CLIENTS``); each run's directory and
+    ``schedule.json`` go under ``out/run-NNN``; ``out/summary.json`` is rewritten after every
+    run, so a stopped campaign keeps what it measured."""
     import random
 
     from epochlab.kafka.run_cli import execute
@@ -142,7 +144,8 @@ def fuzz_cluster(cluster: Any, runs: int, seed: int, out: Path, actions: int = 1
         schedule = generate_schedule(run_seed, GENERATION, profile)
         directory = out / f"run-{index:03d}"
         t0 = time.monotonic()
-        code, payload = execute(schedule_scenario(schedule, f"kafka-fuzz-{index:03d}"), cluster, True, directory)
+        code, payload = execute(schedule_scenario(schedule, f"kafka-fuzz-{index:03d}"), cluster, True, directory,
+                                client=client)
         directory.mkdir(parents=True, exist_ok=True)
         schedule.save(directory / "schedule.json")
         if code == 2:
@@ -156,9 +159,9 @@ def fuzz_cluster(cluster: Any, runs: int, seed: int, out: Path, actions: int = 1
                                not outcome, outcome)
             if outcome:
                 scenario = schedule_scenario(schedule, f"kafka-fuzz-{index:03d}")
-                run.model_seeds_matching = model_seeds_matching(scenario, real, real["settings"], MODEL_SEEDS)
+                run.model_seeds_matching = model_seeds_matching(scenario, real, real["settings"], MODEL_SEEDS, client)
         done.append(run)
-        _write_summary(out, seed, profile, done, time.monotonic() - start)
+        _write_summary(out, seed, profile, done, time.monotonic() - start, client)
         if progress is not None:
             progress(run)
     return done
@@ -171,18 +174,21 @@ def data_outcome(summary: dict[str, Any]) -> tuple[Any, ...]:
     return acked, tuple(summary["lost"]), tuple(summary["duplicated"])
 
 
-def model_seeds_matching(scenario: Any, real: dict[str, Any], settings: dict[str, int], seeds: int) -> int:
+def model_seeds_matching(scenario: Any, real: dict[str, Any], settings: dict[str, int], seeds: int,
+                         client: str = "librdkafka") -> int:
     """Of model seeds ``1..seeds``, how many give ``real``'s :func:`data_outcome`."""
     from epochlab.kafka.run_compare import model_run, summarize_model
 
     want = data_outcome(real)
-    return sum(data_outcome(summarize_model(model_run(replace(scenario, seed=seed), GENERATION, settings))) == want
+    return sum(data_outcome(summarize_model(model_run(replace(scenario, seed=seed), GENERATION, settings,
+                                                      client))) == want
                for seed in range(1, seeds + 1))
 
 
-def _write_summary(out: Path, seed: int, profile: FuzzProfile, done: list[KafkaFuzzRun], seconds: float) -> None:
+def _write_summary(out: Path, seed: int, profile: FuzzProfile, done: list[KafkaFuzzRun], seconds: float,
+                   client: str = "librdkafka") -> None:
     summary = {
-        "generation": GENERATION, "seed": seed, "profile": profile.to_dict(), "runs": len(done),
+        "generation": GENERATION, "seed": seed, "client": client, "profile": profile.to_dict(), "runs": len(done),
         "seconds": round(seconds, 1),
         "real_violations": [r.index for r in done if r.real_lost],
         "model_violations": [r.index for r in done if r.model_lost],
@@ -212,6 +218,8 @@ def add(ksub: Any) -> None:
     p.add_argument("--actions", type=_positive, default=15, help="actions per schedule (default 15)")
     p.add_argument("--out", default="runs/kafka-fuzz", help="campaign directory (default runs/kafka-fuzz)")
     p.add_argument("--cluster-dir", help="use the running cluster recorded in this directory")
+    p.add_argument("--client", choices=("librdkafka", "java"), default="librdkafka",
+                   help="the producers: confluent-kafka's librdkafka (default) or Kafka's own Java client")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(kafka_run=_command)
 
@@ -257,7 +265,8 @@ def _command(args: Any) -> int:
     try:
         with cluster_for(args.cluster_dir, out.with_name(out.name + ".cluster"),
                          cluster_overrides(real_profile().cluster)) as cluster:
-            done = fuzz_cluster(cluster, args.runs, args.seed, out, args.actions, args.seconds, show)
+            done = fuzz_cluster(cluster, args.runs, args.seed, out, args.actions, args.seconds, show,
+                                client=args.client)
     except EpochlabError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
