@@ -62,5 +62,5 @@ def test_simulation_code_is_deterministic(pattern: str) -> None:
 
 def test_build_outputs_are_ignored() -> None:
     ignore = (ROOT / ".gitignore").read_text().split()
-    for entry in ["/target/", "*.so", "*.whl", ".venv/", ".hypothesis/", "__pycache__/"]:
+    for entry in ["/target/", "/dist/", "*.so", "*.whl", ".venv/", ".hypothesis/", "__pycache__/"]:
         assert entry in ignore
