@@ -39,7 +39,7 @@ from epochlab.errors import ConfigError
 from epochlab.sim.config import ConsumerConfig, ProducerConfig
 from epochlab.sim.history import Event, HistoryOp, history_to_jsonl
 
-__all__ = ["VALUE_FORMATS", "History", "KafkaAdmin", "PartitionState", "RecordingConsumer", "RecordingProducer",
+__all__ = ["VALUE_FORMATS", "History", "KafkaAdmin", "end_transaction", "PartitionState", "RecordingConsumer", "RecordingProducer",
            "consumer_settings", "decode_value", "encode_value", "judge", "producer_settings", "read_partition"]
 
 #: librdkafka's own log lines go to this logger (silent unless the application configures it).
@@ -262,24 +262,38 @@ class RecordingProducer:
     def _end(self, end: str, timeout_s: float) -> bool:
         from confluent_kafka import KafkaException
 
-        values = list(self._txn_values or [])
-        f = f"{end}_txn"
-        self.history.record(self.name, "invoke", f, value=values)
-        try:
-            getattr(self._producer, f"{end}_transaction")(timeout_s)
-        except KafkaException as exc:
-            err = exc.args[0]
-            kind = "fail" if err.txn_requires_abort() or end == "abort" else "info"
-            self.history.record(self.name, kind, f, value=values, error=err.name())
-            return False
-        self._txn_values = None
-        self.history.record(self.name, "ok", f, value=values)
-        return True
+        def call() -> tuple[str, str] | None:
+            try:
+                getattr(self._producer, f"{end}_transaction")(timeout_s)
+            except KafkaException as exc:
+                err = exc.args[0]
+                return ("fail" if err.txn_requires_abort() or end == "abort" else "info"), err.name()
+            return None
+
+        done = end_transaction(self.history, self.name, end, list(self._txn_values or []), call)
+        if done:
+            self._txn_values = None
+        return done
 
     def close(self, timeout_s: float = 10.0) -> None:
         """Flush what is outstanding (up to ``timeout_s``), then drop the client."""
         self.flush(timeout_s)
         del self._producer
+
+
+def end_transaction(history: History, name: str, end: str, values: list[int],
+                    call: Callable[[], tuple[str, str] | None]) -> bool:
+    """Record a transaction's ``commit_txn`` / ``abort_txn`` (``end``) around ``call``, which
+    ends it and returns ``None``, or the outcome kind (``fail``: it did not commit, ``info``:
+    it may have) and the error name; True when it ended."""
+    f = f"{end}_txn"
+    history.record(name, "invoke", f, value=values)
+    failure = call()
+    if failure is not None:
+        history.record(name, failure[0], f, value=values, error=failure[1])
+        return False
+    history.record(name, "ok", f, value=values)
+    return True
 
 
 class RecordingConsumer:

@@ -33,7 +33,7 @@ import time
 from typing import Any
 
 from epochlab.errors import ConfigError
-from epochlab.kafka.clients import History
+from epochlab.kafka.clients import History, end_transaction
 from epochlab.sim.config import ProducerConfig
 
 __all__ = ["RECORD_BYTES", "JavaRecordingProducer", "java_producer_settings"]
@@ -184,19 +184,18 @@ class JavaRecordingProducer:
         return self._end("abort")
 
     def _end(self, end: str) -> bool:
-        values = list(self._txn_values or [])
-        f = f"{end}_txn"
-        self.history.record(self.name, "invoke", f, value=values)
-        try:
-            getattr(self._producer, f"{end}Transaction")()
-        except self._jpype.JException as exc:
-            abortable = "Abortable" in str(exc.getClass().getSimpleName())
-            kind = "fail" if abortable or end == "abort" else "info"
-            self.history.record(self.name, kind, f, value=values, error=self._name(exc))
-            return False
-        self._txn_values = None
-        self.history.record(self.name, "ok", f, value=values)
-        return True
+        def call() -> tuple[str, str] | None:
+            try:
+                getattr(self._producer, f"{end}Transaction")()
+            except self._jpype.JException as exc:
+                abortable = "Abortable" in str(exc.getClass().getSimpleName())
+                return ("fail" if abortable or end == "abort" else "info"), self._name(exc)
+            return None
+
+        done = end_transaction(self.history, self.name, end, list(self._txn_values or []), call)
+        if done:
+            self._txn_values = None
+        return done
 
     def close(self, timeout_s: float = 10.0) -> None:
         self.flush(timeout_s)
