@@ -154,3 +154,24 @@ def test_two_jobs_find_what_one_finds_in_the_same_runs(tmp_path) -> None:
     one, _ = summary(1, runs=400, until_found=True)
     two, _ = summary(2, runs=400, until_found=True)
     assert one == two and '"runs_to_first"' in one
+
+
+def test_a_spark_master_finds_what_one_process_finds(tmp_path) -> None:
+    """``master="local[2]"``: the same chunks as Spark tasks, gathered on the driver: the same
+    summary (findings, minimal schedules, allowed counts, runs) as one process."""
+    pytest.importorskip("pyspark")
+
+    def summary(**kw):  # type: ignore[no-untyped-def]
+        out = tmp_path / f"out-{len(kw)}"
+        c = Campaign(Generation.KIP_279, seed=2, seconds=None, runs=45, out=out, **kw)
+        c.run()
+        s = c.summary()
+        for key in ("seconds", "runs_per_second", "jobs", "master"):
+            s.pop(key)
+        for v in s["violations"]:
+            v.pop("seconds_to_first")
+        return json.dumps(s, sort_keys=True, default=str).replace(str(out), "OUT")
+
+    one = summary()
+    assert '"runs": 45' in one
+    assert summary(master="local[2]") == one

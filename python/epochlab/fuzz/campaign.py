@@ -19,8 +19,10 @@ With ``jobs`` > 1 the runs execute in that many worker processes, in chunks of c
 numbers handed out in order; the parent takes the chunks' results back in run order, so the
 findings (the first run of each signature, its shrinking, the stop of ``until_found``) and the
 summary are those of one process running the same runs: a run budget gives the same findings,
-byte for byte, on any number of jobs. Only the seconds, and with a time budget how many runs
-fit in it, depend on the machine.
+byte for byte, on any number of jobs. With ``master`` the same chunks run as tasks of a Spark
+cluster (``epochlab fuzz --master URL``), gathered and shrunk on the driver, with the same
+findings. Only the seconds, and with a time budget how many runs fit in it, depend on the
+deployment.
 """
 
 from __future__ import annotations
@@ -186,6 +188,8 @@ class Campaign:
     elapsed: float = 0.0
     #: worker processes (1: run in this process)
     jobs: int = 1
+    #: a Spark master (``local[2]``, ``spark://host:7077``): the chunks run as Spark tasks
+    master: str | None = None
 
     def run(self) -> list[Finding]:
         with gc_for_many_runs():
@@ -194,7 +198,12 @@ class Campaign:
     def _run(self) -> list[Finding]:
         start = time.monotonic()
         deadline = None if self.seconds is None else start + self.seconds
-        outcomes = self._serial(deadline) if self.jobs <= 1 else self._parallel(deadline)
+        if self.master is not None:
+            outcomes = self._spark(deadline)
+        elif self.jobs > 1:
+            outcomes = self._parallel(deadline)
+        else:
+            outcomes = self._serial(deadline)
         for run, verdict in outcomes:
             seed = run_seed(self.seed, run)
             self.total_runs = run + 1
@@ -251,6 +260,31 @@ class Campaign:
                 for f in pending:
                     f.cancel()
 
+    def _spark(self, deadline: float | None) -> Iterator[tuple[int, Any]]:
+        """The chunks as Spark tasks on ``master``, a wave of two chunks per core of the
+        cluster at a time (``defaultParallelism``); ``collect`` returns a wave's results in
+        chunk order, so the merge is :meth:`_parallel`'s. The findings are shrunk and written
+        here, on the driver."""
+        from epochlab.campaigns.spark import build_session
+
+        spark = build_session(self.master, app_name="epochlab-fuzz")
+        try:
+            sc = spark.sparkContext
+            wave = 2 * max(1, sc.defaultParallelism)
+            task = (self.seed, self.generation.label, self.profile, self.backend)
+            next_run = 0
+            while self._more(next_run, deadline):
+                chunks = []
+                while len(chunks) < wave and self._more(next_run, deadline):
+                    count = CHUNK_RUNS if self.runs is None else min(CHUNK_RUNS, self.runs - next_run)
+                    chunks.append((next_run, count))
+                    next_run += count
+                results = sc.parallelize(chunks, len(chunks)).map(lambda c: _run_chunk(task, *c)).collect()
+                for chunk in results:
+                    yield from chunk
+        finally:
+            spark.stop()
+
     def _found(self, v: Violation, run: int, seed: int, schedule: Schedule,
                seconds: float, deadline: float | None) -> None:
         finding = Finding(v, run, seed, seconds, original_actions=len(schedule.actions),
@@ -270,7 +304,8 @@ class Campaign:
                       f"in {shrunk.runs} runs: {finding.directory / 'schedule.json'}")
 
     def summary(self) -> dict[str, Any]:
-        return {"engine": "random", "generation": self.generation.label, "seed": self.seed, "jobs": self.jobs,
+        return {"engine": "random", "generation": self.generation.label, "seed": self.seed,
+                "jobs": self.jobs if self.master is None else None, "master": self.master,
                 "build": _build(), "runs": self.total_runs, "seconds": round(self.elapsed, 3),
                 "runs_per_second": round(self.total_runs / self.elapsed, 2) if self.elapsed else None,
                 "violations": [f.to_dict() for f in self.findings.values()],

@@ -34,6 +34,9 @@ def add_fuzz_commands(sub: Any) -> None:
     fuzz.add_argument("--jobs", "-j", type=_positive, default=None,
                       help="worker processes of the random engine (default: every core); the "
                       "findings of a run budget are the same on any number")
+    fuzz.add_argument("--master", default=None,
+                      help="run the random engine's runs as tasks of this Spark master (local[N], "
+                      "spark://host:7077; needs the spark extra); the findings are those of --jobs 1")
     fuzz.add_argument("--out", help="directory for findings (default runs/fuzz-<generation>-seed<S>)")
     fuzz.add_argument("--json", action="store_true", help="print the summary as JSON")
     fuzz.add_argument("--until-found", action="store_true", help="stop at the first violation")
@@ -132,6 +135,7 @@ def _fuzz(args: argparse.Namespace) -> int:
             campaign = Campaign(generation, profile, seed=args.seed, seconds=args.seconds,
                                 runs=args.runs, out=out, backend=args.backend,
                                 until_found=args.until_found, jobs=args.jobs or default_jobs(),
+                                master=args.master,
                                 progress=(lambda line: None) if quiet else
                                 (lambda line: print(line, flush=True)),
                                 tick=lambda runs, seconds: update(
