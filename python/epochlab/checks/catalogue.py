@@ -23,7 +23,7 @@ from typing import Any
 
 from epochlab.generations import Generation
 
-__all__ = ["BUGS", "WITNESSES", "KnownBug", "describe_match", "markdown", "match"]
+__all__ = ["BUGS", "WITNESSES", "KnownBug", "describe_match", "leader_epoch_skips", "markdown", "match"]
 
 
 @dataclass(frozen=True)
@@ -55,15 +55,27 @@ class KnownBug:
 _LEADER_AGAIN = re.compile(r"broker (\d+) is leader in epoch (\d+) \(was leader in epoch (\d+)\)")
 
 
-def _leader_skips_epochs(events: Iterable[Any]) -> bool:
-    """A broker that led in epoch E0 becomes leader in epoch E > E0 + 1 without having been
-    anything in between: ``Partition.makeLeader`` with ``isNewLeader == false``."""
+def leader_epoch_skips(events: Iterable[Any]) -> list[list[int]]:
+    """``[broker, previous epoch, new epoch]`` for each broker that led in an epoch and becomes
+    leader in one more than one above it without having been anything in between:
+    ``Partition.makeLeader`` with ``isNewLeader == false``. ``events``: the engine's (dicts or
+    objects with ``kind`` and ``message``, only ``role`` events read) or their text lines."""
+    out = []
     for event in events:
-        kind, message = (event["kind"], event["message"]) if isinstance(event, dict) else (event.kind, event.message)
+        if isinstance(event, str):
+            kind, message = "role", event
+        elif isinstance(event, dict):
+            kind, message = event["kind"], event["message"]
+        else:
+            kind, message = event.kind, event.message
         found = _LEADER_AGAIN.search(message) if kind == "role" else None
         if found and int(found.group(2)) > int(found.group(3)) + 1:
-            return True
-    return False
+            out.append([int(found.group(1)), int(found.group(3)), int(found.group(2))])
+    return out
+
+
+def _leader_skips_epochs(events: Iterable[Any]) -> bool:
+    return bool(leader_epoch_skips(events))
 
 
 _REGISTERED = re.compile(r"controller: broker (\d+) registered")

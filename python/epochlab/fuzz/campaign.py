@@ -28,6 +28,7 @@ deployment.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import time
@@ -224,6 +225,15 @@ class Campaign:
     def _more(self, run: int, deadline: float | None) -> bool:
         return (self.runs is None or run < self.runs) and (deadline is None or time.monotonic() < deadline)
 
+    def _chunks(self, deadline: float | None) -> Iterator[tuple[int, int]]:
+        """``(first run, count)`` of consecutive runs, :data:`CHUNK_RUNS` at a time, while the
+        budget lasts (asked each time a chunk is handed out)."""
+        first = 0
+        while self._more(first, deadline):
+            count = CHUNK_RUNS if self.runs is None else min(CHUNK_RUNS, self.runs - first)
+            yield first, count
+            first += count
+
     def _serial(self, deadline: float | None) -> Iterator[tuple[int, Any]]:
         run = 0
         while self._more(run, deadline):
@@ -244,13 +254,11 @@ class Campaign:
         task = (self.seed, self.generation.label, self.profile, self.backend)
         with concurrent.futures.ProcessPoolExecutor(self.jobs, mp_context=context) as pool:
             pending: list[Any] = []
-            next_run = 0
+            chunks = self._chunks(deadline)
             try:
                 while True:
-                    while len(pending) < 2 * self.jobs and self._more(next_run, deadline):
-                        count = CHUNK_RUNS if self.runs is None else min(CHUNK_RUNS, self.runs - next_run)
-                        pending.append(pool.submit(_run_chunk, task, next_run, count))
-                        next_run += count
+                    while len(pending) < 2 * self.jobs and (chunk := next(chunks, None)) is not None:
+                        pending.append(pool.submit(_run_chunk, task, *chunk))
                     if not pending:
                         return
                     # chunks handed out before the budget ran out all count, as the runs a
@@ -272,14 +280,9 @@ class Campaign:
             sc = spark.sparkContext
             wave = 2 * max(1, sc.defaultParallelism)
             task = (self.seed, self.generation.label, self.profile, self.backend)
-            next_run = 0
-            while self._more(next_run, deadline):
-                chunks = []
-                while len(chunks) < wave and self._more(next_run, deadline):
-                    count = CHUNK_RUNS if self.runs is None else min(CHUNK_RUNS, self.runs - next_run)
-                    chunks.append((next_run, count))
-                    next_run += count
-                results = sc.parallelize(chunks, len(chunks)).map(lambda c: _run_chunk(task, *c)).collect()
+            chunks = self._chunks(deadline)
+            while batch := list(itertools.islice(chunks, wave)):
+                results = sc.parallelize(batch, len(batch)).map(lambda c: _run_chunk(task, *c)).collect()
                 for chunk in results:
                     yield from chunk
         finally:

@@ -210,9 +210,6 @@ _OUTCOMES = ("acked", "not_acked", "lost", "duplicated", "read", "leaders", "fin
 #: epoch, previous leader (``None`` or ``Some(id)``) and previous epoch.
 _MAKE_LEADER = re.compile(r"\[Broker id=(\d+)\] Leader (\S+) with topic id .*? starts at leader epoch (\d+) "
                           r".*Previous leader (None|Some\((\d+)\)) and previous leader epoch was (-?\d+)")
-#: The model's event for the same transition.
-_MODEL_LEADER = re.compile(r"broker (\d+) is leader in epoch (\d+) \(was leader in epoch (\d+)\)")
-
 
 def state_change_lines(cluster: Any, topic: str) -> list[str]:
     """Every broker's ``state.change.logger`` lines naming ``topic`` (from its ``server.log``),
@@ -241,13 +238,11 @@ def real_epoch_skips(lines: list[str]) -> list[list[int]]:
 
 
 def model_epoch_skips(events: list[Any]) -> list[list[int]]:
-    """:func:`real_epoch_skips` for a model run's engine events."""
-    out = []
-    for e in events:
-        m = _MODEL_LEADER.search(str(e))
-        if m and int(m.group(2)) > int(m.group(3)) + 1:
-            out.append([int(m.group(1)), int(m.group(3)), int(m.group(2))])
-    return out
+    """:func:`real_epoch_skips` for a model run's engine events
+    (:func:`epochlab.checks.catalogue.leader_epoch_skips`, the catalogue's witness)."""
+    from epochlab.checks.catalogue import leader_epoch_skips
+
+    return leader_epoch_skips(events)
 
 
 def compare(real: dict[str, Any], model: dict[str, Any]) -> tuple[bool, list[dict[str, Any]]]:
