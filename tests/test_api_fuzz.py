@@ -114,7 +114,7 @@ MODULE_CALLABLES = {
     "parse_partition_metadata": 2, "parse_producer_snapshot": 2, "parse_offset_index": 2,
     "parse_time_index": 2, "parse_txn_index": 2,
     "Kernel": 1, "Network": 3, "Timer": 1, "RTO_MIN_MS": 0, "RTO_MAX_MS": 0, "RECONNECT_MS": 0,
-    "ChangeWatch": 0, "StateScan": 3, "FetchPlane": 7,
+    "ChangeWatch": 0, "StateScan": 3, "FetchPlane": 7, "ProtocolCoverage": 1,
 }
 #: Constants of the module: read, not called.
 MODULE_CONSTANTS = {"RTO_MIN_MS", "RTO_MAX_MS", "RECONNECT_MS"}
@@ -162,6 +162,7 @@ METHODS = {
                 "slow_node": 2, "connected": 2, "usable": 2, "send": 3, "post": 5, "discard_held": 2},
     "ChangeWatch": {"changes": 2, "forget": 1, "watching": 3}, "Watcher": {},
     "StateScan": {"replica": 3, "log_matching": 2, "leaders": 3, "strong_isr": 3, "check": 3},
+    "ProtocolCoverage": {"observe": 5, "features": 0, "first_steps": 0},
     "FetchPlane": {"attach": 2, "start_fetcher": 1, "answer_parked_fetches": 1,
                    "clear_parked_fetches": 1, "stop_fetcher": 1, "fetch_timeout": 2,
                    "answers_in_flight": 2, "fetch_state": 1},
@@ -289,12 +290,14 @@ def _event_loop() -> dict[str, Any]:
     watch.changes({}, controller)
     watcher = watch.watching({}, controller, lambda changed, moved: None)
     scan = core.StateScan(True, True, 2)
+    coverage = core.ProtocolCoverage(2)
     broker = _PlaneBroker()
     plane = core.FetchPlane(kernel, net, {1: broker, 2: broker}, 30_000, 1000, 500, True)
     handler = plane.attach(1, broker)["on_fetch"]
     plane.attach(2, type("NotABroker", (), {"replica": core.Replica(2, [1, 2], 5, 1, 100)})())
     return {"Kernel": kernel, "Network": net, "Timer": timer, "ChangeWatch": watch, "Watcher": watcher,
-            "StateScan": scan, "FetchPlane": plane, "FetchPlaneHandler": handler}
+            "StateScan": scan, "ProtocolCoverage": coverage, "FetchPlane": plane,
+            "FetchPlaneHandler": handler}
 
 
 class _PlaneBroker:

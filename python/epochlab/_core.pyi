@@ -58,6 +58,7 @@ __all__ = [
     "ChangeWatch",
     "Watcher",
     "StateScan",
+    "ProtocolCoverage",
     "FetchPlane",
     "FetchPlaneHandler",
     "FetchPlaneTimer",
@@ -865,6 +866,23 @@ class StateScan:
     def check(self, checker: Any, changed: list[int], ctrl_changed: bool) -> tuple[int, bool | None] | None:
         """``_check(changed, ctrl_changed)`` in one call: ``None`` when every part passes, else
         ``(stage, moved)``, the part the Python statement goes on from (``_check_from``)."""
+
+@final
+class ProtocolCoverage:
+    """One run's protocol-state coverage (``epochlab.fuzz.coverage``, ``src/coverage.rs``) over
+    a cluster of Rust replicas. A missing attribute, a broker whose replica is not a Rust one,
+    or a value of the wrong type is a ``TypeError``."""
+    def __new__(cls, min_isr: int) -> ProtocolCoverage: ...
+    def observe(self, brokers: dict[int, Any], controller: Any, true_hw: int, recovering: Any,
+                step: int) -> bool:
+        """Abstract the cluster's state now, at action index ``step``; ``True`` when a
+        broker's or the cluster's tuple moved."""
+    def features(self) -> list[int]:
+        """The features reached so far, increasing."""
+    def first_steps(self) -> list[int]:
+        """The step each feature was first reached at, in ``features()`` order."""
+    @property
+    def observations(self) -> int: ...
 
 def _twister_draws(rng: Any, draws: Sequence[tuple[str, int]]) -> list[float]:
     """Draws ``("below", n)`` / ``("random", 0)`` from a twister seeded with ``rng``'s state

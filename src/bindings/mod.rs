@@ -6,6 +6,7 @@ mod args;
 mod arrow;
 mod batch;
 mod checks;
+mod coverage;
 mod divergence;
 mod epoch_cache;
 mod errors;
@@ -45,6 +46,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<watch::PyChangeWatch>()?;
     m.add_class::<watch::PyWatcher>()?;
     m.add_class::<checks::PyStateScan>()?;
+    m.add_class::<coverage::PyProtocolCoverage>()?;
     m.add_class::<plane::PyFetchPlane>()?;
     m.add_class::<plane::PlaneHandler>()?;
     m.add_class::<plane::PlaneTimer>()?;

@@ -86,6 +86,9 @@ class StateChecker:
         self._last_isr: tuple[int, ...] = tuple(cluster.controller.isr)
         # a broker left ``recovering`` at the last check: its Inv-StrongIsr is asked next time
         self._rejoined = False
+        #: called after every check, with the state checked (the guided search's coverage,
+        #: ``epochlab.fuzz.coverage``); they only read
+        self.listeners: list[Callable[[], None]] = []
 
     #: Skip the checks whose inputs did not move (see :meth:`observe`); ``False`` evaluates
     #: them all after every change (the plain form).
@@ -191,11 +194,13 @@ class StateChecker:
         scan = self._scan if self.incremental else None
         if scan is None:
             self._check_from(0, None, changed, ctrl_changed, False)
-            return
-        resume = scan.check(self, changed, ctrl_changed)
-        if resume is not None:
-            stage, moved = resume
-            self._check_from(stage, scan, changed, ctrl_changed, bool(moved))
+        else:
+            resume = scan.check(self, changed, ctrl_changed)
+            if resume is not None:
+                stage, moved = resume
+                self._check_from(stage, scan, changed, ctrl_changed, bool(moved))
+        for listen in self.listeners:
+            listen()
 
     def _check_from(self, stage: int, scan: Any, changed: list[int], ctrl_changed: bool,
                     moved: bool) -> None:

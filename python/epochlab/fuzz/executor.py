@@ -80,6 +80,11 @@ class RunResult:
     events: list[dict[str, Any]] = field(default_factory=list)
     end_ms: int = 0
     records: list[Any] | None = None   # step records (``execute(record=True)``)
+    #: the protocol-state features the run reached (``execute(coverage=True)``,
+    #: ``epochlab.fuzz.coverage``), increasing, and the action index each was first reached
+    #: at (-1: before the first action; the number of actions: while healing)
+    features: list[int] | None = None
+    first_steps: list[int] | None = None
 
     def verdict_json(self) -> str:
         return self.verdict.to_json()
@@ -353,16 +358,20 @@ class Healing:
         return {"op": "healing", "healing_ms": self.healing_ms}
 
 
-def execute(schedule: Schedule, backend: str | None = None, record: bool = False) -> RunResult:
+def execute(schedule: Schedule, backend: str | None = None, record: bool = False,
+            coverage: bool = False) -> RunResult:
     """Run ``schedule`` and judge it. ``backend`` is passed to ``Cluster`` when given
     (``"rust"``, ``"python"`` or ``"reference"``). With ``record`` the result carries step
     records for a step table (``epochlab.scenarios.runner.StepRecord``: the state at the end
-    of each action's interval, then after the healing phase); recording only reads state,
-    so the run is the same."""
+    of each action's interval, then after the healing phase); with ``coverage`` the
+    protocol-state features the run reached (``epochlab.fuzz.coverage``). Both only read
+    state, so the run is the same."""
+    from epochlab.fuzz.coverage import attach
     from epochlab.scenarios.observe import snapshot_from
     from epochlab.scenarios.runner import StepRecord
 
     run = _Run(schedule, backend)
+    features = attach(run) if coverage else None
     run.checker.observe()
     records: list[Any] = [StepRecord(None, 0)] if record else []
     for index, action in enumerate(schedule.actions):
@@ -381,5 +390,7 @@ def execute(schedule: Schedule, backend: str | None = None, record: bool = False
     c = run.cluster
     if record:
         records[-1].snapshot = snapshot_from(c.state())
+    reached, steps = features() if features is not None else (None, None)
     return RunResult(schedule, verdict, c.history, c.state().to_dict(),
-                     [e.to_dict() for e in c.events], c.now_ms, records if record else None)
+                     [e.to_dict() for e in c.events], c.now_ms, records if record else None,
+                     reached, steps)

@@ -1,0 +1,169 @@
+"""Protocol-state coverage: what a guided search counts as new ground (``docs/fuzzing.md``,
+"The guided engine").
+
+After every engine event that changed a replica or the controller (the moments the state
+checker looks), each broker is reduced to eight small codes:
+
+* alive or not, its role in its own view (none, follower, leader),
+* how far its leader epoch lags the controller's (0, 1, 2 or more; no epoch),
+* whether the controller names it leader, and keeps it in the ISR or the ELR,
+* whether it misses part of the committed prefix (LEO below ``trueHW``), whether its high
+  watermark is above it,
+* for a live leader: its ISR below ``min.insync.replicas`` or not, and whether it believes
+  some follower holds more than that follower's log does (the re-elected KRaft leader's
+  stale follower state; a follower that lost its unflushed tail in a crash aside);
+
+and the cluster to eight more (leaders alive, the controller's ISR and ELR sizes and whether
+it has no leader, live brokers and how many miss committed data, the worst leader code, the
+largest epoch lag of a leader). A run's *features* are the tuples it reached and the moves
+between consecutive tuples of one broker and of the cluster, as FNV-1a hashes with the family
+in the two low bits. No feature names a broker, and none is the product of every broker's
+tuple (that product keeps growing with every run instead of saturating: measured in
+``docs/fuzzing.md``).
+
+The abstraction is computed in Rust (``epochlab._core.ProtocolCoverage`` over
+``src/coverage.rs``) for clusters of Rust replicas; :class:`Coverage` here is its Python twin,
+byte for byte the same numbers (a test compares them), used with the reference backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import epochlab._core as core
+
+__all__ = ["BROKER", "BROKER_MOVE", "CLUSTER", "CLUSTER_MOVE", "Coverage", "RunCoverage", "attach",
+           "broker_codes", "feature", "fnv1a", "global_codes"]
+
+FNV_OFFSET = 0xCBF29CE484222325
+FNV_PRIME = 0x100000001B3
+MASK = (1 << 64) - 1
+ROLES = {"none": 0, "follower": 1, "leader": 2}
+
+
+def fnv1a(value: int, data: bytes) -> int:
+    for byte in data:
+        value = ((value ^ byte) * FNV_PRIME) & MASK
+    return value
+
+
+def broker_codes(view: dict[str, Any], b: dict[str, Any]) -> bytes:
+    """One broker's eight codes (``src/coverage.rs``, ``broker_codes``)."""
+    epoch = b["leader_epoch"]
+    lag = 3 if epoch is None else min(max(view["controller_epoch"] - epoch, 0), 2)
+    member = 1 if b["id"] in view["controller_isr"] else 2 if b["id"] in view["controller_elr"] else 0
+    leader = 0
+    if b["alive"] and b["role"] == 2:
+        leader = 1 if b["isr_len"] < view["min_isr"] else 2
+        leos = {x["id"]: x["log_end_offset"] for x in view["brokers"]}
+        recovering = {x["id"] for x in view["brokers"] if x["recovering"]}
+        if any(known is not None and f in leos and known > leos[f] and f not in recovering
+               for f, known in b["followers"]):
+            leader |= 4
+    return bytes((int(b["alive"]), min(b["role"], 2), lag, int(view["controller_leader"] == b["id"]),
+                  member, int(b["log_end_offset"] < view["true_hw"]),
+                  int(b["high_watermark"] > view["true_hw"]), leader))
+
+
+def global_codes(view: dict[str, Any], tuples: list[bytes]) -> bytes:
+    """The cluster-wide codes (``src/coverage.rs``, ``global_codes``)."""
+    live = [t for t in tuples if t[0] == 1]
+    leaders = [t for t in tuples if t[7] != 0]
+    return bytes((min(len(leaders), 3), min(len(view["controller_isr"]), 255),
+                  min(len(view["controller_elr"]), 255), int(view["controller_leader"] is None),
+                  min(len(live), 255), min(sum(1 for t in live if t[5] == 1), 255),
+                  max((t[7] for t in leaders), default=0), max((t[2] for t in leaders), default=3)))
+
+
+BROKER, BROKER_MOVE, CLUSTER, CLUSTER_MOVE = 0, 1, 2, 3
+
+
+def feature(family: int, *parts: bytes) -> int:
+    value = fnv1a(FNV_OFFSET, bytes((family,)))
+    for part in parts:
+        value = fnv1a(value, part)
+    return (value & ~3 & MASK) | family
+
+
+class Coverage:
+    """The Python twin of ``_core.ProtocolCoverage`` (``observe``, ``features``,
+    ``observations``), for clusters whose replicas are Python ones."""
+
+    def __init__(self, min_isr: int) -> None:
+        self.min_isr = min_isr
+        self.brokers: dict[int, bytes] = {}
+        self.cluster: bytes | None = None
+        self.seen: dict[int, int] = {}  # feature -> the step it was first reached at
+        self.observations = 0
+
+    def _reach(self, feature_: int, step: int) -> None:
+        self.seen.setdefault(feature_, step)
+
+    def observe(self, brokers: dict[int, Any], controller: Any, true_hw: int, recovering: Any,
+                step: int) -> bool:
+        self.observations += 1
+        views = []
+        for b, broker in brokers.items():
+            r, log = broker.replica, broker.replica.log
+            views.append({"id": b, "alive": bool(broker.alive), "role": ROLES[r.role],
+                          "leader_epoch": r.leader_epoch, "log_end_offset": log.log_end_offset,
+                          "high_watermark": log.high_watermark, "isr_len": len(r.isr),
+                          "followers": [(f, s.log_end_offset) for f, s in sorted(r.followers.items())],
+                          "recovering": b in recovering})
+        view = {"brokers": views, "controller_leader": controller.leader,
+                "controller_epoch": controller.leader_epoch, "controller_isr": tuple(controller.isr),
+                "controller_elr": tuple(controller.elr), "true_hw": true_hw, "min_isr": self.min_isr}
+        tuples = [broker_codes(view, v) for v in views]
+        moved = False
+        for v, t in zip(views, tuples):
+            before = self.brokers.get(v["id"])
+            self.brokers[v["id"]] = t
+            if before != t:
+                moved = True
+                self._reach(feature(BROKER, t), step)
+                if before is not None:
+                    self._reach(feature(BROKER_MOVE, before, t), step)
+        g = global_codes(view, tuples)
+        if g != self.cluster:
+            moved = True
+            self._reach(feature(CLUSTER, g), step)
+            if self.cluster is not None:
+                self._reach(feature(CLUSTER_MOVE, self.cluster, g), step)
+            self.cluster = g
+        return moved
+
+    def features(self) -> list[int]:
+        return sorted(self.seen)
+
+    def first_steps(self) -> list[int]:
+        return [self.seen[f] for f in sorted(self.seen)]
+
+
+class RunCoverage:
+    """One run's coverage, fed by the state checker after each check (its ``listeners``);
+    ``step()`` gives the run's current action index."""
+
+    def __init__(self, cluster: Any, checker: Any, step: Callable[[], int], twin: bool = False) -> None:
+        replica = next(iter(cluster.brokers.values())).replica
+        self.checker = checker
+        self.step = step
+        rust = isinstance(replica, core.Replica) and not twin
+        self.impl: Any = core.ProtocolCoverage(checker.min_isr) if rust else Coverage(checker.min_isr)
+        self._brokers = cluster.brokers
+        self._controller = cluster.controller
+        checker.listeners.append(self.observe)
+
+    def observe(self) -> None:
+        checker = self.checker
+        self.impl.observe(self._brokers, self._controller, checker.true_hw, checker.recovering, self.step())
+
+    def features(self) -> tuple[list[int], list[int]]:
+        """The features and the step each was first reached at."""
+        return list(self.impl.features()), list(self.impl.first_steps())
+
+
+def attach(run: Any, twin: bool = False) -> Callable[[], tuple[list[int], list[int]]]:
+    """Coverage for an executor run (``epochlab.fuzz.executor``): returns its getter of
+    ``(features, first steps)``."""
+    return RunCoverage(run.cluster, run.checker, lambda: run.step, twin).features
