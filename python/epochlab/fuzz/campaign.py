@@ -171,6 +171,9 @@ def write_finding(out: Path, violation: Violation, original: Schedule, minimal: 
 class Campaign:
     """A random-engine campaign; :meth:`run` spends the budget and returns the findings."""
 
+    #: the engine named in run directories and summaries
+    engine = "random"
+
     generation: Generation
     profile: FuzzProfile = field(default_factory=FuzzProfile)
     seed: int = 0
@@ -296,18 +299,18 @@ class Campaign:
         self.progress(f"run {run + 1} ({seconds:.1f} s, seed {seed}): {v.invariant}: {v.message}")
         if self.out is None:
             return
-        finding.directory = write_finding(self.out, v, schedule, None, seed, "random")
+        finding.directory = write_finding(self.out, v, schedule, None, seed, self.engine)
         grace = time.monotonic() + 60.0  # shrinking may overrun the budget by at most a minute
         shrunk = shrink(schedule, v.signature, backend=self.backend, max_runs=self.shrink_runs,
                         stop=lambda: time.monotonic() > max(grace, deadline or 0.0))
         finding.minimal_actions = len(shrunk.schedule.actions)
         finding.shrink_runs = shrunk.runs
-        write_finding(self.out, v, schedule, shrunk.schedule, seed, "random")
+        write_finding(self.out, v, schedule, shrunk.schedule, seed, self.engine)
         self.progress(f"  shrunk {len(schedule.actions)} -> {len(shrunk.schedule.actions)} actions "
                       f"in {shrunk.runs} runs: {finding.directory / 'schedule.json'}")
 
     def summary(self) -> dict[str, Any]:
-        return {"engine": "random", "generation": self.generation.label, "seed": self.seed,
+        return {"engine": self.engine, "generation": self.generation.label, "seed": self.seed,
                 "jobs": self.jobs if self.master is None else None, "master": self.master,
                 "build": _build(), "runs": self.total_runs, "seconds": round(self.elapsed, 3),
                 "runs_per_second": round(self.total_runs / self.elapsed, 2) if self.elapsed else None,

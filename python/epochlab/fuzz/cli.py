@@ -22,7 +22,10 @@ __all__ = ["add_fuzz_commands", "dispatch_fuzz"]
 
 def add_fuzz_commands(sub: Any) -> None:
     fuzz = sub.add_parser("fuzz", help="search failure interleavings for invariant violations")
-    fuzz.add_argument("--engine", choices=("random", "atheris"), default="random")
+    fuzz.add_argument("--engine", choices=("random", "guided", "atheris"), default="random",
+                      help="random: independent random schedules; guided: mutates the schedules "
+                      "that reached new protocol states (docs/fuzzing.md, \"Guided search\"); "
+                      "atheris: libFuzzer over the schedule bytes, Python line coverage")
     fuzz.add_argument("--generation", "-g", default="strict-min-isr")
     fuzz.add_argument("--config", help="fuzz profile JSON (cluster, producers, consumers, "
                       "actions, healing_ms, fault_classes, swarm, vary_config)")
@@ -32,12 +35,16 @@ def add_fuzz_commands(sub: Any) -> None:
                       "stops at the first budget reached)")
     fuzz.add_argument("--seed", type=int, default=0, help="campaign seed")
     fuzz.add_argument("--jobs", "-j", type=_positive, default=None,
-                      help="worker processes of the random engine (default: every core); the "
-                      "findings of a run budget are the same on any number")
+                      help="worker processes of the random and guided engines (default: every core); "
+                      "the findings of a run budget are the same on any number")
     fuzz.add_argument("--master", default=None,
-                      help="run the random engine's runs as tasks of this Spark master (local[N], "
-                      "spark://host:7077; needs the spark extra); the findings are those of --jobs 1")
+                      help="run the random or guided engine's runs as tasks of this Spark master "
+                      "(local[N], spark://host:7077; needs the spark extra); the findings are "
+                      "those of --jobs 1")
     fuzz.add_argument("--out", help="directory for findings (default runs/fuzz-<generation>-seed<S>)")
+    fuzz.add_argument("--resume", action="store_true",
+                      help="guided engine: continue the search saved in OUT/corpus/ (same "
+                      "generation, seed and profile) where it stopped")
     fuzz.add_argument("--json", action="store_true", help="print the summary as JSON")
     fuzz.add_argument("--until-found", action="store_true", help="stop at the first violation")
     fuzz.add_argument("--backend", help="simulator backend passed to Cluster (rust, python, reference)")
@@ -125,14 +132,21 @@ def _fuzz(args: argparse.Namespace) -> int:
     out = Path(args.out or f"runs/fuzz-{generation.label}-seed{args.seed}")
     if args.seconds is None and args.runs is None:
         args.seconds = 60.0   # neither budget given: a minute
+    if args.resume and args.engine != "guided":
+        from epochlab.cli import _UsageError
+
+        raise _UsageError("epochlab fuzz: --resume continues a guided search (--engine guided)")
     if args.engine == "atheris":
         summary = _atheris(args, generation, out)
     else:
+        from epochlab.fuzz.guided import GuidedSearch
         from epochlab.report.progress import progress_bar
 
         quiet = args.json
+        engine: Any = GuidedSearch if args.engine == "guided" else Campaign
+        extra = {"resume": args.resume} if args.engine == "guided" else {}
         with progress_bar("fuzz", args.runs, enabled=not quiet) as update:
-            campaign = Campaign(generation, profile, seed=args.seed, seconds=args.seconds,
+            campaign = engine(generation, profile, **extra, seed=args.seed, seconds=args.seconds,
                                 runs=args.runs, out=out, backend=args.backend,
                                 until_found=args.until_found, jobs=args.jobs or default_jobs(),
                                 master=args.master,

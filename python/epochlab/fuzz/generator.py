@@ -428,6 +428,14 @@ def _finish(generation: Generation, seed: int, profile: FuzzProfile, cluster: di
     return Schedule.from_dict(_skeleton(generation, seed, profile, cluster, producers, actions, origin))
 
 
+def builder_for(profile: FuzzProfile, schedule: Mapping[str, Any], classes: dict[str, int]) -> _Builder:
+    """The generator's action builder for an existing schedule (a schedule dict: its brokers,
+    producers and consumers) with fault classes ``classes``: what the guided engine inserts
+    with."""
+    return _Builder(profile, list(schedule["cluster"].get("brokers", [1, 2, 3])),
+                    sorted(schedule["producers"]), sorted(schedule["consumers"]), classes)
+
+
 def generate_schedule(seed: int, generation: Generation | str | int,
                       profile: FuzzProfile | None = None) -> Schedule:
     """A random schedule of ``profile.actions`` actions for ``seed`` (swarm testing on)."""

@@ -1,0 +1,569 @@
+"""The guided engine: a search that keeps the schedules reaching new protocol states and
+mutates them whole action by whole action (``docs/fuzzing.md``, "The guided engine").
+
+Coverage is the protocol's (:mod:`epochlab.fuzz.coverage`): the abstract cluster states a run
+reached and the moves between them. The search runs in *rounds* of :data:`BATCH`
+schedules:
+
+* the first :data:`INITIAL` runs are the random engine's runs ``0 .. INITIAL - 1`` (its
+  schedules, run seed for run seed): the starting corpus is what random search finds first;
+* after that each schedule is, with :data:`FRESH_PERCENT` percent chance, the random engine's
+  schedule of that run number (breadth is never lost), else a mutant of a corpus entry;
+* :data:`RARE_PERCENT` percent of the parents are picked for a rare feature (FairFuzz: one of
+  the features reached by the fewest runs, then an entry that reached it), and their mutants
+  are *focused* on the action at which the entry first reached that feature: the operators
+  work near it, and ``regrow`` keeps the actions up to it and generates new ones after it
+  (go back to the rare state, explore on from there);
+* the other parents are picked with probability proportional to their *energy*: the sum over
+  their features of one over the number of runs that reached the feature, damped by how often
+  the entry was picked already; their mutants change anything;
+* a mutant applies one to four operators to whole actions: insert freshly generated actions
+  (with the entry's swarm of fault classes, sometimes every class of the profile), delete one
+  or a block, swap two, re-time one, change a fault's target, delay or drop rate, give a fault
+  an end (its duration: the link restored, the partition healed, the broker restarted), repeat
+  a block later, splice the entry with another one at a point in time, or draw another run
+  seed (the same actions, other network and timing draws);
+* after a round its runs are merged in run order: every run that reached a feature no earlier
+  run reached joins the corpus; protocol violations go through the same checker, shrinker,
+  catalogue match and run directory as the random engine's (:class:`Campaign`).
+
+Every choice comes from ``random.Random`` seeded by the campaign seed and the round, and the
+corpus changes only between rounds, so the runs, the corpus and the findings are a function of
+seed, profile and budget alone: the same on one process, ``--jobs N`` worker processes or a
+Spark cluster, and the same after a kill and ``--resume``: the corpus and the round are saved
+after each whole round in ``<out>/corpus/`` (a round that a run budget or ``--until-found``
+cut short is run again whole on resuming).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from epochlab.errors import ScheduleError
+from epochlab.fuzz.campaign import Campaign, Finding, run_seed
+from epochlab.fuzz.executor import execute, gc_for_many_runs
+from epochlab.fuzz.generator import DELAYS, FuzzProfile, RandomSource, builder_for, generate_schedule
+from epochlab.fuzz.schedule import Schedule
+
+__all__ = ["BATCH", "CORPUS_FORMAT", "FRESH_PERCENT", "INITIAL", "Entry", "GuidedSearch", "mutate"]
+
+#: Schedules per round; fixed, so the division of work never changes what is run.
+BATCH = 40
+#: The first runs: the random engine's, run for run.
+INITIAL = 200
+#: After those, the share of random-engine schedules among a round's runs.
+FRESH_PERCENT = 10
+#: The share of mutants whose parent holds one of the rarest features (the rest: by energy).
+RARE_PERCENT = 50
+MAX_ACTIONS = 200
+CORPUS_FORMAT = "epochlab-guided-corpus"
+RETIME = (1, 5, 20, 100, 300, 1000, 3000)
+
+
+@dataclass
+class Entry:
+    """A corpus entry: a schedule that reached a feature no earlier run had."""
+
+    run: int
+    schedule: dict[str, Any]
+    features: tuple[int, ...]
+    #: the action index at which the run first reached each feature, in ``features`` order
+    first_steps: tuple[int, ...] = ()
+    picks: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run": self.run, "schedule": self.schedule, "features": list(self.features),
+                "first_steps": list(self.first_steps)}
+
+    def step_of(self, feature: int) -> int | None:
+        try:
+            return self.first_steps[self.features.index(feature)]
+        except (ValueError, IndexError):
+            return None
+
+
+# -- mutation ------------------------------------------------------------------------------
+
+def _down_and_open(actions: list[dict[str, Any]]) -> tuple[set[int], set[str]]:
+    """Brokers down and transactions open after ``actions`` (what the generator tracks)."""
+    down: set[int] = set()
+    open_txn: set[str] = set()
+    for a in actions:
+        op = a["op"]
+        if op in ("crash", "controlled_shutdown"):
+            down.add(a["broker"])
+        elif op == "restart":
+            down.discard(a["broker"])
+        elif op == "begin_transaction":
+            open_txn.add(a["producer"])
+        elif op in ("commit_transaction", "abort_transaction", "restart_producer"):
+            open_txn.discard(a.get("producer", ""))
+    return down, open_txn
+
+
+def _classes(schedule: dict[str, Any], profile: FuzzProfile, rng: random.Random) -> dict[str, int]:
+    """The entry's swarm of fault classes (its origin), or one time in five every class of
+    the profile."""
+    enabled = {k: w for k, w in sorted(profile.fault_classes.items()) if w > 0}
+    swarm = schedule.get("origin", {}).get("fault_classes")
+    if not swarm or rng.random() < 0.2:
+        return enabled
+    return {k: enabled.get(k, 1) for k in swarm}
+
+
+def _insert(actions: list[dict[str, Any]], schedule: dict[str, Any], profile: FuzzProfile,
+            rng: random.Random, focus: int | None = None) -> None:
+    at = rng.randrange(len(actions) + 1) if focus is None else \
+        min(len(actions), focus + 1 + rng.randrange(4))
+    prefix = actions[:at]
+    builder = builder_for(profile, schedule, _classes(schedule, profile, rng))
+    builder.down, builder.in_txn = _down_and_open(prefix)
+    builder.now = prefix[-1]["at_ms"] if prefix else 0
+    src = RandomSource(rng.getrandbits(31))
+    new = [a for a in (builder.action(src) for _ in range(1 + rng.randrange(3))) if a is not None]
+    actions[at:at] = new
+
+
+def _retarget(action: dict[str, Any], brokers: list[int], rng: random.Random) -> None:
+    if "broker" in action:
+        action["broker"] = rng.choice(brokers)
+    elif action["op"] == "set_link":
+        hi = rng.choice((5, 50, 500, 2000, 8000))
+        action["delay_ms"] = [rng.randrange(hi + 1) // 4, hi]
+        if action["a"] != "controller" and action["a"] != "coordinator":
+            action["drop"] = rng.choice((0.0, 0.0, 0.1, 0.3, 1.0))
+        elif action["a"] == "controller":
+            action["drop"] = rng.choice((0.0, 1.0))
+        if isinstance(action["b"], int):
+            action["b"] = rng.choice(brokers)
+    elif action["op"] == "slow_follower":
+        action["extra_delay_ms"] = rng.choice((0, 200, 2000, 10000))
+    elif action["op"] == "produce":
+        action["count"] = 1 + rng.randrange(3)
+        action.pop("values", None)
+
+
+def _fits(action: dict[str, Any], schedule: dict[str, Any]) -> bool:
+    """Whether ``action`` names only clients ``schedule`` declares (a splice partner's swarm
+    may have other producers)."""
+    clients = {*schedule["producers"], *schedule["consumers"]}
+    named = [action.get("producer"), action.get("consumer"), action.get("a"), action.get("b"),
+             *(n for g in action.get("groups") or () for n in g)]
+    known = {*schedule["cluster"].get("brokers", [1, 2, 3]), "controller", "coordinator", *clients}
+    return all(n is None or n in known for n in named)
+
+
+def _index(n: int, rng: random.Random, focus: int | None, before: int = 2, after: int = 6) -> int:
+    """An action index below ``n``: anywhere, or near ``focus`` (``before`` actions before it
+    to ``after`` after it) when given."""
+    if focus is None:
+        return rng.randrange(n)
+    lo, hi = max(0, focus - before), min(n - 1, focus + after)
+    return rng.randint(lo, hi) if lo <= hi else rng.randrange(n)
+
+
+def _regrow(actions: list[dict[str, Any]], schedule: dict[str, Any], profile: FuzzProfile,
+            rng: random.Random, focus: int) -> None:
+    """Keep the actions up to a little after ``focus`` and generate new ones after them: go
+    back to the state the entry reached there and explore on from it."""
+    keep = max(0, min(len(actions), focus + 1 + rng.randrange(3)))
+    del actions[keep:]
+    builder = builder_for(profile, schedule, _classes(schedule, profile, rng))
+    builder.down, builder.in_txn = _down_and_open(actions)
+    builder.now = actions[-1]["at_ms"] if actions else 0
+    src = RandomSource(rng.getrandbits(31))
+    count = 1 + rng.randrange(max(1, profile.actions // 4))
+    actions.extend(a for a in (builder.action(src) for _ in range(count)) if a is not None)
+
+
+#: Fault actions and the action that ends each (a fault's duration is where its end stands).
+FAULTS = ("set_link", "partition", "isolate", "crash", "controlled_shutdown", "slow_follower")
+END_AFTER_MS = (1, 20, 100, 500, 2000, 6000)
+
+
+def _end_of(fault: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
+    op = fault["op"]
+    if op == "set_link":  # the link back to the cluster's delays, nothing lost
+        from epochlab.sim.config import ClusterConfig
+
+        config = ClusterConfig.from_dict(cluster, "cluster")
+        delay = config.controller_delay_ms if "controller" in (fault["a"], fault["b"]) \
+            else config.network_delay_ms
+        return {"op": "set_link", "a": fault["a"], "b": fault["b"], "delay_ms": list(delay),
+                "drop": 0.0, "duplicate": 0.0, "reorder": False}
+    if op in ("partition", "isolate"):
+        return {"op": "heal"}
+    if op == "slow_follower":
+        return {"op": "slow_follower", "broker": fault["broker"], "extra_delay_ms": 0}
+    return {"op": "restart", "broker": fault["broker"]}
+
+
+def _end_fault(actions: list[dict[str, Any]], schedule: dict[str, Any], rng: random.Random,
+               focus: int | None) -> bool:
+    """Give a fault an end (a duration): the link restored, the partition healed, the broker
+    restarted, some time after the fault, or with ``focus`` after that action (one of the
+    last three faults before it). False when there is no fault to end."""
+    if focus is not None:  # earlier operators may have shortened the schedule
+        focus = min(focus, len(actions) - 1)
+    limit = len(actions) if focus is None else focus + 1
+    faults = [i for i in range(limit) if actions[i]["op"] in FAULTS]
+    if not faults:
+        return False
+    i = rng.choice(faults if focus is None else faults[-3:])
+    start = actions[i]["at_ms"] if focus is None or focus < 0 else max(actions[i]["at_ms"], actions[focus]["at_ms"])
+    end = {"at_ms": start + rng.choice(END_AFTER_MS), **_end_of(actions[i], schedule["cluster"])}
+    where = next((k for k, a in enumerate(actions) if a["at_ms"] > end["at_ms"]), len(actions))
+    actions.insert(where, end)
+    return True
+
+
+def mutate(parent: dict[str, Any], other: dict[str, Any] | None, rng: random.Random,
+           profile: FuzzProfile, focus: int | None = None) -> dict[str, Any]:
+    """A mutant of the schedule ``parent`` (a schedule dict; ``other`` for splicing): one to
+    four whole-action operators (module doc). With ``focus`` (the action index at which the
+    parent first reached the rare feature it was picked for) the operators work near that
+    action, and one more, ``regrow``, keeps the actions up to it and generates the rest anew.
+    The result is a schedule dict with sorted times, at most :data:`MAX_ACTIONS` actions."""
+    child = json.loads(json.dumps(parent))
+    actions: list[dict[str, Any]] = child["actions"]
+    brokers = list(child["cluster"].get("brokers", [1, 2, 3]))
+    if focus is not None:
+        focus = max(-1, min(focus, len(actions) - 1))
+    operators = []
+    for _ in range(1 + min(3, int(-math.log2(1.0 - rng.random())))):
+        menu = ("insert", "insert", "delete", "delete-block", "swap", "retime", "retarget",
+                "retarget", "repeat", "splice", "reseed", "end-fault") + (
+                    ("regrow", "regrow", "regrow", "end-fault", "end-fault") if focus is not None else ())
+        op = rng.choice(menu)
+        if op in ("delete", "delete-block", "swap", "retime", "retarget", "repeat") and not actions:
+            op = "insert"
+        operators.append(op)
+        if op == "insert":
+            _insert(actions, child, profile, rng, focus)
+        elif op == "end-fault":
+            if not _end_fault(actions, child, rng, focus):
+                _insert(actions, child, profile, rng, focus)
+        elif op == "regrow":
+            _regrow(actions, child, profile, rng, focus if focus is not None else -1)
+        elif op == "delete":
+            del actions[_index(len(actions), rng, focus, 0)]
+        elif op == "delete-block":
+            i = _index(len(actions), rng, focus, 0)
+            del actions[i:i + 1 + rng.randrange(8)]
+        elif op == "swap":
+            i, j = _index(len(actions), rng, focus), _index(len(actions), rng, focus)
+            ti, tj = actions[i]["at_ms"], actions[j]["at_ms"]
+            actions[i], actions[j] = actions[j], actions[i]
+            actions[i]["at_ms"], actions[j]["at_ms"] = ti, tj
+        elif op == "retime":
+            a = actions[_index(len(actions), rng, focus)]
+            a["at_ms"] = max(0, a["at_ms"] + rng.choice((-1, 1)) * rng.choice(RETIME))
+        elif op == "retarget":
+            _retarget(actions[_index(len(actions), rng, focus)], brokers, rng)
+        elif op == "repeat":
+            i = _index(len(actions), rng, focus)
+            block = json.loads(json.dumps(actions[i:i + 1 + rng.randrange(4)]))
+            shift = rng.choice(DELAYS[2:]) + (actions[-1]["at_ms"] - block[0]["at_ms"]
+                                             if rng.random() < 0.5 else 0)
+            for a in block:
+                a["at_ms"] += shift
+            actions.extend(block)
+        elif op == "splice" and other is not None and other["actions"]:
+            cut = rng.choice(other["actions"])["at_ms"]
+            if focus is not None and 0 <= focus < len(actions):
+                cut = max(cut, actions[focus]["at_ms"] + 1)  # keep the way to the rare state
+            actions[:] = [a for a in actions if a["at_ms"] < cut] + \
+                json.loads(json.dumps([a for a in other["actions"]
+                                       if a["at_ms"] >= cut and _fits(a, child)]))
+        else:  # reseed (and a splice without a partner)
+            child["seed"] = rng.randrange(2**31)
+        actions.sort(key=lambda a: a["at_ms"])  # stable: equal times keep their order
+        del actions[MAX_ACTIONS:]
+    child["origin"] = {"engine": "guided", "operators": operators,
+                       "fault_classes": parent.get("origin", {}).get("fault_classes")}
+    return child
+
+
+# -- running a round -----------------------------------------------------------------------
+
+Outcome = tuple[Any, list[int], list[int], list[dict[str, Any]] | None]
+
+
+def _run_children(task: tuple[str | None], children: list[dict[str, Any]]) -> list[Outcome]:
+    """A worker's share of a round: each schedule's verdict, features, and (with a protocol
+    violation) its events for the catalogue's witnesses."""
+    (backend,) = task
+    out: list[Outcome] = []
+    with gc_for_many_runs():
+        for data in children:
+            result = execute(Schedule.from_dict(data, "guided"), backend=backend, coverage=True)
+            events = result.events if result.verdict.protocol_violations else None
+            out.append((result.verdict, result.features or [], result.first_steps or [], events))
+    return out
+
+
+def _pieces(items: list[Any], parts: int) -> list[list[Any]]:
+    size = max(1, math.ceil(len(items) / parts))
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+@dataclass
+class GuidedSearch(Campaign):
+    """The guided engine's campaign (:class:`Campaign`'s budget, findings, jobs and Spark
+    master); :meth:`run` spends the budget and returns the findings."""
+
+    engine = "guided"
+    #: continue from ``<out>/corpus/`` when it holds a saved search of the same settings
+    resume: bool = False
+    corpus: list[Entry] = field(default_factory=list)
+    #: feature -> runs that reached it
+    hits: dict[int, int] = field(default_factory=dict)
+    #: (runs, distinct features) after every round: the new-states-over-runs curve
+    curve: list[tuple[int, int]] = field(default_factory=list)
+    #: every protocol violation on the way: (run, invariant, run seed, message, events)
+    on_violation: Any = None
+    #: asked after every run: stop the search (the bug hunt, once every bug is matched)
+    should_stop: Any = None
+    _saved_findings: list[dict[str, Any]] = field(default_factory=list)
+    _round: int = 0
+    _new_entries: list[Entry] = field(default_factory=list)
+
+    # -- the loop ----------------------------------------------------------------------------
+    def _run(self) -> list[Finding]:
+        start = time.monotonic()
+        deadline = None if self.seconds is None else start + self.seconds
+        if self.resume and self.out is not None:
+            self._load()
+        executor = self._executor()
+        try:
+            stop = False
+            while not stop and self._more(self.total_runs, deadline):
+                count = BATCH if self.runs is None else min(BATCH, self.runs - self.total_runs)
+                first = self.total_runs
+                children = self._children(first, count)
+                outcomes = executor(children)
+                for i, (data, (verdict, features, steps, events)) in enumerate(zip(children, outcomes)):
+                    run = first + i
+                    self._merge(run, data, features, steps)
+                    for v in verdict.allowed:
+                        self.allowed[v.invariant] = self.allowed.get(v.invariant, 0) + 1
+                    for v in verdict.protocol_violations:
+                        if self.on_violation is not None:
+                            self.on_violation(run, v, data, events)
+                        if v.signature not in self.findings and v.signature not in self._saved_signatures():
+                            schedule = Schedule.from_dict(data, "guided")
+                            self._found(v, run, schedule.seed, schedule, time.monotonic() - start, deadline)
+                    self.total_runs = run + 1
+                    self.tick(run + 1, time.monotonic() - start)
+                    if (self.until_found and self.findings) or (self.should_stop is not None and self.should_stop()):
+                        stop = True
+                        break
+                self.curve.append((self.total_runs, len(self.hits)))
+                if self.total_runs == first + BATCH:  # a whole round: the next one starts
+                    self._round += 1
+                    if self.out is not None:
+                        self._save()
+        finally:
+            close = getattr(executor, "close", None)
+            if close is not None:
+                close()
+        self.elapsed = time.monotonic() - start
+        if self.out is not None:
+            self.write_summary()
+        return list(self.findings.values())
+
+    def _children(self, first: int, count: int) -> list[dict[str, Any]]:
+        """The schedules of runs ``first .. first + count - 1``: a function of the campaign
+        seed, the round and the corpus (module doc)."""
+        rng = random.Random(f"epochlab-guided:{self.seed}:{self._round}")
+        weights = self._energies()
+        total = sum(weights)
+        rare = self._rare_holders()
+        children = []
+        for run in range(first, first + count):
+            fresh = run < INITIAL or not self.corpus or rng.randrange(100) < FRESH_PERCENT
+            if fresh:
+                children.append(generate_schedule(run_seed(self.seed, run), self.generation,
+                                                  self.profile).to_dict())
+                continue
+            focus = None
+            if rare and rng.randrange(100) < RARE_PERCENT:
+                target, holders = rare[rng.randrange(len(rare))]
+                parent = holders[rng.randrange(len(holders))]
+                focus = parent.step_of(target)
+            else:
+                parent = self._pick(weights, total, rng)
+            other = self.corpus[rng.randrange(len(self.corpus))]
+            parent.picks += 1
+            child = mutate(parent.schedule, other.schedule, rng, self.profile, focus)
+            child["origin"]["parent_run"] = parent.run
+            try:
+                Schedule.from_dict(child, "guided")
+            except ScheduleError:  # a mutant the validator refuses: the random run instead
+                child = generate_schedule(run_seed(self.seed, run), self.generation, self.profile).to_dict()
+            children.append(child)
+        return children
+
+    def _energies(self) -> list[float]:
+        return [sum(1.0 / self.hits[f] for f in e.features) / math.sqrt(1 + e.picks)
+                for e in self.corpus]
+
+    def _rare_holders(self) -> list[tuple[int, list[Entry]]]:
+        """The rarest features (reached by at most the smallest power of two at or above the
+        fewest runs any feature was reached by) with the corpus entries reaching them, in
+        feature order: FairFuzz's rare-branch targeting, over protocol states."""
+        if not self.hits:
+            return []
+        cutoff = 1 << (min(self.hits.values()) - 1).bit_length()
+        rare = {f for f, n in self.hits.items() if n <= cutoff}
+        holders: dict[int, list[Entry]] = {}
+        for entry in self.corpus:
+            for f in rare.intersection(entry.features):
+                holders.setdefault(f, []).append(entry)
+        return sorted(holders.items())
+
+    def _pick(self, weights: list[float], total: float, rng: random.Random) -> Entry:
+        x = rng.random() * total
+        for entry, w in zip(self.corpus, weights):
+            x -= w
+            if x < 0:
+                return entry
+        return self.corpus[-1]
+
+    def _merge(self, run: int, data: dict[str, Any], features: list[int], steps: list[int]) -> None:
+        new = False
+        for f in features:
+            n = self.hits.get(f, 0)
+            new = new or n == 0
+            self.hits[f] = n + 1
+        if new:
+            entry = Entry(run, data, tuple(features), tuple(steps))
+            self.corpus.append(entry)
+            self._new_entries.append(entry)
+
+    def _executor(self) -> Any:
+        task = (self.backend,)
+        if self.master is not None:
+            return _SparkRounds(self.master, task)
+        if self.jobs > 1:
+            return _PoolRounds(self.jobs, task)
+        return lambda children: _run_children(task, children)
+
+    # -- the saved corpus --------------------------------------------------------------------
+    def _settings(self) -> dict[str, Any]:
+        return {"generation": self.generation.label, "seed": self.seed,
+                "profile": self.profile.to_dict(), "batch": BATCH, "initial": INITIAL,
+                "fresh_percent": FRESH_PERCENT}
+
+    def _save(self) -> None:
+        assert self.out is not None
+        folder = self.out / "corpus"
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / "inputs.jsonl", "a", encoding="utf-8") as f:
+            for e in self._new_entries:
+                f.write(json.dumps(e.to_dict(), sort_keys=True) + "\n")
+        self._new_entries = []
+        state = {"format": CORPUS_FORMAT, "version": 1, **self._settings(),
+                 "runs": self.total_runs, "round": self._round,
+                 "picks": {str(e.run): e.picks for e in self.corpus if e.picks},
+                 "hits": {str(k): v for k, v in sorted(self.hits.items())},
+                 "curve": self.curve, "allowed": self.allowed,
+                 "findings": self._saved_findings + [f.to_dict() for f in self.findings.values()]}
+        tmp = folder / "state.json.tmp"
+        tmp.write_text(json.dumps(state, sort_keys=True) + "\n", encoding="utf-8")
+        tmp.replace(folder / "state.json")
+
+    def _load(self) -> None:
+        assert self.out is not None
+        folder = self.out / "corpus"
+        path = folder / "state.json"
+        if not path.exists():
+            return
+        try:
+            state = json.loads(path.read_text(encoding="utf-8"))
+            if state.get("format") != CORPUS_FORMAT or state.get("version") != 1:
+                raise ValueError("not an epochlab guided corpus of version 1")
+            settings = {k: state.get(k) for k in self._settings()}
+            if settings != json.loads(json.dumps(self._settings())):
+                differ = [k for k in settings if settings[k] != json.loads(json.dumps(self._settings()))[k]]
+                raise ScheduleError(f"{path}: saved with other settings ({', '.join(differ)}); "
+                                    "resume with the same generation, seed and profile, or use another --out")
+            runs = int(state["runs"])
+            picks = {int(k): int(v) for k, v in state.get("picks", {}).items()}
+            corpus = []
+            with open(folder / "inputs.jsonl", encoding="utf-8") as f:
+                for line in f:
+                    d = json.loads(line)
+                    if d["run"] < runs:  # entries of a round whose state was never saved go
+                        corpus.append(Entry(int(d["run"]), d["schedule"], tuple(d["features"]),
+                                            tuple(d["first_steps"]), picks.get(int(d["run"]), 0)))
+            hits = {int(k): int(v) for k, v in state["hits"].items()}
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise ScheduleError(f"{path}: cannot resume the guided search: {e}") from e
+        # rewrite the inputs without the entries of an unsaved round
+        with open(folder / "inputs.jsonl", "w", encoding="utf-8") as f:
+            for entry in corpus:
+                f.write(json.dumps(entry.to_dict(), sort_keys=True) + "\n")
+        self.corpus, self.hits, self.total_runs = corpus, hits, runs
+        self._round = int(state["round"])
+        self.curve = [tuple(x) for x in state.get("curve", [])]  # type: ignore[misc]
+        self.allowed = dict(state.get("allowed", {}))
+        self._saved_findings = list(state.get("findings", []))
+        self.progress(f"resumed after {runs} runs: {len(corpus)} corpus entries, "
+                      f"{len(hits)} features, {len(self._saved_findings)} findings")
+
+    def _saved_signatures(self) -> set[str]:
+        return {f["signature"] for f in self._saved_findings}
+
+    def summary(self) -> dict[str, Any]:
+        out = super().summary()
+        out["violations"] = self._saved_findings + out["violations"]
+        out["corpus"] = {"entries": len(self.corpus), "features": len(self.hits),
+                         "rounds": self._round, "batch": BATCH}
+        return out
+
+
+class _PoolRounds:
+    """A round's schedules on ``jobs`` worker processes (spawned), results in run order."""
+
+    def __init__(self, jobs: int, task: tuple[str | None]) -> None:
+        import concurrent.futures
+        import multiprocessing
+
+        self.jobs, self.task = jobs, task
+        self.pool = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
+
+    def __call__(self, children: list[dict[str, Any]]) -> list[Outcome]:
+        futures = [self.pool.submit(_run_children, self.task, piece)
+                   for piece in _pieces(children, 2 * self.jobs)]
+        return [o for f in futures for o in f.result()]
+
+    def close(self) -> None:
+        self.pool.shutdown(cancel_futures=True)
+
+
+class _SparkRounds:
+    """A round's schedules as tasks of a Spark master, gathered in run order on the driver."""
+
+    def __init__(self, master: str, task: tuple[str | None]) -> None:
+        from epochlab.campaigns.spark import build_session
+
+        self.task = task
+        self.spark = build_session(master, app_name="epochlab-guided")
+        self.parallelism = max(1, self.spark.sparkContext.defaultParallelism)
+
+    def __call__(self, children: list[dict[str, Any]]) -> list[Outcome]:
+        task = self.task
+        pieces = _pieces(children, 2 * self.parallelism)
+        results = self.spark.sparkContext.parallelize(pieces, len(pieces)).map(
+            lambda piece: _run_children(task, piece)).collect()
+        return [o for piece in results for o in piece]
+
+    def close(self) -> None:
+        self.spark.stop()

@@ -1,0 +1,124 @@
+"""The guided engine (``epochlab.fuzz.guided``) and its protocol-state coverage
+(``epochlab.fuzz.coverage``, ``src/coverage.rs``)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from epochlab.cli import main
+from epochlab.fuzz.campaign import Campaign, run_seed
+from epochlab.fuzz.coverage import BROKER, CLUSTER, CLUSTER_MOVE, feature
+from epochlab.fuzz.executor import execute
+from epochlab.fuzz.generator import FuzzProfile, generate_schedule
+from epochlab.fuzz.guided import BATCH, INITIAL, GuidedSearch, mutate
+from epochlab.fuzz.schedule import Schedule
+from epochlab.generations import Generation
+
+
+@pytest.mark.parametrize("generation", ["strict-min-isr", "kip-101", "diverging-epoch"])
+def test_rust_coverage_and_its_python_twin_agree(generation: str) -> None:
+    """The Rust abstraction (Rust replicas) and the Python twin (the reference backend) give
+    the same features on the same runs, and a run reaches some of each family."""
+    for i in range(3):
+        schedule = generate_schedule(run_seed(11, i), generation)
+        rust = execute(schedule, coverage=True)
+        twin = execute(schedule, backend="reference", coverage=True)
+        assert (rust.features, rust.first_steps) == (twin.features, twin.first_steps)
+        assert rust.features and {f & 3 for f in rust.features} >= {BROKER, CLUSTER}
+        # first reached before the first action, at an action or while healing
+        assert rust.first_steps and -1 <= min(rust.first_steps) <= max(rust.first_steps) <= len(schedule.actions)
+
+
+def test_coverage_only_reads() -> None:
+    """A run with coverage is the run without it: same history, verdict and end time."""
+    schedule = generate_schedule(run_seed(5, 3), "strict-min-isr")
+    plain, covered = execute(schedule), execute(schedule, coverage=True)
+    assert plain.history_jsonl == covered.history_jsonl
+    assert plain.verdict_json() == covered.verdict_json() and plain.end_ms == covered.end_ms
+    assert plain.features is None and covered.features
+
+
+def test_feature_families_are_in_the_low_bits() -> None:
+    codes = bytes((1, 2, 0, 1, 1, 0, 0, 2))
+    assert feature(BROKER, codes) & 3 == BROKER
+    assert feature(CLUSTER_MOVE, codes, codes) & 3 == CLUSTER_MOVE
+    assert feature(BROKER, codes) != feature(CLUSTER, codes)
+
+
+def test_mutants_are_valid_schedules_and_a_function_of_the_random_draws() -> None:
+    profile = FuzzProfile()
+    parent = generate_schedule(run_seed(1, 0), "strict-min-isr").to_dict()
+    other = generate_schedule(run_seed(1, 1), "strict-min-isr").to_dict()
+    seen = set()
+    for i in range(300):
+        focus = None if i % 2 else i % len(parent["actions"])
+        child = mutate(parent, other, random.Random(i), profile, focus)
+        assert child == mutate(parent, other, random.Random(i), profile, focus)
+        schedule = Schedule.from_dict(child)  # raises if a mutant is malformed
+        times = [a.at_ms for a in schedule.actions]
+        assert times == sorted(times) and len(times) <= 200
+        seen.update(child["origin"]["operators"])
+    assert seen >= {"insert", "delete", "delete-block", "swap", "retime", "retarget", "repeat",
+                    "splice", "reseed", "regrow", "end-fault"}
+    assert parent == generate_schedule(run_seed(1, 0), "strict-min-isr").to_dict()  # untouched
+
+
+def _summary(out: Path, **kw: object) -> tuple[str, str]:
+    search = GuidedSearch(Generation.KIP_279, seed=4, seconds=None, out=out, **kw)  # type: ignore[arg-type]
+    search.run()
+    s = search.summary()
+    for key in ("seconds", "runs_per_second", "jobs", "master"):
+        s.pop(key)
+    for v in s["violations"]:
+        v.pop("seconds_to_first")
+    text = json.dumps(s, sort_keys=True, default=str).replace(str(out), "OUT")
+    return text, (out / "corpus" / "inputs.jsonl").read_text()
+
+
+def test_the_first_runs_are_the_random_engines() -> None:
+    """Run *i* < INITIAL is the random engine's run *i*: the same findings as a campaign."""
+    runs = 60
+    assert runs < INITIAL
+    guided = GuidedSearch(Generation.KIP_101, seed=3, seconds=None, runs=runs)
+    random_engine = Campaign(Generation.KIP_101, seed=3, seconds=None, runs=runs)
+    guided.run()
+    random_engine.run()
+    assert [(f.run, f.seed, f.violation.signature) for f in guided.findings.values()] == \
+        [(f.run, f.seed, f.violation.signature) for f in random_engine.findings.values()]
+
+
+def test_two_jobs_and_a_resumed_search_run_what_one_process_runs(tmp_path: Path) -> None:
+    """The corpus, findings and summary of a run budget are the same on one process, on two
+    worker processes, and stopped after a budget that cuts a round then resumed."""
+    budget = INITIAL + 2 * BATCH + 13
+    one = _summary(tmp_path / "one", runs=budget)
+    assert one == _summary(tmp_path / "two", runs=budget, jobs=2)
+    _summary(tmp_path / "resumed", runs=INITIAL + BATCH + 7)
+    assert one == _summary(tmp_path / "resumed", runs=budget, resume=True)
+    assert '"engine": "guided"' in one[0] and one[1].count("\n") > 10
+
+
+def test_resuming_with_other_settings_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "search"
+    assert main(["fuzz", "--engine", "guided", "-g", "kip-279", "--runs", "45", "--seed", "1",
+                 "--out", str(out), "--json", "--jobs", "1"]) in (0, 1)
+    capsys.readouterr()
+    assert main(["fuzz", "--engine", "guided", "-g", "kip-279", "--runs", "90", "--seed", "2",
+                 "--out", str(out), "--json", "--resume", "--jobs", "1"]) == 2
+    assert "other settings (seed)" in capsys.readouterr().err
+    (out / "corpus" / "state.json").write_text("{not json")
+    assert main(["fuzz", "--engine", "guided", "-g", "kip-279", "--runs", "90", "--seed", "1",
+                 "--out", str(out), "--json", "--resume", "--jobs", "1"]) == 2
+    assert "cannot resume" in capsys.readouterr().err
+    assert main(["fuzz", "--runs", "5", "--resume", "--out", str(out)]) == 2
+
+
+def test_a_spark_master_runs_what_one_process_runs(tmp_path: Path) -> None:
+    pytest.importorskip("pyspark")
+    budget = INITIAL + BATCH + 5
+    assert _summary(tmp_path / "one", runs=budget) == \
+        _summary(tmp_path / "spark", runs=budget, master="local[2]")
