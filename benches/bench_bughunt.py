@@ -56,6 +56,9 @@ def _parser() -> argparse.ArgumentParser:
                         "'steps' for the off-by-default steps' profile)")
     parser.add_argument("--fresh", action="store_true", help="start a new results file")
     parser.add_argument("--render-only", action="store_true")
+    parser.add_argument("--plot", help="also draw the new-states-over-runs curves (PNG) here")
+    parser.add_argument("--plot-generation", help="the generation of --plot (default: the first "
+                        "with curves)")
     return parser
 
 
@@ -98,6 +101,8 @@ def main() -> int:
     if args.render_only:
         results = json.loads(Path(args.out).read_text(encoding="utf-8"))
         bughunt.update_doc(results, Path(args.doc), args.section)
+        if args.plot:
+            bughunt.plot_curves(results, Path(args.plot), args.plot_generation)
         print(bughunt.markdown(results), end="")
         return 0
     generations = [Generation.parse(g).label for g in args.generations] if args.generations \
@@ -118,6 +123,8 @@ def main() -> int:
                 session["wall_seconds"] = round(time.monotonic() - start)
                 _save(results, Path(args.out))
     bughunt.update_doc(results, Path(args.doc), args.section)
+    if args.plot:
+        bughunt.plot_curves(results, Path(args.plot), args.plot_generation)
     print(bughunt.markdown(results), end="")
     return 0
 

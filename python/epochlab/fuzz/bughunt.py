@@ -55,9 +55,12 @@ from epochlab.generations import Generation
 __all__ = ["Budget", "CampaignRecord", "FindingRecord", "generations_of", "hunt", "hunt_atheris",
            "hunt_random", "markdown", "new_results", "put_campaign", "update_doc"]
 
-ENGINES = ("random", "atheris")
+ENGINES = ("random", "guided", "atheris")
 FORMAT = "epochlab-bughunt"
 BEGIN, END = "<!-- bughunt -->\n", "<!-- /bughunt -->"
+#: Runs between two points of a random hunt's new-states-over-runs curve (the guided engine
+#: records one point per round).
+CURVE_EVERY = 40
 
 
 def markers(section: str | None = None) -> tuple[str, str]:
@@ -108,6 +111,9 @@ class CampaignRecord:
     stopped: str = ""
     findings: list[FindingRecord] = field(default_factory=list)
     error: str | None = None
+    #: (runs, distinct protocol-state features) along the hunt (random and guided engines:
+    #: ``epochlab.fuzz.coverage``); the new-states-over-runs curve
+    curve: list[list[int]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -160,6 +166,7 @@ def hunt_random(generation: Generation | str, seed: int, budget: Budget,
     profile = profile or FuzzProfile()
     record = CampaignRecord("random", generation.label, seed)
     wanted, matched = _targets(generation, bugs), set()
+    seen: set[int] = set()
     start = time.monotonic()
     record.stopped = "runs"
     with gc_for_many_runs():
@@ -168,14 +175,48 @@ def hunt_random(generation: Generation | str, seed: int, budget: Budget,
                 record.stopped = "seconds"
                 break
             this_seed = run_seed(seed, record.runs)
-            result = execute(generate_schedule(this_seed, generation, profile), backend=backend)
+            result = execute(generate_schedule(this_seed, generation, profile), backend=backend,
+                             coverage=True)
             record.runs += 1
+            seen.update(result.features or ())
+            if record.runs % CURVE_EVERY == 0:
+                record.curve.append([record.runs, len(seen)])
             for v in result.verdict.protocol_violations:
                 matched |= _note(record, v.invariant, record.runs, time.monotonic() - start,
                                  this_seed, v.message, result.events)
             if wanted <= matched:
                 record.stopped = "all-matched"
                 break
+    record.seconds = round(time.monotonic() - start, 3)
+    return record
+
+
+def hunt_guided(generation: Generation | str, seed: int, budget: Budget,
+                profile: Any = None, bugs: tuple[KnownBug, ...] = BUGS,
+                backend: str | None = None, jobs: int = 1) -> CampaignRecord:
+    """The guided engine's search ``seed`` (:class:`~epochlab.fuzz.guided.GuidedSearch`, the
+    runs of ``epochlab fuzz --engine guided``) until every bug of ``bugs`` listing
+    ``generation`` is matched, or ``budget`` is spent; nothing is shrunk or written."""
+    from epochlab.fuzz.generator import FuzzProfile
+    from epochlab.fuzz.guided import GuidedSearch
+
+    generation = Generation.parse(generation)
+    record = CampaignRecord("guided", generation.label, seed)
+    wanted, matched = _targets(generation, bugs), set()
+    start = time.monotonic()
+
+    def noted(run: int, v: Any, data: dict[str, Any], events: Any) -> None:
+        matched.update(_note(record, v.invariant, run + 1, time.monotonic() - start,
+                             data.get("seed"), v.message, events or []))
+
+    search = GuidedSearch(generation, profile or FuzzProfile(), seed=seed, seconds=budget.seconds,
+                          runs=budget.runs, backend=backend, jobs=jobs, on_violation=noted,
+                          should_stop=lambda: wanted <= matched)
+    search.run()
+    record.runs = search.total_runs
+    record.curve = [[r, n] for r, n in search.curve]
+    record.stopped = "all-matched" if wanted <= matched else \
+        "runs" if record.runs >= budget.runs else "seconds"
     record.seconds = round(time.monotonic() - start, 3)
     return record
 
@@ -291,6 +332,10 @@ def hunt(engine: str, generation: Generation | str, seed: int, budget: Budget,
         from epochlab.fuzz.generator import load_profile
 
         return hunt_random(generation, seed, budget, load_profile(config), bugs)
+    if engine == "guided":
+        from epochlab.fuzz.generator import load_profile
+
+        return hunt_guided(generation, seed, budget, load_profile(config), bugs)
     if engine == "atheris":
         return hunt_atheris(generation, seed, budget, config, bugs)
     raise ValueError(f"unknown engine {engine!r}: expected one of {', '.join(ENGINES)}")
@@ -460,6 +505,36 @@ def markdown(results: dict[str, Any], bugs: tuple[KnownBug, ...] = BUGS) -> str:
     done = "; ".join(missing) if missing else "nothing (the whole plan ran)"
     lines += ["", f"Not measured: {done}."]
     return "\n".join(lines) + "\n"
+
+
+def plot_curves(results: dict[str, Any], path: Path, generation: str | None = None) -> Path:
+    """The new-states-over-runs curves of ``results`` (one line per engine and seed, for
+    ``generation`` or the first generation with curves) as a PNG at ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    records = [r for r in _campaigns(results).values() if r.curve]
+    if generation is None and records:
+        generation = records[0].generation
+    records = [r for r in records if r.generation == generation]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    colours = {"random": "tab:blue", "guided": "tab:red", "atheris": "tab:green"}
+    for r in sorted(records, key=lambda r: (r.engine, r.seed)):
+        xs, ys = zip(*r.curve)
+        ax.plot(xs, ys, color=colours.get(r.engine, "black"), alpha=0.7, linewidth=1,
+                label=r.engine if r.seed == min(x.seed for x in records if x.engine == r.engine) else None)
+    ax.set_xlabel("runs")
+    ax.set_ylabel("distinct protocol-state features")
+    ax.set_title(f"New protocol states over runs, {generation} (one line per seed)")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def update_doc(results: dict[str, Any], doc: Path = DEFAULT_DOC, section: str | None = None) -> bool:
