@@ -34,6 +34,7 @@ pub mod log;
 pub mod producer_state;
 pub mod replay;
 pub mod replica;
+pub mod sim;
 pub mod txn;
 pub mod types;
 
