@@ -24,6 +24,7 @@
 //! - Absence is `Option`, never `-1`; every integer has a domain type ([`types`]).
 //! - Caller mistakes are `Result`s ([`error`]); a panic means a bug in this crate.
 
+pub mod batch;
 pub mod divergence;
 pub mod epoch;
 pub mod error;
