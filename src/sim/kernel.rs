@@ -366,4 +366,49 @@ mod tests {
         let s = k.schedule(10, None, ev(1).0);
         assert_eq!(s.time, i64::MAX);
     }
+
+    #[test]
+    fn agrees_with_a_sorted_list_on_random_operations() {
+        // the model: every event with its (time, sequence), popped as the least one not
+        // cancelled and due by the limit
+        let mut rng = crate::sim::Twister::from_int_seed(2024);
+        let mut k = Kernel::new();
+        let mut model: Vec<(i64, u64, u32, Rc<Cell<bool>>)> = Vec::new();
+        let mut sequence = 0;
+        for label in 0..5000u32 {
+            match rng.below(4) {
+                0 | 1 => {
+                    let time = k.now() - 5 + rng.below(30) as i64;
+                    let (e, cancel) = ev(label);
+                    let s = k.schedule_at(time, None, e);
+                    sequence += 1;
+                    assert_eq!((s.time, s.sequence), (time.max(k.now()), sequence));
+                    model.push((s.time, s.sequence, label, cancel));
+                }
+                2 if !model.is_empty() => {
+                    let i = rng.below(model.len() as u64) as usize;
+                    model[i].3.set(true);
+                }
+                _ => {
+                    let limit = k.now() + rng.below(10) as i64;
+                    let expected = model
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, m)| !m.3.get() && m.0 <= limit)
+                        .min_by_key(|(_, m)| (m.0, m.1))
+                        .map(|(i, _)| i);
+                    let got = k.pop(Some(limit)).map(|e| e.label);
+                    match expected {
+                        Some(i) => {
+                            let (time, _, want, _) = model.remove(i);
+                            assert_eq!((got, k.now()), (Some(want), time));
+                        }
+                        None => assert_eq!(got, None),
+                    }
+                    k.end_event();
+                }
+            }
+        }
+    }
 }
+
