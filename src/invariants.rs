@@ -1,4 +1,11 @@
-//! Whole-log scans used by tests, fuzzers and the checker. Each is O(batches + records).
+//! Whole-log scans used by tests, fuzzers and the checker (each O(batches + records)), and the
+//! passing cases of the state checker's per-event checks (`epochlab.checks.state.StateChecker`)
+//! as pure predicates over a plain view of the cluster ([`ReplicaView`], [`ControllerView`]).
+//!
+//! Each predicate answers whether one part of the check passes; a `false` is the caller's cue
+//! to run the Python statement of that part, which reports (the messages are made in one
+//! place). Log comparisons are the caller's: it passes them as closures, so that it may keep
+//! what it has already verified between calls (`StateScan` in the bindings does).
 
 use crate::log::ReplicaLog;
 use crate::types::Offset;
@@ -57,9 +64,167 @@ pub fn epoch_regressions(log: &ReplicaLog) -> Vec<Offset> {
     (1..s.len()).filter(|&i| s.epoch(i) < s.epoch(i - 1)).map(|i| Offset(s.base(i))).collect()
 }
 
+// -- the state checker's predicates ------------------------------------------------------------
+
+/// What the state checks read of one broker and its replica.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReplicaView {
+    /// The broker's id.
+    pub id: i64,
+    pub alive: bool,
+    /// Its role is leader.
+    pub leader: bool,
+    /// Its role is leader or follower (not none).
+    pub replicating: bool,
+    pub leader_epoch: Option<u32>,
+    /// It has a partition epoch (KRaft).
+    pub has_partition_epoch: bool,
+    pub high_watermark: u64,
+    pub log_end_offset: u64,
+    /// The size of its ISR.
+    pub isr_len: usize,
+    /// Its maximal ISR (the ISR and a pending one), read for a leader only.
+    pub maximal_isr: Vec<i64>,
+}
+
+/// What the state checks read of the controller.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ControllerView {
+    pub leader: Option<i64>,
+    pub leader_epoch: Option<i64>,
+    pub isr: Vec<i64>,
+    pub elr: Vec<i64>,
+}
+
+/// Inv-EpochMonotone's passing case (`StateChecker._check_epochs`): batch epochs never go
+/// down, and the cache is the log's epoch boundaries plus at most one data-less entry at the
+/// LEO with a newer epoch, or (the log start moved) ends with those boundaries.
+pub fn epoch_cache_matches(log: &ReplicaLog) -> bool {
+    let (bounds, bad) = log.epoch_boundaries();
+    if bad.is_some() {
+        return false;
+    }
+    let derived: Vec<(u32, u64)> = bounds.iter().map(|(e, o)| (e.0, o.0)).collect();
+    let entries: Vec<(u32, u64)> = log.epoch_cache().entries().iter().map(|e| (e.epoch.0, e.start_offset.0)).collect();
+    let n = derived.len();
+    let last_epoch = derived.last().map_or(-1, |d| i64::from(d.0));
+    let leo = log.log_end_offset().0;
+    let head = entries.len() >= n && entries[..n] == derived[..];
+    let extra = &entries[n.min(entries.len())..];
+    let ok = head && (extra.is_empty() || (extra.len() == 1 && extra[0].1 == leo && i64::from(extra[0].0) > last_epoch));
+    if !ok && n > 0 && !entries.is_empty() && log.log_start_offset().0 > 0 {
+        return entries.len() >= n && entries[entries.len() - n..] == derived[..];
+    }
+    ok
+}
+
+/// A replica's own log passes (`StateChecker._check_replica`, its log part): log start <= HW
+/// <= LEO (Inv-HW-bounds), no offset without a batch (Inv-OffsetMonotone) and, when batches
+/// carry epochs, [`epoch_cache_matches`].
+pub fn replica_log_ok(log: &ReplicaLog, epochs_in_batches: bool) -> bool {
+    let (start, hw, leo) = (log.log_start_offset(), log.high_watermark(), log.log_end_offset());
+    start <= hw && hw <= leo && log.holes().is_empty() && (!epochs_in_batches || epoch_cache_matches(log))
+}
+
+/// A leader's HW in one epoch of one incarnation, against the highest seen `before`: it never
+/// goes down (Inv-HW-bounds), and with `min_isr` (generations that refuse to commit below
+/// `min.insync.replicas`) it goes up only with at least that many in its ISR (Inv-MinIsr).
+pub fn leader_hw_ok(before: Option<u64>, hw: u64, isr_len: usize, min_isr: Option<usize>) -> bool {
+    match before {
+        None => true,
+        Some(before) => hw >= before && !(hw > before && min_isr.is_some_and(|m| isr_len < m)),
+    }
+}
+
+/// No two live leaders of one epoch (Inv-EpochFencing).
+pub fn one_leader_per_epoch(replicas: &[ReplicaView]) -> bool {
+    let mut acting: Vec<u32> = Vec::new();
+    for r in replicas.iter().filter(|r| r.alive && r.leader) {
+        if let Some(epoch) = r.leader_epoch {
+            if acting.contains(&epoch) {
+                return false;
+            }
+            acting.push(epoch);
+        }
+    }
+    true
+}
+
+/// Whether `r` is the live leader of the controller's epoch (what the controller's leader
+/// must be for Inv-Durability and the quorum check to apply).
+pub fn leads_controllers_epoch(r: &ReplicaView, controller: &ControllerView) -> bool {
+    r.alive && r.leader && r.leader_epoch.map(i64::from) == controller.leader_epoch
+}
+
+/// A log holds everything committed (`StateChecker._missing_committed` finds nothing): below
+/// `true_hw` it does not differ from the truth (`mismatch`, asked only when `true_hw > 0`,
+/// is the first offset where they differ) and it reaches `true_hw`.
+pub fn holds_committed(true_hw: u64, log_end_offset: u64, mismatch: impl FnOnce() -> Option<Offset>) -> bool {
+    true_hw == 0 || (mismatch().is_none_or(|m| m.0 >= true_hw) && log_end_offset >= true_hw)
+}
+
+/// Inv-ReplicationQuorumSuperset: every member of the controller's ISR that `leader` does not
+/// count in its maximal ISR has every offset below its HW. `Err(id)`: an ISR member that is
+/// no broker.
+pub fn quorum_superset(leader: &ReplicaView, controller: &ControllerView, replicas: &[ReplicaView]) -> Result<bool, i64> {
+    for &x in &controller.isr {
+        if leader.maximal_isr.contains(&x) {
+            continue;
+        }
+        let member = replicas.iter().find(|r| r.id == x).ok_or(x)?;
+        if member.log_end_offset < leader.high_watermark {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Inv-LogMatching over every pair with a member in `changed`: the two logs agree below the
+/// smaller HW. `mismatch(i, j)` is the first offset where `replicas[i]`'s and `replicas[j]`'s
+/// logs differ; pairs are taken in id order, and a pair whose smaller HW is 0 is not compared.
+pub fn logs_match(replicas: &[ReplicaView], changed: &[i64], mut mismatch: impl FnMut(usize, usize) -> Option<Offset>) -> bool {
+    let mut order: Vec<usize> = (0..replicas.len()).collect();
+    order.sort_by_key(|&i| replicas[i].id);
+    for (k, &a) in order.iter().enumerate() {
+        for &b in &order[k + 1..] {
+            if !changed.contains(&replicas[a].id) && !changed.contains(&replicas[b].id) {
+                continue;
+            }
+            let bound = replicas[a].high_watermark.min(replicas[b].high_watermark);
+            if bound != 0 && mismatch(a, b).is_some_and(|m| m.0 < bound) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// Inv-StrongIsr: every live ISR or ELR member of `assigned` (the partition's replicas, in
+/// order) that leads or follows, and is in `changed` unless `every`, holds everything
+/// committed (`holds(i)` of `replicas[i]`, e.g. [`holds_committed`]). `Err(id)`: a member
+/// that is no broker.
+pub fn strong_isr(assigned: &[i64], controller: &ControllerView, replicas: &[ReplicaView], changed: &[i64], every: bool,
+                  mut holds: impl FnMut(usize) -> bool) -> Result<bool, i64> {
+    for &b in assigned {
+        if !(controller.isr.contains(&b) || controller.elr.contains(&b)) || !(every || changed.contains(&b)) {
+            continue;
+        }
+        let i = replicas.iter().position(|r| r.id == b).ok_or(b)?;
+        let r = &replicas[i];
+        if !r.alive || !r.replicating {
+            continue;
+        }
+        if !holds(i) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::batch::RecordBatch;
     use crate::types::LeaderEpoch;
 
     #[test]
@@ -75,5 +240,109 @@ mod tests {
         let mut c = ReplicaLog::new(Offset(0), false);
         c.append_as_leader(vec![1, 2], LeaderEpoch(0), None, false).unwrap();
         assert_eq!(first_mismatch(&a, &c), Some(Offset(0)));
+    }
+
+    fn view(id: i64, hw: u64, leo: u64) -> ReplicaView {
+        ReplicaView { id, alive: true, replicating: true, high_watermark: hw, log_end_offset: leo, ..ReplicaView::default() }
+    }
+
+    fn leader(id: i64, epoch: u32) -> ReplicaView {
+        ReplicaView { leader: true, leader_epoch: Some(epoch), ..view(id, 0, 0) }
+    }
+
+    #[test]
+    fn a_replica_log_passes_within_bounds_and_with_matching_epochs() {
+        let mut log = ReplicaLog::new(Offset(0), false);
+        log.append_as_leader(vec![1, 2], LeaderEpoch(0), None, false).unwrap();
+        log.append_as_leader(vec![3], LeaderEpoch(2), None, false).unwrap();
+        assert!(replica_log_ok(&log, true));
+        assert_eq!(epoch_regressions(&log), []);
+        // a batch of a lower epoch after a higher one: the epochs fail, the bounds still pass
+        let mut back = ReplicaLog::new(Offset(0), false);
+        back.append_as_follower(&RecordBatch::new(Offset(0), LeaderEpoch(3), vec![1], None, false, false).unwrap()).unwrap();
+        back.append_as_follower(&RecordBatch::new(Offset(1), LeaderEpoch(1), vec![2], None, false, false).unwrap()).unwrap();
+        assert_eq!(epoch_regressions(&back), [Offset(1)]);
+        assert!(!epoch_cache_matches(&back));
+        assert!(!replica_log_ok(&back, true));
+        assert!(replica_log_ok(&back, false));
+    }
+
+    #[test]
+    fn a_leaders_hw_never_goes_down_nor_up_without_min_isr() {
+        assert!(leader_hw_ok(None, 0, 0, Some(2)));
+        assert!(leader_hw_ok(Some(5), 5, 1, Some(2)), "staying put needs no ISR");
+        assert!(!leader_hw_ok(Some(5), 4, 3, None));
+        assert!(leader_hw_ok(Some(5), 6, 1, None));
+        assert!(!leader_hw_ok(Some(5), 6, 1, Some(2)));
+        assert!(leader_hw_ok(Some(5), 6, 2, Some(2)));
+    }
+
+    #[test]
+    fn two_live_leaders_of_one_epoch_fail() {
+        assert!(one_leader_per_epoch(&[leader(1, 3), leader(2, 4), view(3, 0, 0)]));
+        assert!(!one_leader_per_epoch(&[leader(1, 3), view(2, 0, 0), leader(3, 3)]));
+        let dead = ReplicaView { alive: false, ..leader(3, 3) };
+        assert!(one_leader_per_epoch(&[leader(1, 3), dead]));
+        let no_epoch = ReplicaView { leader_epoch: None, ..leader(2, 0) };
+        assert!(one_leader_per_epoch(&[no_epoch.clone(), no_epoch]));
+    }
+
+    #[test]
+    fn the_controllers_leader_and_its_quorum() {
+        let ctrl = ControllerView { leader: Some(1), leader_epoch: Some(3), isr: vec![1, 2, 3], elr: vec![] };
+        let mut l = leader(1, 3);
+        assert!(leads_controllers_epoch(&l, &ctrl));
+        assert!(!leads_controllers_epoch(&leader(1, 2), &ctrl));
+        l.high_watermark = 10;
+        l.maximal_isr = vec![1, 2];
+        let replicas = [l.clone(), view(2, 0, 4), view(3, 0, 10)];
+        assert_eq!(quorum_superset(&l, &ctrl, &replicas), Ok(true), "3 is outside the maximal ISR but has every offset");
+        let behind = [l.clone(), view(2, 0, 4), view(3, 0, 9)];
+        assert_eq!(quorum_superset(&l, &ctrl, &behind), Ok(false));
+        assert_eq!(quorum_superset(&l, &ctrl, &behind[..2]), Err(3));
+    }
+
+    #[test]
+    fn committed_offsets_are_held_below_the_true_hw() {
+        assert!(holds_committed(0, 0, || unreachable!("not asked when nothing is committed")));
+        assert!(holds_committed(5, 5, || None));
+        assert!(holds_committed(5, 7, || Some(Offset(5))), "a difference at the true HW is not committed");
+        assert!(!holds_committed(5, 7, || Some(Offset(4))));
+        assert!(!holds_committed(5, 4, || None), "the log ends before the true HW");
+    }
+
+    #[test]
+    fn logs_match_below_the_smaller_hw_for_changed_pairs() {
+        // brokers 1 and 2 differ at offset 3
+        let replicas = [view(3, 5, 5), view(1, 5, 5), view(2, 4, 5)];
+        let differs = |i: usize, j: usize| (replicas[i].id + replicas[j].id == 3).then_some(Offset(3));
+        let mut asked = Vec::new();
+        assert!(!logs_match(&replicas, &[1], |i, j| {
+            asked.push((replicas[i].id, replicas[j].id));
+            differs(i, j)
+        }));
+        assert_eq!(asked, [(1, 2)], "in id order, stopping at the first failure");
+        assert!(logs_match(&replicas, &[3], differs), "1 and 2 are compared only when one of them changed");
+        let low = [view(1, 5, 5), view(2, 3, 5)];
+        assert!(logs_match(&low, &[2], |_, _| Some(Offset(3))), "a difference at the smaller HW is not below it");
+        let zero = [view(1, 0, 5), view(2, 3, 5)];
+        assert!(logs_match(&zero, &[1], |_, _| unreachable!("not compared below HW 0")));
+    }
+
+    #[test]
+    fn strong_isr_asks_live_replicating_members() {
+        let ctrl = ControllerView { leader: Some(1), leader_epoch: Some(1), isr: vec![1, 2], elr: vec![3] };
+        let down = ReplicaView { alive: false, ..view(2, 0, 0) };
+        let idle = ReplicaView { replicating: false, ..view(3, 0, 0) };
+        let replicas = [view(1, 0, 0), down, idle, view(4, 0, 0)];
+        let mut asked = Vec::new();
+        let all = strong_isr(&[1, 2, 3, 4], &ctrl, &replicas, &[], true, |i| {
+            asked.push(replicas[i].id);
+            true
+        });
+        assert_eq!((all, asked), (Ok(true), vec![1]), "4 is in neither list, 2 is down, 3 has no role");
+        assert_eq!(strong_isr(&[1, 2], &ctrl, &replicas, &[2], false, |_| false), Ok(true), "only changed members unless every");
+        assert_eq!(strong_isr(&[1], &ctrl, &replicas, &[1], false, |_| false), Ok(false));
+        assert_eq!(strong_isr(&[5, 1], &ControllerView { isr: vec![5], ..ctrl }, &replicas, &[], true, |_| true), Err(5));
     }
 }

@@ -1,7 +1,8 @@
 //! # epochlab core
 //!
-//! A faithful, fast model of Apache Kafka's partition replication data plane. The crate knows
-//! nothing of Python; `src/bindings/` (feature `python`) alone wraps it for `epochlab._core`.
+//! A faithful, fast model of Apache Kafka's partition replication data plane, and the engine of
+//! its simulator. The crate knows nothing of Python; `src/bindings/` (feature `python`) alone
+//! wraps it for `epochlab._core`, converting arguments and forwarding.
 //!
 //! ## Vocabulary
 //!
@@ -17,6 +18,21 @@
 //! - **Producer state**: per producer id its epoch and last 5 batches ([`producer_state`]).
 //! - **On-disk formats**: read-only parsers of Kafka's segment, index, checkpoint and snapshot
 //!   files, a byte-faithful dump with Kafka's sentinels ([`formats`]).
+//! - **Simulator engine**: the event kernel (virtual time, a queue ordered by
+//!   `(time, sequence)`, cancellation), the network model (delays, loss with retransmission
+//!   costs, partitions, cut links, restarts) and CPython's Mersenne Twister it draws from, each
+//!   generic over what it carries ([`sim`]); `epochlab._core.Kernel` and `Network` wrap them.
+//! - **State invariants**: the checker's predicates over a plain view of the cluster and the
+//!   whole-log scans ([`invariants`]).
+//! - **Protocol-state coverage**: the abstraction of a cluster's state a guided search counts
+//!   as new ground ([`coverage`]).
+//!
+//! ## Layers
+//!
+//! A module uses only modules of lower layers (`tests/test_tidy.py` holds it to this):
+//! [`error`], [`generation`] -> [`types`], [`formats`] -> [`txn`] -> [`batch`] -> [`epoch`],
+//! [`producer_state`] -> [`log`] -> [`divergence`], [`invariants`], [`coverage`] -> [`replica`], [`replay`]
+//! -> [`sim`] -> `bindings`.
 //!
 //! ## Invariants the types keep
 //!
@@ -24,6 +40,7 @@
 //! - Absence is `Option`, never `-1`; every integer has a domain type ([`types`]).
 //! - Caller mistakes are `Result`s ([`error`]); a panic means a bug in this crate.
 
+pub mod batch;
 pub mod coverage;
 pub mod divergence;
 pub mod epoch;
@@ -35,6 +52,7 @@ pub mod log;
 pub mod producer_state;
 pub mod replay;
 pub mod replica;
+pub mod sim;
 pub mod txn;
 pub mod types;
 

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::error::ProducerStateError;
-use crate::log::RecordBatch;
+use crate::batch::RecordBatch;
 use crate::types::{Offset, ProducerEpoch, ProducerId, Sequence};
 
 /// Batches retained per producer id for deduplication (`NUM_BATCHES_TO_RETAIN`, KAFKA-5494).
@@ -218,7 +218,7 @@ impl ProducerStateManager {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log::ProducerFields;
+    use crate::batch::ProducerFields;
     use crate::types::LeaderEpoch;
 
     fn batch(base: u64, n: usize, epoch: u16, seq: u32) -> RecordBatch {

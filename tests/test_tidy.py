@@ -64,3 +64,64 @@ def test_build_outputs_are_ignored() -> None:
     ignore = (ROOT / ".gitignore").read_text().split()
     for entry in ["/target/", "/dist/", "*.so", "*.whl", ".venv/", ".hypothesis/", "__pycache__/"]:
         assert entry in ignore
+
+
+# The Rust core's layers, lowest first (docs/architecture.md, "The Rust core"): a module uses
+# only modules of lower layers, so the module graph has no cycle. `no_panic` is test code.
+RUST_LAYERS = [
+    {"error", "generation"},
+    {"types", "formats"},
+    {"txn"},
+    {"batch"},
+    {"epoch", "producer_state"},
+    {"log"},
+    {"divergence", "invariants", "coverage"},
+    {"replica", "replay"},
+    {"sim"},
+    {"bindings"},
+]
+
+
+def _rust_uses(paths: list[Path], prefix: str) -> set[str]:
+    """The modules named `<prefix>::<module>` in the code (not the tests, not comments)."""
+    found: set[str] = set()
+    for p in paths:
+        if p.name == "tests.rs":
+            continue
+        code = "\n".join(line for line in _non_test_rust(p).splitlines() if not line.strip().startswith("//"))
+        found.update(re.findall(rf"\b{prefix}::(\w+)", code))
+    return found
+
+
+def test_rust_modules_use_only_lower_layers() -> None:
+    layer = {m: i for i, group in enumerate(RUST_LAYERS) for m in group}
+    src = ROOT / "src"
+    modules = sorted({p.relative_to(src).parts[0].removesuffix(".rs") for p in _rust_files()} - {"lib", "no_panic"})
+    unplaced = [m for m in modules if m not in layer]
+    assert unplaced == [], "place each new module in RUST_LAYERS"
+    upward = []
+    for m in modules:
+        paths = sorted((src / m).rglob("*.rs")) if (src / m).is_dir() else [src / f"{m}.rs"]
+        for used in sorted(_rust_uses(paths, "crate") - {m}):
+            if used in layer and layer[used] >= layer[m]:
+                upward.append(f"{m} -> {used}")
+    assert upward == []
+
+
+def test_rust_bindings_form_no_cycle() -> None:
+    files = sorted((ROOT / "src" / "bindings").glob("*.rs"))
+    uses = {p.stem: _rust_uses([p], "super") - {p.stem} for p in files if p.stem != "mod"}
+
+    def reaches(a: str, b: str) -> bool:
+        seen, todo = set(), [a]
+        while todo:
+            for n in uses.get(todo.pop(), ()):
+                if n == b:
+                    return True
+                if n not in seen:
+                    seen.add(n)
+                    todo.append(n)
+        return False
+
+    cycles = sorted(f"{a} <-> {b}" for a in uses for b in uses[a] if a < b and reaches(b, a))
+    assert cycles == []

@@ -1,9 +1,10 @@
 //! `StateScan`: the passing case of the state checker's per-event checks
 //! (`epochlab.checks.state.StateChecker._check`) in Rust, for clusters of Rust replicas.
 //!
-//! Each method answers one part of a check as the Python statement does, reading the replicas
-//! and logs as Rust values and the brokers, the controller and the checker's ground truth
-//! through their Python attributes. It returns `True` when that part passes (having made the
+//! Each method answers one part of a check as the Python statement does: it gathers a plain
+//! view of the cluster (`crate::invariants::ReplicaView`, `ControllerView`: the replicas and
+//! logs read as Rust values, the brokers, the controller and the checker's ground truth through
+//! their Python attributes) and asks the pure predicates of `crate::invariants`. It returns `True` when that part passes (having made the
 //! bookkeeping writes the Python code makes when it passes) and `False`, with nothing
 //! written, when it would report a failure or when a replica is not a Rust one: the caller
 //! then runs the Python statement of that part, which reports (`StateChecker.report`
@@ -23,8 +24,7 @@ use super::args::lock;
 use super::divergence::with_two;
 use super::log::PyReplicaLog;
 use super::replica::PyReplica;
-use crate::invariants::first_mismatch_between;
-use crate::log::ReplicaLog;
+use crate::invariants::{self as inv, first_mismatch_between, ControllerView, ReplicaView};
 use crate::replica::Role;
 use crate::types::Offset;
 
@@ -33,29 +33,6 @@ fn rust_replica<'py>(broker: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, P
     let replica = broker.getattr(intern!(broker.py(), "replica"))?;
     Ok(replica.cast_into::<PyReplica>().ok())
 }
-
-/// Inv-EpochMonotone's passing case (`StateChecker._check_epochs`): batch epochs never go
-/// down, and the cache is the log's epoch boundaries plus at most one data-less entry at the
-/// LEO with a newer epoch, or (the log start moved) ends with those boundaries.
-fn epochs_ok(log: &ReplicaLog) -> bool {
-    let (bounds, bad) = log.epoch_boundaries();
-    if bad.is_some() {
-        return false;
-    }
-    let derived: Vec<(u32, u64)> = bounds.iter().map(|(e, o)| (e.0, o.0)).collect();
-    let entries: Vec<(u32, u64)> = log.epoch_cache().entries().iter().map(|e| (e.epoch.0, e.start_offset.0)).collect();
-    let n = derived.len();
-    let last_epoch = derived.last().map_or(-1, |d| i64::from(d.0));
-    let leo = log.log_end_offset().0;
-    let head = entries.len() >= n && entries[..n] == derived[..];
-    let extra = &entries[n.min(entries.len())..];
-    let ok = head && (extra.is_empty() || (extra.len() == 1 && extra[0].1 == leo && i64::from(extra[0].0) > last_epoch));
-    if !ok && n > 0 && !entries.is_empty() && log.log_start_offset().0 > 0 {
-        return entries.len() >= n && entries[entries.len() - n..] == derived[..];
-    }
-    ok
-}
-
 
 fn ids(list: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
     if let Ok(l) = list.cast::<PyList>() {
@@ -76,20 +53,81 @@ fn cluster_of<'py>(checker: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, 
     Ok((cluster, brokers, ctrl))
 }
 
-/// What every part reads: the checker, its cluster's parts, the changed broker ids.
+/// What every part reads: the checker, its cluster's parts, the changed broker ids, and the
+/// view of every broker's replica (in the dict's order) with its log.
 struct Scene<'py> {
     checker: Bound<'py, PyAny>,
     cluster: Bound<'py, PyAny>,
     brokers: Bound<'py, PyDict>,
     ctrl: Bound<'py, PyAny>,
     changed: Vec<i64>,
+    views: Vec<ReplicaView>,
+    logs: Vec<Py<PyReplicaLog>>,
 }
 
 impl<'py> Scene<'py> {
-    fn of(checker: &Bound<'py, PyAny>, changed: &Bound<'py, PyList>) -> PyResult<Self> {
+    /// `None` when a replica is not a Rust one.
+    fn of(checker: &Bound<'py, PyAny>, changed: &Bound<'py, PyList>) -> PyResult<Option<Self>> {
         let (cluster, brokers, ctrl) = cluster_of(checker)?;
-        Ok(Scene { checker: checker.clone(), cluster, brokers, ctrl, changed: ids(changed.as_any())? })
+        let Some((views, logs)) = replica_views(&brokers)? else { return Ok(None) };
+        Ok(Some(Scene { checker: checker.clone(), cluster, brokers, ctrl, changed: ids(changed.as_any())?, views, logs }))
     }
+
+    /// The index of broker `id`'s view; a missing one is a `KeyError`, as `brokers[id]` is.
+    fn index(&self, id: i64) -> PyResult<usize> {
+        self.views.iter().position(|v| v.id == id).ok_or_else(|| PyKeyError::new_err(id))
+    }
+}
+
+/// The view of one broker and its Rust replica.
+fn replica_view(id: i64, broker: &Bound<'_, PyAny>, replica: &Bound<'_, PyReplica>) -> PyResult<ReplicaView> {
+    let py = broker.py();
+    let alive = broker.getattr(intern!(py, "alive"))?.is_truthy()?;
+    Ok(replica.get().with(py, |r, log| {
+        let leader = r.role == Role::Leader;
+        ReplicaView {
+            id,
+            alive,
+            leader,
+            replicating: r.role != Role::None,
+            leader_epoch: r.leader_epoch.map(|e| e.0),
+            has_partition_epoch: r.partition_epoch.is_some(),
+            high_watermark: log.high_watermark().0,
+            log_end_offset: log.log_end_offset().0,
+            isr_len: r.isr.len(),
+            maximal_isr: if leader { r.maximal_isr().iter().map(|b| i64::from(b.0)).collect() } else { Vec::new() },
+        }
+    }))
+}
+
+/// The views of every broker (in the dict's order) with their logs; `None` when a replica is
+/// not a Rust one.
+#[allow(clippy::type_complexity)]
+fn replica_views(brokers: &Bound<'_, PyDict>) -> PyResult<Option<(Vec<ReplicaView>, Vec<Py<PyReplicaLog>>)>> {
+    let py = brokers.py();
+    let (mut views, mut logs) = (Vec::with_capacity(brokers.len()), Vec::with_capacity(brokers.len()));
+    for (b, broker) in brokers.iter() {
+        let Some(replica) = rust_replica(&broker)? else { return Ok(None) };
+        views.push(replica_view(b.extract()?, &broker, &replica)?);
+        logs.push(replica.get().log_object().clone_ref(py));
+    }
+    Ok(Some((views, logs)))
+}
+
+/// The controller's view: its leader and epoch, its ISR and ELR.
+fn controller_view(ctrl: &Bound<'_, PyAny>) -> PyResult<ControllerView> {
+    let py = ctrl.py();
+    Ok(ControllerView {
+        leader: ctrl.getattr(intern!(py, "leader"))?.extract()?,
+        leader_epoch: ctrl.getattr(intern!(py, "leader_epoch"))?.extract()?,
+        isr: ids(&ctrl.getattr(intern!(py, "isr"))?)?,
+        elr: ids(&ctrl.getattr(intern!(py, "elr"))?)?,
+    })
+}
+
+/// An `Err(id)` of a predicate: a broker id that is no broker, a `KeyError` as `brokers[id]`.
+fn no_broker(id: i64) -> PyErr {
+    PyKeyError::new_err(id)
 }
 
 /// The checker's truth and `trueHW`.
@@ -145,7 +183,11 @@ impl PyStateScan {
     /// `_check_log_matching(changed)` passes: every pair with a changed broker agrees below
     /// the smaller HW.
     fn log_matching(&self, brokers: &Bound<'_, PyDict>, changed: &Bound<'_, PyList>) -> PyResult<bool> {
-        (|| self.log_matching_of(brokers, &ids(changed.as_any())?))().map_err(|e| mistake("log_matching", e))
+        (|| {
+            let Some((views, logs)) = replica_views(brokers)? else { return Ok(false) };
+            Ok(self.log_matching_of(&views, &logs, &ids(changed.as_any())?))
+        })()
+        .map_err(|e| mistake("log_matching", e))
     }
 
     /// `_check_leaders(changed, moved)` passes: no two live leaders of one epoch (asked when a
@@ -154,7 +196,11 @@ impl PyStateScan {
     /// `checker._leaderships`) and, with a partition epoch, counts every controller-ISR
     /// member behind its HW in its maximal ISR.
     fn leaders(&self, checker: &Bound<'_, PyAny>, changed: &Bound<'_, PyList>, moved: bool) -> PyResult<bool> {
-        (|| self.leaders_of(&Scene::of(checker, changed)?, moved))().map_err(|e| mistake("leaders", e))
+        (|| match Scene::of(checker, changed)? {
+            Some(scene) => self.leaders_of(&scene, moved),
+            None => Ok(false),
+        })()
+        .map_err(|e| mistake("leaders", e))
     }
 
     /// The Inv-StrongIsr half of `_check_isr` passes: every live ISR/ELR member that is a
@@ -162,7 +208,11 @@ impl PyStateScan {
     /// when nothing else of `_check_isr` has work (no recovering broker, the controller
     /// unchanged, no broker just out of recovery).
     fn strong_isr(&self, checker: &Bound<'_, PyAny>, changed: &Bound<'_, PyList>, every: bool) -> PyResult<bool> {
-        (|| self.strong_isr_of(&Scene::of(checker, changed)?, every))().map_err(|e| mistake("strong_isr", e))
+        (|| match Scene::of(checker, changed)? {
+            Some(scene) => self.strong_isr_of(&scene, every),
+            None => Ok(false),
+        })()
+        .map_err(|e| mistake("strong_isr", e))
     }
 
     /// `StateChecker._check(changed, ctrl_changed)` in one call, its parts in its order: each
@@ -200,20 +250,13 @@ impl PyStateScan {
 
     /// `StateChecker._missing_committed` finds nothing: `log` holds the truth below `true_hw`.
     fn holds_truth(&self, truth: &PyReplicaLog, true_hw: u64, log: &PyReplicaLog) -> bool {
-        if true_hw == 0 {
-            return true;
-        }
-        self.mismatch(truth, log).is_none_or(|m| m.0 >= true_hw) && lock(&log.inner).log_end_offset().0 >= true_hw
+        let leo = lock(&log.inner).log_end_offset().0; // (the guard gone before `mismatch` locks)
+        inv::holds_committed(true_hw, leo, || self.mismatch(truth, log))
     }
 
     fn check_of(&self, checker: &Bound<'_, PyAny>, changed: &Bound<'_, PyList>, ctrl_changed: bool) -> PyResult<Option<(u8, Option<bool>)>> {
         let py = checker.py();
-        let scene = Scene::of(checker, changed)?;
-        for (_, broker) in scene.brokers.iter() {
-            if rust_replica(&broker)?.is_none() {
-                return Ok(Some((0, None)));
-            }
-        }
+        let Some(scene) = Scene::of(checker, changed)? else { return Ok(Some((0, None))) };
         let leader_hw = checker.getattr(intern!(py, "_leader_hw"))?.cast_into::<PyDict>()?;
         for b in changed.iter() {
             let broker = scene.brokers.get_item(&b)?.ok_or_else(|| PyKeyError::new_err(b.clone().unbind()))?;
@@ -225,7 +268,7 @@ impl PyStateScan {
         if !self.leaders_of(&scene, moved)? {
             return Ok(Some((1, Some(moved))));
         }
-        if !self.log_matching_of(&scene.brokers, &scene.changed)? {
+        if !self.log_matching_of(&scene.views, &scene.logs, &scene.changed) {
             return Ok(Some((2, Some(moved))));
         }
         if ctrl_changed
@@ -290,9 +333,8 @@ impl PyStateScan {
         let py = b.py();
         let Some(replica) = rust_replica(broker)? else { return Ok(false) };
         let facts = replica.get().with(py, |r, log| {
-            let (start, hw, leo) = (log.log_start_offset().0, log.high_watermark().0, log.log_end_offset().0);
-            let fine = start <= hw && hw <= leo && log.holes().is_empty() && (!self.epochs_in_batches || epochs_ok(log));
-            fine.then(|| (hw, r.role == Role::Leader, r.leader_epoch.map(|e| e.0), r.isr.len()))
+            inv::replica_log_ok(log, self.epochs_in_batches)
+                .then(|| (log.high_watermark().0, r.role == Role::Leader, r.leader_epoch.map(|e| e.0), r.isr.len()))
         });
         let Some((hw, leads, epoch, isr_len)) = facts else { return Ok(false) };
         if !(leads && broker.getattr(intern!(py, "alive"))?.is_truthy()?) {
@@ -301,133 +343,57 @@ impl PyStateScan {
         let Some(epoch) = epoch else { return Ok(true) };
         let key = PyTuple::new(py, [b.clone(), broker.getattr(intern!(py, "incarnation"))?, epoch.into_pyobject(py)?.into_any()])?;
         let before: Option<u64> = leader_hw.get_item(&key)?.map(|v| v.extract()).transpose()?;
-        if let Some(before) = before {
-            if hw < before || (self.strict_min_isr && hw > before && isr_len < self.min_isr) {
-                return Ok(false);
-            }
+        if !inv::leader_hw_ok(before, hw, isr_len, self.strict_min_isr.then_some(self.min_isr)) {
+            return Ok(false);
         }
         leader_hw.set_item(key, hw.max(before.unwrap_or(0)))?;
         Ok(true)
     }
 
-    fn log_matching_of(&self, brokers: &Bound<'_, PyDict>, changed: &[i64]) -> PyResult<bool> {
-        let mut logs = Vec::with_capacity(brokers.len());
-        for (b, broker) in brokers.iter() {
-            let Some(replica) = rust_replica(&broker)? else { return Ok(false) };
-            logs.push((b.extract::<i64>()?, replica.get().log_object().clone_ref(b.py())));
-        }
-        logs.sort_by_key(|(b, _)| *b);
-        for (i, (a, la)) in logs.iter().enumerate() {
-            for (b, lb) in &logs[i + 1..] {
-                if !changed.contains(a) && !changed.contains(b) {
-                    continue;
-                }
-                let (la, lb) = (la.get(), lb.get());
-                let bound = with_two(la, lb, |x, y| x.high_watermark().0.min(y.high_watermark().0));
-                let differs = bound != 0 && self.mismatch(la, lb).is_some_and(|m| m.0 < bound);
-                if differs {
-                    return Ok(false);
-                }
-            }
-        }
-        Ok(true)
+    fn log_matching_of(&self, views: &[ReplicaView], logs: &[Py<PyReplicaLog>], changed: &[i64]) -> bool {
+        inv::logs_match(views, changed, |a, b| self.mismatch(logs[a].get(), logs[b].get()))
     }
 
     fn leaders_of(&self, scene: &Scene<'_>, moved: bool) -> PyResult<bool> {
-        let Scene { checker, brokers, ctrl, changed, .. } = scene;
+        let Scene { checker, ctrl, changed, views, logs, .. } = scene;
         let py = checker.py();
-        if !changed.is_empty() {
-            let mut acting: Vec<u32> = Vec::new();
-            for (_, broker) in brokers.iter() {
-                let Some(replica) = rust_replica(&broker)? else { return Ok(false) };
-                if !broker.getattr(intern!(py, "alive"))?.is_truthy()? {
-                    continue;
-                }
-                let r = replica.get().with(py, |r, _| (r.role == Role::Leader).then_some(r.leader_epoch).flatten());
-                if let Some(epoch) = r {
-                    if acting.contains(&epoch.0) {
-                        return Ok(false);
-                    }
-                    acting.push(epoch.0);
-                }
-            }
+        if !changed.is_empty() && !inv::one_leader_per_epoch(views) {
+            return Ok(false);
         }
-        let leader = ctrl.getattr(intern!(py, "leader"))?;
-        if leader.is_none() {
+        let ctrl = controller_view(ctrl)?;
+        let Some(leader_id) = ctrl.leader else { return Ok(true) };
+        let i = scene.index(leader_id)?;
+        let leader = &views[i];
+        if !inv::leads_controllers_epoch(leader, &ctrl) {
             return Ok(true);
         }
-        let leader_id: i64 = leader.extract()?;
-        let broker = brokers.get_item(&leader)?.ok_or_else(|| PyKeyError::new_err(leader_id))?;
-        let Some(replica) = rust_replica(&broker)? else { return Ok(false) };
-        let ctrl_epoch = ctrl.getattr(intern!(py, "leader_epoch"))?;
-        let ctrl_epoch_value: Option<i64> = ctrl_epoch.extract()?;
-        let (leads, partition_epoch, hw, maximal) = replica.get().with(py, |r, log| {
-            (r.role == Role::Leader && r.leader_epoch.map(|e| i64::from(e.0)) == ctrl_epoch_value,
-             r.partition_epoch.is_some(), log.high_watermark().0, r.maximal_isr())
-        });
-        if !(leads && broker.getattr(intern!(py, "alive"))?.is_truthy()?) {
-            return Ok(true);
-        }
-        let log = replica.get().log_object().bind(py);
         if moved || changed.contains(&leader_id) {
             let (truth, true_hw) = truth(checker)?;
-            if !self.holds_truth(truth.get(), true_hw, log.get()) {
+            if !self.holds_truth(truth.get(), true_hw, logs[i].get()) {
                 return Ok(false);
             }
             let leaderships = checker.getattr(intern!(py, "_leaderships"))?.cast_into::<PySet>()?;
-            leaderships.add(PyTuple::new(py, [leader.clone(), ctrl_epoch])?)?;
+            leaderships.add((leader_id, ctrl.leader_epoch))?;
         }
-        if !partition_epoch {
+        if !leader.has_partition_epoch {
             return Ok(true);
         }
-        let isr = ctrl.getattr(intern!(py, "isr"))?;
-        let isr_ids = ids(&isr)?;
-        if !(moved || changed.contains(&leader_id) || isr_ids.iter().any(|x| changed.contains(x))) {
+        if !(moved || changed.contains(&leader_id) || ctrl.isr.iter().any(|x| changed.contains(x))) {
             return Ok(true);
         }
-        for x in isr.try_iter()? {
-            let x = x?;
-            let id: i64 = x.extract()?;
-            if maximal.iter().any(|m| i64::from(m.0) == id) {
-                continue;
-            }
-            let member = brokers.get_item(&x)?.ok_or_else(|| PyKeyError::new_err(id))?;
-            let Some(member) = rust_replica(&member)? else { return Ok(false) };
-            if member.get().with(py, |_, l| l.log_end_offset().0) < hw {
-                return Ok(false);
-            }
-        }
-        Ok(true)
+        inv::quorum_superset(leader, &ctrl, views).map_err(no_broker)
     }
 
     fn strong_isr_of(&self, scene: &Scene<'_>, every: bool) -> PyResult<bool> {
-        let Scene { checker, cluster, brokers, ctrl, changed } = scene;
+        let Scene { checker, cluster, ctrl, changed, views, logs, .. } = scene;
         let py = checker.py();
         let replicas = cluster.getattr(intern!(py, "config"))?.getattr(intern!(py, "replicas"))?;
         if !replicas.is_truthy()? {
             return Ok(true);
         }
-        let isr = ids(&ctrl.getattr(intern!(py, "isr"))?)?;
-        let elr = ids(&ctrl.getattr(intern!(py, "elr"))?)?;
+        let assigned = ids(&replicas)?;
+        let ctrl = controller_view(ctrl)?;
         let (truth, true_hw) = truth(checker)?;
-        for b in replicas.try_iter()? {
-            let b = b?;
-            let id: i64 = b.extract()?;
-            if !(isr.contains(&id) || elr.contains(&id)) || !(every || changed.contains(&id)) {
-                continue;
-            }
-            let broker = brokers.get_item(&b)?.ok_or_else(|| PyKeyError::new_err(id))?;
-            if !broker.getattr(intern!(py, "alive"))?.is_truthy()? {
-                continue;
-            }
-            let Some(replica) = rust_replica(&broker)? else { return Ok(false) };
-            if replica.get().with(py, |r, _| r.role == Role::None) {
-                continue;
-            }
-            if !self.holds_truth(truth.get(), true_hw, replica.get().log_object().bind(py).get()) {
-                return Ok(false);
-            }
-        }
-        Ok(true)
+        inv::strong_isr(&assigned, &ctrl, views, changed, every, |i| self.holds_truth(truth.get(), true_hw, logs[i].get())).map_err(no_broker)
     }
 }

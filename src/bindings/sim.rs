@@ -1,30 +1,29 @@
-//! `Kernel`, `Timer` and `Network`: the simulator's event loop and message delivery in Rust.
-//! The semantics are those `epochlab.sim.kernel` and `epochlab.sim.network`
-//! document, which re-export these classes; this file is their implementation.
+//! `Kernel`, `Timer` and `Network`: the Python classes of the simulator's event loop and
+//! message delivery. The engine is `crate::sim` (pure Rust: the `(time, sequence)` queue, the
+//! network model, CPython's Mersenne Twister); this file converts arguments, keeps the Python
+//! objects the events and messages carry, and runs the Python side of an event. The semantics
+//! are those `epochlab.sim.kernel` and `epochlab.sim.network` document, which re-export these
+//! classes.
 //!
-//! * The kernel keeps virtual time and one queue of events ordered by `(time, sequence)`. An
-//!   event is either a Python callback (with its `Timer`) or a message
-//!   in flight on a network; the loop of `run_until` pops, checks and dispatches in Rust and
-//!   calls into Python only for the callback, the message's delivery (its `deliver()`, or for
-//!   a posted message `getattr(nodes[dst], method)(msg, src)`), `observe` and `stop`.
+//! * The kernel's queue holds Python callbacks (with their `Timer`) and messages in flight on
+//!   a network; the loop of `run_until` pops, checks and dispatches in Rust and calls into
+//!   Python only for the callback, the message's delivery (its `deliver()`, or for a posted
+//!   message `getattr(nodes[dst], method)(msg, src)`), `observe` and `stop`.
 //! * The network draws its delays from its own Mersenne Twister, seeded from the state of
-//!   `kernel.rng("network")` (a `random.Random`) and drawing exactly as CPython's `randint`
-//!   (`_randbelow_with_getrandbits`) and `random()` do, so a run is the same draw for draw
-//!   as with the Python network it replaces.
+//!   `kernel.rng("network")` (a `random.Random`), so a run is the same draw for draw as with
+//!   the Python network it replaces.
 //!
 //! No lock is held while Python code may run: a callback may schedule, send or read the clock,
 //! and so may a node's `__str__` or an object's finaliser. So node arguments are resolved
 //! before the lock is taken, errors are built after it is released, and the Python objects a
-//! method lets go of (cancelled callbacks, lost messages) are dropped after it too (the
-//! graveyard). Python allocations under the lock may run the garbage collector: `__traverse__`
-//! only tries the lock.
+//! method lets go of (cancelled callbacks, lost messages: what `crate::sim` hands back as
+//! discarded) are dropped after it too (the graveyard, `PyKernel::sweep`). Python allocations
+//! under the lock may run the garbage collector: `__traverse__` only tries the lock.
 
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::Mutex;
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use rustc_hash::FxHashMap as HashMap;
 
 use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::gc::PyVisit;
@@ -35,91 +34,17 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use super::args::lock;
 use super::errors::to_py_err;
-use super::watch::PyWatcher;
+use super::watch::{PyWatcher, Ran};
 use crate::error::ArgumentError;
+use crate::sim::kernel::{Kernel, Payload};
+use crate::sim::network::{self, DelayError, Link, Message, Network, NodeId, SendOptions, RECONNECT_MS, RTO_MAX_MS, RTO_MIN_MS};
+use crate::sim::Twister;
 
-/// Linux's minimum retransmission timeout (`TCP_RTO_MIN`): what one lost packet costs.
-const RTO_MIN_MS: i64 = 200;
-/// Linux's ceiling on the retransmission timeout (`TCP_RTO_MAX`).
-const RTO_MAX_MS: i64 = 120_000;
-/// Most a lost message waits for retransmissions (`request.timeout.ms`, then a reconnect).
-const RECONNECT_MS: i64 = 30_000;
-
-// -- CPython's Mersenne Twister ------------------------------------------------------------
-
-const MT_N: usize = 624;
-const MT_M: usize = 397;
-
-/// MT19937 as `_randommodule.c` has it, with the draws `random.Random` builds on it.
-pub(crate) struct Twister {
-    state: [u32; MT_N],
-    index: usize,
-}
-
-impl Twister {
-    /// From `random.Random.getstate()`: `(3, (624 words..., index), gauss_next)`.
-    pub(crate) fn from_python(rng: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let state = rng.call_method0("getstate")?;
-        let words: Vec<u64> = state.get_item(1)?.extract()?;
-        if words.len() != MT_N + 1 || words[..MT_N].iter().any(|w| *w > u64::from(u32::MAX)) || words[MT_N] > MT_N as u64 {
-            return Err(invalid("rng", format!("{} words", words.len()),
-                               "not the state of a random.Random (Mersenne Twister, version 3)"));
-        }
-        let mut out = Twister { state: [0; MT_N], index: words[MT_N] as usize };
-        for (slot, w) in out.state.iter_mut().zip(&words) {
-            *slot = *w as u32;
-        }
-        Ok(out)
-    }
-
-    fn next_u32(&mut self) -> u32 {
-        const UPPER: u32 = 0x8000_0000;
-        const LOWER: u32 = 0x7fff_ffff;
-        const MATRIX_A: u32 = 0x9908_b0df;
-        if self.index >= MT_N {
-            for k in 0..MT_N {
-                let y = (self.state[k] & UPPER) | (self.state[(k + 1) % MT_N] & LOWER);
-                let mag = if y & 1 == 1 { MATRIX_A } else { 0 };
-                self.state[k] = self.state[(k + MT_M) % MT_N] ^ (y >> 1) ^ mag;
-            }
-            self.index = 0;
-        }
-        let mut y = self.state[self.index];
-        self.index += 1;
-        y ^= y >> 11;
-        y ^= (y << 7) & 0x9d2c_5680;
-        y ^= (y << 15) & 0xefc6_0000;
-        y ^ (y >> 18)
-    }
-
-    /// `getrandbits(k)` for `1 <= k <= 64`: 32-bit words, least significant first, the last
-    /// one shifted down to the bits that remain.
-    fn bits(&mut self, k: u32) -> u64 {
-        if k <= 32 {
-            return u64::from(self.next_u32() >> (32 - k));
-        }
-        let low = u64::from(self.next_u32());
-        let high = u64::from(self.next_u32() >> (64 - k));
-        low | (high << 32)
-    }
-
-    /// `_randbelow_with_getrandbits(n)`, `n >= 1`.
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
-        let k = 64 - n.leading_zeros();
-        loop {
-            let r = self.bits(k);
-            if r < n {
-                return r;
-            }
-        }
-    }
-
-    /// `random()`: 53 random bits as a float in `[0, 1)`.
-    fn uniform(&mut self) -> f64 {
-        let a = f64::from(self.next_u32() >> 5);
-        let b = f64::from(self.next_u32() >> 6);
-        (a * 67_108_864.0 + b) * (1.0 / 9_007_199_254_740_992.0)
-    }
+/// A twister from `random.Random.getstate()`: `(3, (624 words..., index), gauss_next)`.
+pub(crate) fn twister_from_python(rng: &Bound<'_, PyAny>) -> PyResult<Twister> {
+    let state = rng.call_method0("getstate")?;
+    let words: Vec<u64> = state.get_item(1)?.extract()?;
+    Twister::from_state(&words).map_err(to_py_err)
 }
 
 // -- arguments -------------------------------------------------------------------------------
@@ -192,128 +117,86 @@ impl PyTimer {
     }
 }
 
+/// A queued event: a Python callback with its timer, or a message in flight on a network.
 enum What {
     /// `owner`: the node whose event scheduled it (`KernelState::owner`).
-    Call { callback: Py<PyAny>, timer: Py<PyTimer>, quiet: bool, owner: Option<Py<PyAny>> },
-    Deliver { net: usize, message: Box<Message> },
+    Call { callback: Py<PyAny>, timer: Py<PyTimer>, owner: Option<Py<PyAny>> },
+    Deliver { net: usize, message: Box<Message<Delivery>> },
 }
 
-struct Event {
-    time: i64,
-    seq: u64,
-    what: What,
-}
-
-impl PartialEq for Event {
-    fn eq(&self, other: &Self) -> bool {
-        (self.time, self.seq) == (other.time, other.seq)
-    }
-}
-impl Eq for Event {}
-impl PartialOrd for Event {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Event {
-    /// Reversed: `BinaryHeap` is a max-heap, the earliest `(time, sequence)` must come first.
-    fn cmp(&self, other: &Self) -> Ordering {
-        (other.time, other.seq).cmp(&(self.time, self.seq))
+impl Payload for What {
+    fn cancelled(&self) -> bool {
+        matches!(self, What::Call { timer, .. } if timer.get().cancelled())
     }
 }
 
-impl Event {
+impl What {
     fn visit(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
-        match &self.what {
-            What::Call { callback, timer, owner, .. } => {
+        match self {
+            What::Call { callback, timer, owner } => {
                 visit.call(callback)?;
                 visit.call(owner.as_ref())?;
                 visit.call(timer)
             }
-            What::Deliver { message, .. } => visit.call(&message.deliver),
-        }
-    }
-    fn cancelled(&self) -> bool {
-        matches!(&self.what, What::Call { timer, .. } if timer.get().cancelled())
-    }
-    fn quiet(&self) -> bool {
-        match &self.what {
-            What::Call { quiet, .. } => *quiet,
-            What::Deliver { message, .. } => message.quiet,
+            What::Deliver { message, .. } => visit.call(&message.payload.deliver),
         }
     }
 }
 
+/// What a message carries: the callable `deliver()`, or with `post` the tuple
+/// `(nodes, dst, method, msg, src)`.
+struct Delivery {
+    deliver: Py<PyAny>,
+    post: bool,
+}
+
 struct KernelState {
-    now: i64,
-    sequence: u64,
-    steps: u64,
-    last_quiet: bool,
-    in_quiet: bool,
+    kernel: Kernel<What>,
     /// The node whose event is running: the one a posted message was delivered to, or the
     /// owner of a timer's callback; `None` outside events and for timers scheduled outside
     /// one (by an action). A timer scheduled during an event inherits it, as it inherits the
     /// quietness: components act on each other only through posted messages (`SimContext`),
     /// so what a node's event schedules is that node's own work (`Watcher` doc).
     owner: Option<Py<PyAny>>,
-    queue: BinaryHeap<Event>,
-    nets: Vec<Net>,
+    nets: Vec<NetSlot>,
     /// Python objects let go of under the lock, dropped after it (module doc).
     graveyard: Vec<Py<PyAny>>,
 }
 
 impl KernelState {
-    fn push(&mut self, time: i64, what: What) {
-        self.sequence += 1;
-        let time = time.max(self.now);
-        self.queue.push(Event { time, seq: self.sequence, what });
-    }
-
-    fn next_time(&mut self) -> Option<i64> {
-        while self.queue.peek().is_some_and(Event::cancelled) {
-            if let Some(Event { what: What::Call { callback, owner, .. }, .. }) = self.queue.pop() {
-                self.graveyard.push(callback);
-                self.graveyard.extend(owner);
-            }
-        }
-        self.queue.peek().map(|e| e.time)
-    }
-
     /// Pop the earliest event due at or before `limit` (any, with `None`), advancing the clock
     /// and the quietness to it; a delivery is checked here and comes back as the job to run,
     /// or as nothing to do when it was dropped or held.
     fn pop(&mut self, limit: Option<i64>) -> Option<Option<Job>> {
-        let due = self.next_time()?;
-        if limit.is_some_and(|l| due > l) {
-            return None;
-        }
-        let event = self.queue.pop()?;
-        self.now = event.time;
-        self.steps += 1;
-        let quiet = event.quiet();
-        self.in_quiet = quiet;
-        self.last_quiet = quiet;
-        Some(match event.what {
+        Some(match self.kernel.pop(limit)? {
             What::Call { callback, owner, .. } => Some(Job { callable: callback, post: false, owner }),
-            What::Deliver { net, message } => self.arrive(net, *message),
+            What::Deliver { net, message } => {
+                self.nets[net].net.arrive(*message).map(|d| Job { callable: d.deliver, post: d.post, owner: None })
+            }
         })
     }
+}
 
-    fn arrive(&mut self, net: usize, message: Message) -> Option<Job> {
-        let n = &mut self.nets[net];
-        if !n.alive_as_sent(message.dst, message.dst_incarnation) {
-            n.dropped += 1;
-            n.graveyard.push(message.deliver);
-            return None;
-        }
-        let direction = message.direction();
-        if n.held.contains_key(&direction) || !n.usable(message.src, message.dst) {
-            n.hold(direction, message);
-            return None;
-        }
-        n.delivered += 1;
-        Some(Job { callable: message.deliver, post: message.post, owner: None })
-    }
+/// One network of the kernel: the engine's, and the Python side of its nodes.
+struct NetSlot {
+    net: Network<Delivery>,
+    /// Node ids by the int or the string that named them (a node argument is resolved without
+    /// making its key again).
+    by_int: HashMap<i64, NodeId>,
+    by_str: HashMap<String, NodeId>,
+    /// The object that first named each node (what `peers` returns).
+    objects: Vec<Option<Py<PyAny>>>,
+}
+
+/// The network `i` of `k`, the time, and where its arrivals go: the kernel's queue.
+fn split(k: &mut KernelState, i: usize) -> (&mut NetSlot, i64, impl FnMut(i64, Message<Delivery>) + '_) {
+    let KernelState { kernel, nets, .. } = k;
+    let now = kernel.now();
+    let deliver_at = move |time: i64, message: Message<Delivery>| {
+        let quiet = message.quiet;
+        kernel.schedule_at(time, Some(quiet), What::Deliver { net: i, message: Box::new(message) });
+    };
+    (&mut nets[i], now, deliver_at)
 }
 
 /// What a popped event runs in Python: a callable, or a posted message
@@ -323,16 +206,6 @@ struct Job {
     post: bool,
     /// A timer's owner (a post's is the node it is routed to, found when it runs).
     owner: Option<Py<PyAny>>,
-}
-
-/// What `dispatch` ran, for the state checker's watcher.
-pub(crate) enum Ran {
-    /// An event of this node (a message delivered to it, or a timer it scheduled).
-    Owned(Py<PyAny>),
-    /// An event with no known owner (a timer an action scheduled).
-    Unowned,
-    /// Nothing: a message dropped or held.
-    Nothing,
 }
 
 /// The deterministic kernel: virtual clock, event queue, per-component random streams
@@ -356,19 +229,19 @@ impl PyKernel {
 
     /// The virtual time (`now_ms`).
     pub(crate) fn now(&self) -> i64 {
-        self.state().now
+        self.state().kernel.now()
     }
 
     pub(crate) fn schedule_call(&self, py: Python<'_>, time: i64, callback: Py<PyAny>, quiet: Option<bool>) -> PyResult<Py<PyTimer>> {
         let (now, in_quiet, owner) = {
             let k = self.state();
-            (k.now, k.in_quiet, k.owner.as_ref().map(|o| o.clone_ref(py)))
+            (k.kernel.now(), k.kernel.in_quiet(), k.owner.as_ref().map(|o| o.clone_ref(py)))
         };
         let quiet = quiet.unwrap_or(in_quiet);
         let at = time.max(now);
         // made with no lock held: an allocation may run the garbage collector (__traverse__)
         let timer = Py::new(py, PyTimer { cancelled: AtomicBool::new(false), quiet, time_ms: at })?;
-        self.state().push(at, What::Call { callback, timer: timer.clone_ref(py), quiet, owner });
+        self.state().kernel.schedule_at(at, Some(quiet), What::Call { callback, timer: timer.clone_ref(py), owner });
         Ok(timer)
     }
 
@@ -377,10 +250,10 @@ impl PyKernel {
         let dead = {
             let mut k = self.state();
             let mut dead = std::mem::take(&mut k.graveyard);
-            for net in k.nets.iter_mut() {
-                dead.append(&mut net.graveyard);
+            for slot in k.nets.iter_mut() {
+                dead.extend(slot.net.take_discarded().into_iter().map(|d| d.deliver));
             }
-            dead
+            (dead, k.kernel.take_discarded())
         };
         drop(dead);
     }
@@ -404,7 +277,7 @@ impl PyKernel {
             Some(Job { callable, post: true, .. }) => self.deliver_post(callable.bind(py)),
             None => Ok(Ran::Nothing),
         };
-        self.state().in_quiet = false;
+        self.state().kernel.end_event();
         self.own(None);
         result
     }
@@ -426,17 +299,7 @@ impl PyKernel {
     #[new]
     fn new(py: Python<'_>, seed: Py<PyAny>) -> Self {
         Self {
-            state: Mutex::new(KernelState {
-                now: 0,
-                sequence: 0,
-                steps: 0,
-                last_quiet: false,
-                in_quiet: false,
-                owner: None,
-                queue: BinaryHeap::new(),
-                nets: Vec::new(),
-                graveyard: Vec::new(),
-            }),
+            state: Mutex::new(KernelState { kernel: Kernel::new(), owner: None, nets: Vec::new(), graveyard: Vec::new() }),
             seed,
             rngs: PyDict::new(py).unbind(),
             step_override: Mutex::new(None),
@@ -450,17 +313,17 @@ impl PyKernel {
     /// The virtual time in milliseconds.
     #[getter]
     fn now_ms(&self) -> i64 {
-        self.state().now
+        self.state().kernel.now()
     }
     /// Whether the last event run was quiet.
     #[getter]
     fn last_quiet(&self) -> bool {
-        self.state().last_quiet
+        self.state().kernel.last_quiet()
     }
     /// Events run so far.
     #[getter]
     fn steps(&self) -> u64 {
-        self.state().steps
+        self.state().kernel.steps()
     }
 
     /// The random stream of one component (a `random.Random` made on first use from the seed
@@ -482,7 +345,7 @@ impl PyKernel {
                 quiet: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTimer>> {
         let delay = ms(delay_ms)?.max(0);
         let quiet = quiet_arg(quiet)?;
-        let now = self.state().now;
+        let now = self.state().kernel.now();
         self.schedule_call(py, now.saturating_add(delay), callback, quiet)
     }
 
@@ -498,7 +361,7 @@ impl PyKernel {
 
     /// Time of the earliest pending event, `None` if the queue is empty.
     fn next_time(&self) -> Option<i64> {
-        let next = self.state().next_time();
+        let next = self.state().kernel.next_time();
         self.sweep();
         next
     }
@@ -540,7 +403,7 @@ impl PyKernel {
         let py = slf.py();
         let me = slf.get();
         let limit = ms(time_ms)?;
-        me.state().last_quiet = false;
+        me.state().kernel.clear_last_quiet();
         let stop = stop.filter(|s| !s.is_none());
         let observe = observe.filter(|s| !s.is_none());
         if let Some(o) = observe {
@@ -557,7 +420,7 @@ impl PyKernel {
         loop {
             let mut ran = Ran::Unowned;
             if let Some(step) = &step {
-                let next = me.state().next_time();
+                let next = me.state().kernel.next_time();
                 me.sweep();
                 match next {
                     Some(t) if t <= limit => {}
@@ -572,7 +435,7 @@ impl PyKernel {
                 }
             }
             if let Some(o) = observe {
-                if !me.state().last_quiet {
+                if !me.state().kernel.last_quiet() {
                     match &watcher {
                         Some(w) => w.get().after_event(py, ran)?,
                         None => {
@@ -588,14 +451,13 @@ impl PyKernel {
             }
         }
         me.sweep();
-        let mut k = me.state();
-        k.now = k.now.max(limit);
+        me.state().kernel.advance_to(limit);
         Ok(false)
     }
 
     fn __repr__(&self) -> String {
         let k = self.state();
-        format!("Kernel(now_ms={}, pending={}, steps={})", k.now, k.queue.len(), k.steps)
+        format!("Kernel(now_ms={}, pending={}, steps={})", k.kernel.now(), k.kernel.pending(), k.kernel.steps())
     }
 
     /// `kernel.step = f` replaces the step `run_until` takes (the Python kernel's instance
@@ -622,15 +484,15 @@ impl PyKernel {
         }
         let Ok(k) = self.state.try_lock() else { return Ok(()) };
         visit.call(k.owner.as_ref())?;
-        for event in k.queue.iter() {
+        for event in k.kernel.iter() {
             event.visit(&visit)?;
         }
-        for net in &k.nets {
-            for node in &net.nodes {
-                visit.call(&node.object)?;
+        for slot in &k.nets {
+            for object in slot.objects.iter().flatten() {
+                visit.call(object)?;
             }
-            for message in net.held.values().flatten() {
-                visit.call(&message.deliver)?;
+            for message in slot.net.held_messages() {
+                visit.call(&message.payload.deliver)?;
             }
         }
         Ok(())
@@ -641,8 +503,8 @@ impl PyKernel {
     fn __clear__(&self) {
         let taken = match self.state.try_lock() {
             Ok(mut k) => {
-                let queue = std::mem::take(&mut k.queue);
-                let held: Vec<_> = k.nets.iter_mut().map(|n| std::mem::take(&mut n.held)).collect();
+                let queue = k.kernel.take_pending();
+                let held: Vec<_> = k.nets.iter_mut().map(|n| n.net.take_held()).collect();
                 Some((queue, held, k.owner.take()))
             }
             Err(_) => None,
@@ -654,72 +516,6 @@ impl PyKernel {
 }
 
 // -- the network ------------------------------------------------------------------------------
-
-type NodeId = usize;
-
-#[derive(Clone, Copy, PartialEq)]
-struct Link {
-    lo: i64,
-    hi: i64,
-    drop: f64,
-    duplicate: f64,
-    reorder: bool,
-}
-
-struct NodeInfo {
-    key: String,
-    object: Py<PyAny>,
-    alive: bool,
-    incarnation: u64,
-    slow_ms: i64,
-    group: i64,
-    peers: HashSet<NodeId>,
-}
-
-struct Message {
-    seq: u64,
-    src: NodeId,
-    dst: NodeId,
-    src_incarnation: u64,
-    dst_incarnation: u64,
-    /// The callable `deliver()`, or with `post` the tuple `(nodes, dst, method, msg, src)`.
-    deliver: Py<PyAny>,
-    post: bool,
-    extra_ms: i64,
-    coalesce: Option<String>,
-    quiet: bool,
-}
-
-type Direction = (NodeId, u64, NodeId, u64);
-
-impl Message {
-    fn direction(&self) -> Direction {
-        (self.src, self.src_incarnation, self.dst, self.dst_incarnation)
-    }
-    fn copy(&self, py: Python<'_>) -> Message {
-        Message { deliver: self.deliver.clone_ref(py), coalesce: self.coalesce.clone(), ..*self }
-    }
-}
-
-struct Net {
-    rng: Twister,
-    default: Link,
-    controller: Link,
-    nodes: Vec<NodeInfo>,
-    by_int: HashMap<i64, NodeId>,
-    by_str: HashMap<String, NodeId>,
-    by_key: HashMap<String, NodeId>,
-    links: HashMap<(NodeId, NodeId), Link>,
-    partitioned: bool,
-    last_arrival: HashMap<Direction, i64>,
-    seq: u64,
-    held: HashMap<Direction, Vec<Message>>,
-    sent: u64,
-    delivered: u64,
-    dropped: u64,
-    held_count: u64,
-    graveyard: Vec<Py<PyAny>>,
-}
 
 /// A node argument, resolved before the lock is taken (module doc): an int that fits, a
 /// string (its UTF-8 form checked, so reading it again under the lock runs nothing), or any
@@ -760,41 +556,32 @@ fn node_key(node: &Bound<'_, PyAny>) -> PyResult<String> {
     })
 }
 
-impl Net {
+impl NetSlot {
+    /// The node `node` names, made on first use.
     fn id(&mut self, node: &NodeArg<'_>) -> NodeId {
         let (key, object) = match node {
             NodeArg::Int(v, object) => {
                 if let Some(id) = self.by_int.get(v) {
                     return *id;
                 }
-                (format!("b{v}"), object.as_any())
+                (network::broker_key(v), object.as_any())
             }
             NodeArg::Str(s) => {
                 let text = s.to_str().unwrap_or_default(); // checked by node_arg
                 if let Some(id) = self.by_str.get(text) {
                     return *id;
                 }
-                (format!("n{text}"), s.as_any())
+                (network::named_key(text), s.as_any())
             }
             NodeArg::Key(key, object) => (key.clone(), object),
         };
-        let id = match self.by_key.get(&key) {
-            Some(id) => *id,
-            None => {
-                let id = self.nodes.len();
-                self.nodes.push(NodeInfo {
-                    key: key.clone(),
-                    object: object.clone().unbind(),
-                    alive: false,
-                    incarnation: 0,
-                    slow_ms: 0,
-                    group: -1,
-                    peers: HashSet::default(),
-                });
-                self.by_key.insert(key, id);
-                id
-            }
-        };
+        let id = self.net.node(key);
+        if self.objects.len() <= id {
+            self.objects.resize_with(id + 1, || None);
+        }
+        if self.objects[id].is_none() {
+            self.objects[id] = Some(object.clone().unbind());
+        }
         match node {
             NodeArg::Int(v, _) => {
                 self.by_int.insert(*v, id);
@@ -806,111 +593,13 @@ impl Net {
         }
         id
     }
-
-    fn pair(&self, a: NodeId, b: NodeId) -> (NodeId, NodeId) {
-        if self.nodes[a].key <= self.nodes[b].key { (a, b) } else { (b, a) }
-    }
-
-    fn link(&self, a: NodeId, b: NodeId) -> Link {
-        match self.links.get(&self.pair(a, b)) {
-            Some(l) => *l,
-            None if self.nodes[a].key == "ncontroller" || self.nodes[b].key == "ncontroller" => self.controller,
-            None => self.default,
-        }
-    }
-
-    fn connected(&self, a: NodeId, b: NodeId) -> bool {
-        !self.partitioned || self.nodes[a].group == self.nodes[b].group
-    }
-
-    fn usable(&self, a: NodeId, b: NodeId) -> bool {
-        self.connected(a, b) && self.link(a, b).drop < 1.0
-    }
-
-    fn alive_as_sent(&self, node: NodeId, incarnation: u64) -> bool {
-        let n = &self.nodes[node];
-        n.alive && n.incarnation == incarnation
-    }
-
-    fn hold(&mut self, direction: Direction, message: Message) {
-        let queue = self.held.entry(direction).or_default();
-        let mut index = queue.len();
-        while index > 0 && queue[index - 1].seq > message.seq {
-            index -= 1;
-        }
-        queue.insert(index, message);
-        self.held_count += 1;
-    }
-
-    /// The arrival time of `message` on `link` (delay draw, losses, the connection's order).
-    fn arrival(&mut self, now: i64, direction: Direction, message: &Message, link: Link) -> Result<i64, DelayError> {
-        if link.hi < link.lo {
-            return Err(DelayError { lo: link.lo, hi: link.hi, reason: "an empty range: max below min" });
-        }
-        let width = link.hi as i128 - link.lo as i128 + 1;
-        if width > i128::from(u64::MAX) {
-            return Err(DelayError { lo: link.lo, hi: link.hi, reason: "wider than 2**64 - 1 ms" });
-        }
-        let drawn = link.lo as i128 + i128::from(self.rng.below(width as u64));
-        let delay = drawn.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
-        let mut arrival = now.saturating_add(delay).saturating_add(message.extra_ms);
-        if link.drop > 0.0 && link.drop < 1.0 {
-            let (mut rto, mut waited) = (RTO_MIN_MS, 0i64);
-            while waited < RECONNECT_MS && self.rng.uniform() < link.drop {
-                self.dropped += 1;
-                waited += rto;
-                rto = (rto * 2).min(RTO_MAX_MS);
-            }
-            arrival = arrival.saturating_add(waited.min(RECONNECT_MS));
-        }
-        if !link.reorder {
-            let last = self.last_arrival.get(&direction).copied().unwrap_or(0);
-            arrival = arrival.max(last);
-            self.last_arrival.insert(direction, arrival);
-        }
-        Ok(arrival)
-    }
-
-    fn discard_dead(&mut self) {
-        let dead: Vec<Direction> = self
-            .held
-            .iter()
-            .filter(|(_, q)| {
-                let first = &q[0];
-                !(self.alive_as_sent(first.dst, first.dst_incarnation) && self.alive_as_sent(first.src, first.src_incarnation))
-            })
-            .map(|(d, _)| *d)
-            .collect();
-        for d in dead {
-            if let Some(q) = self.held.remove(&d) {
-                self.dropped += q.len() as u64;
-                self.graveyard.extend(q.into_iter().map(|m| m.deliver));
-            }
-        }
-    }
-
-    /// `"<key>#<incarnation>"` of both ends: the order in which held connections are released.
-    fn direction_name(&self, d: &Direction) -> (String, String) {
-        (format!("{}#{}", self.nodes[d.0].key, d.1), format!("{}#{}", self.nodes[d.2].key, d.3))
-    }
 }
 
-/// A delay range no draw can come from; made into an `InvalidArgumentError` once the lock is
-/// released.
-struct DelayError {
-    lo: i64,
-    hi: i64,
-    reason: &'static str,
-}
-
+/// An empty delay range, made into an `InvalidArgumentError` once the lock is released.
 impl From<DelayError> for PyErr {
     fn from(e: DelayError) -> PyErr {
-        invalid("delay_ms", format!("({}, {})", e.lo, e.hi), e.reason)
+        to_py_err(ArgumentError::from(e))
     }
-}
-
-fn net_of(k: &mut KernelState, index: usize) -> &mut Net {
-    &mut k.nets[index]
 }
 
 /// Routes messages between nodes through the kernel's event queue (`epochlab.sim.network`).
@@ -932,92 +621,23 @@ impl PyNetwork {
         out
     }
 
+    /// Run `f` on this network's slot with the lock held (`with`).
+    fn on<T>(&self, py: Python<'_>, f: impl FnOnce(&mut NetSlot) -> T) -> T {
+        self.with(py, |k, i| f(&mut k.nets[i]))
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn send_message(&self, src: &Bound<'_, PyAny>, dst: &Bound<'_, PyAny>, deliver: Py<PyAny>, post: bool, kind: &str,
                     coalesce: Option<String>, quiet: bool) -> PyResult<()> {
         let py = src.py();
         let (src, dst) = (node_arg(src)?, node_arg(dst)?);
         self.with(py, |k, i| {
-            let net = net_of(k, i);
-            net.sent += 1;
-            let (s, d) = (net.id(&src), net.id(&dst));
-            net.nodes[d].peers.insert(s);
-            net.seq += 1;
-            let message = Message {
-                seq: net.seq,
-                src: s,
-                dst: d,
-                src_incarnation: net.nodes[s].incarnation,
-                dst_incarnation: net.nodes[d].incarnation,
-                deliver,
-                post,
-                extra_ms: if kind == "fetch" { net.nodes[s].slow_ms } else { 0 },
-                coalesce,
-                quiet,
-            };
-            let direction = message.direction();
-            let link = net.link(s, d);
-            if net.held.contains_key(&direction) || !(net.connected(s, d) && link.drop < 1.0) {
-                net.hold(direction, message);
-                return Ok(());
-            }
-            if link.duplicate > 0.0 && net.rng.uniform() < link.duplicate {
-                Self::schedule(k, i, direction, message.copy(py), link)?;
-            }
-            Self::schedule(k, i, direction, message, link)
+            let (slot, now, mut deliver_at) = split(k, i);
+            let (s, d) = (slot.id(&src), slot.id(&dst));
+            let options = SendOptions { fetch: kind == "fetch", coalesce, quiet };
+            let copy = |d: &Delivery| Delivery { deliver: d.deliver.clone_ref(py), post: d.post };
+            slot.net.send(now, s, d, Delivery { deliver, post }, options, copy, &mut deliver_at)
         })?;
-        Ok(())
-    }
-
-    /// Schedule `message`'s delivery on `direction` (`Network._schedule`).
-    fn schedule(k: &mut KernelState, index: usize, direction: Direction, message: Message, link: Link) -> Result<(), DelayError> {
-        let now = k.now;
-        let arrival = net_of(k, index).arrival(now, direction, &message, link)?;
-        k.push(arrival, What::Deliver { net: index, message: Box::new(message) });
-        Ok(())
-    }
-
-    /// Deliver, in order, what is held on every connection that is usable again.
-    fn release(k: &mut KernelState, index: usize) -> Result<(), DelayError> {
-        let net = net_of(k, index);
-        net.discard_dead();
-        let mut directions: Vec<(String, String, Direction)> = net
-            .held
-            .keys()
-            .map(|d| {
-                let (a, b) = net.direction_name(d);
-                (a, b, *d)
-            })
-            .collect();
-        directions.sort();
-        for (_, _, d) in directions {
-            let net = net_of(k, index);
-            let (src, dst) = match net.held.get(&d) {
-                Some(q) => (q[0].src, q[0].dst),
-                None => continue,
-            };
-            if !net.usable(src, dst) {
-                continue;
-            }
-            let queue = net.held.remove(&d).unwrap_or_default();
-            let mut newest: HashMap<&str, u64> = HashMap::default();
-            for m in &queue {
-                if let Some(c) = &m.coalesce {
-                    newest.insert(c.as_str(), m.seq);
-                }
-            }
-            let keep: Vec<bool> = queue.iter().map(|m| m.coalesce.as_deref().is_none_or(|c| newest[c] == m.seq)).collect();
-            let link = net.link(src, dst);
-            for (m, keep) in queue.into_iter().zip(keep) {
-                if !keep {
-                    let net = net_of(k, index);
-                    net.dropped += 1;
-                    net.graveyard.push(m.deliver);
-                    continue;
-                }
-                Self::schedule(k, index, d, m, link)?;
-            }
-        }
         Ok(())
     }
 }
@@ -1037,32 +657,18 @@ impl PyNetwork {
     fn new(py: Python<'_>, kernel: Py<PyKernel>, default_delay_ms: &Bound<'_, PyAny>,
            controller_delay_ms: &Bound<'_, PyAny>) -> PyResult<Self> {
         let stream = kernel.get().rng(py, PyString::new(py, "network").as_any())?;
-        let rng = Twister::from_python(&stream)?;
+        let rng = twister_from_python(&stream)?;
         let (dlo, dhi) = delay_pair(default_delay_ms)?;
         let (clo, chi) = delay_pair(controller_delay_ms)?;
-        let link = |lo, hi| Link { lo, hi, drop: 0.0, duplicate: 0.0, reorder: false };
-        let net = Net {
-            rng,
-            default: link(dlo, dhi),
-            controller: link(clo, chi),
-            nodes: Vec::new(),
+        let slot = NetSlot {
+            net: Network::new(rng, Link::delay(dlo, dhi), Link::delay(clo, chi)),
             by_int: HashMap::default(),
             by_str: HashMap::default(),
-            by_key: HashMap::default(),
-            links: HashMap::default(),
-            partitioned: false,
-            last_arrival: HashMap::default(),
-            seq: 0,
-            held: HashMap::default(),
-            sent: 0,
-            delivered: 0,
-            dropped: 0,
-            held_count: 0,
-            graveyard: Vec::new(),
+            objects: Vec::new(),
         };
         let index = {
             let mut k = kernel.get().state();
-            k.nets.push(net);
+            k.nets.push(slot);
             k.nets.len() - 1
         };
         Ok(Self { kernel, index })
@@ -1070,37 +676,28 @@ impl PyNetwork {
 
     #[getter]
     fn sent(&self, py: Python<'_>) -> u64 {
-        self.with(py, |k, i| k.nets[i].sent)
+        self.on(py, |n| n.net.sent())
     }
     #[getter]
     fn delivered(&self, py: Python<'_>) -> u64 {
-        self.with(py, |k, i| k.nets[i].delivered)
+        self.on(py, |n| n.net.delivered())
     }
     #[getter]
     fn dropped(&self, py: Python<'_>) -> u64 {
-        self.with(py, |k, i| k.nets[i].dropped)
+        self.on(py, |n| n.net.dropped())
     }
     #[getter]
     fn held(&self, py: Python<'_>) -> u64 {
-        self.with(py, |k, i| k.nets[i].held_count)
+        self.on(py, |n| n.net.held())
     }
 
     /// Mark a node up or down; going up starts a new incarnation. Messages held on the
     /// connections of a node that goes down are lost with them.
     fn set_alive(&self, node: &Bound<'_, PyAny>, alive: bool) -> PyResult<()> {
         let node = node_arg(node)?;
-        self.with(node_py(&node), |k, i| {
-            let net = net_of(k, i);
-            let id = net.id(&node);
-            let n = &mut net.nodes[id];
-            if alive && !n.alive {
-                n.incarnation += 1;
-            }
-            n.alive = alive;
-            n.peers.clear(); // a new or dead incarnation has no connections yet
-            if !alive {
-                net.discard_dead();
-            }
+        self.on(node_py(&node), |n| {
+            let id = n.id(&node);
+            n.net.set_alive(id, alive);
         });
         Ok(())
     }
@@ -1110,22 +707,19 @@ impl PyNetwork {
     fn peers<'py>(&self, node: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         let py = node.py();
         let node = node_arg(node)?;
-        let objects = self.with(py, |k, i| {
-            let net = net_of(k, i);
-            let id = net.id(&node);
-            let mut peers: Vec<NodeId> = net.nodes[id].peers.iter().copied().collect();
-            peers.sort_by(|a, b| net.nodes[*a].key.cmp(&net.nodes[*b].key));
-            peers.into_iter().map(|p| net.nodes[p].object.clone_ref(py)).collect::<Vec<_>>()
+        let objects = self.on(py, |n| {
+            let id = n.id(&node);
+            // a peer sent, so a node argument named it: it has its object
+            n.net.peers(id).into_iter().filter_map(|p| n.objects[p].as_ref().map(|o| o.clone_ref(py))).collect::<Vec<_>>()
         });
         PyList::new(py, objects)
     }
 
     pub(crate) fn is_alive(&self, node: &Bound<'_, PyAny>) -> PyResult<bool> {
         let node = node_arg(node)?;
-        Ok(self.with(node_py(&node), |k, i| {
-            let net = net_of(k, i);
-            let id = net.id(&node);
-            net.nodes[id].alive
+        Ok(self.on(node_py(&node), |n| {
+            let id = n.id(&node);
+            n.net.is_alive(id)
         }))
     }
 
@@ -1133,35 +727,16 @@ impl PyNetwork {
     /// the transaction coordinator, which stays on the controller's side unless listed.
     fn partition(&self, groups: &Bound<'_, PyAny>) -> PyResult<()> {
         let py = groups.py();
-        let mut listed: Vec<(NodeArg<'_>, i64)> = Vec::new();
+        let mut listed: Vec<(NodeArg<'_>, usize)> = Vec::new();
         for (index, group) in groups.try_iter()?.enumerate() {
             for node in group?.try_iter()? {
-                listed.push((node_arg(&node?)?, index as i64));
+                listed.push((node_arg(&node?)?, index));
             }
         }
-        let coordinator = node_arg(PyString::new(py, "coordinator").as_any())?;
         self.with(py, |k, i| {
-            let net = net_of(k, i);
-            for n in net.nodes.iter_mut() {
-                n.group = -1;
-            }
-            let mut coordinator_listed = false;
-            let mut controller_group = None;
-            for (node, index) in &listed {
-                let id = net.id(node);
-                net.nodes[id].group = *index;
-                match net.nodes[id].key.as_str() {
-                    "ncoordinator" => coordinator_listed = true,
-                    "ncontroller" => controller_group = Some(*index),
-                    _ => {}
-                }
-            }
-            if let (false, Some(g)) = (coordinator_listed, controller_group) {
-                let id = net.id(&coordinator);
-                net.nodes[id].group = g;
-            }
-            net.partitioned = true;
-            Self::release(k, i)
+            let (slot, now, mut deliver_at) = split(k, i);
+            let ids: Vec<(NodeId, usize)> = listed.iter().map(|(node, group)| (slot.id(node), *group)).collect();
+            slot.net.partition(now, &ids, &mut deliver_at)
         })?;
         Ok(())
     }
@@ -1169,8 +744,8 @@ impl PyNetwork {
     /// Remove the partition (link settings and slow followers stay).
     fn heal(&self, py: Python<'_>) -> PyResult<()> {
         self.with(py, |k, i| {
-            net_of(k, i).partitioned = false;
-            Self::release(k, i)
+            let (slot, now, mut deliver_at) = split(k, i);
+            slot.net.heal(now, &mut deliver_at)
         })?;
         Ok(())
     }
@@ -1188,24 +763,9 @@ impl PyNetwork {
         };
         let (a, b) = (node_arg(a)?, node_arg(b)?);
         let applicable = self.with(py, |k, i| {
-            let net = net_of(k, i);
-            let (ia, ib) = (net.id(&a), net.id(&b));
-            let base = net.link(ia, ib);
-            let mut link = Link { lo: base.lo, hi: base.hi, drop, duplicate, reorder };
-            let mut applicable = true;
-            let controller = net.nodes[ia].key == "ncontroller" || net.nodes[ib].key == "ncontroller";
-            if controller && (duplicate > 0.0 || reorder) {
-                link.duplicate = 0.0;
-                link.reorder = false;
-                applicable = false;
-            }
-            if let Some((lo, hi)) = delay {
-                link.lo = lo;
-                link.hi = hi;
-            }
-            let pair = net.pair(ia, ib);
-            net.links.insert(pair, link);
-            Self::release(k, i).map(|_| applicable)
+            let (slot, now, mut deliver_at) = split(k, i);
+            let (ia, ib) = (slot.id(&a), slot.id(&b));
+            slot.net.set_link(now, ia, ib, delay, drop, duplicate, reorder, &mut deliver_at)
         })?;
         Ok(applicable)
     }
@@ -1214,10 +774,9 @@ impl PyNetwork {
     fn slow_node(&self, node: &Bound<'_, PyAny>, extra_delay_ms: &Bound<'_, PyAny>) -> PyResult<()> {
         let extra = ms(extra_delay_ms)?.max(0);
         let node = node_arg(node)?;
-        self.with(node_py(&node), |k, i| {
-            let net = net_of(k, i);
-            let id = net.id(&node);
-            net.nodes[id].slow_ms = extra;
+        self.on(node_py(&node), |n| {
+            let id = n.id(&node);
+            n.net.slow_node(id, extra);
         });
         Ok(())
     }
@@ -1225,10 +784,9 @@ impl PyNetwork {
     /// Whether the current partition lets `a` and `b` talk.
     fn connected(&self, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<bool> {
         let (a, b) = (node_arg(a)?, node_arg(b)?);
-        Ok(self.with(node_py(&a), |k, i| {
-            let net = net_of(k, i);
-            let (ia, ib) = (net.id(&a), net.id(&b));
-            net.connected(ia, ib)
+        Ok(self.on(node_py(&a), |n| {
+            let (ia, ib) = (n.id(&a), n.id(&b));
+            n.net.connected(ia, ib)
         }))
     }
 
@@ -1236,10 +794,9 @@ impl PyNetwork {
     /// with `drop=1.0`).
     fn usable(&self, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<bool> {
         let (a, b) = (node_arg(a)?, node_arg(b)?);
-        Ok(self.with(node_py(&a), |k, i| {
-            let net = net_of(k, i);
-            let (ia, ib) = (net.id(&a), net.id(&b));
-            net.usable(ia, ib)
+        Ok(self.on(node_py(&a), |n| {
+            let (ia, ib) = (n.id(&a), n.id(&b));
+            n.net.usable(ia, ib)
         }))
     }
 
@@ -1279,19 +836,9 @@ impl PyNetwork {
     /// how many messages went.
     fn discard_held(&self, src: &Bound<'_, PyAny>, dst: &Bound<'_, PyAny>) -> PyResult<u64> {
         let (src, dst) = (node_arg(src)?, node_arg(dst)?);
-        Ok(self.with(node_py(&src), |k, i| {
-            let net = net_of(k, i);
-            let (s, d) = (net.id(&src), net.id(&dst));
-            let gone: Vec<Direction> = net.held.iter().filter(|(_, q)| q[0].src == s && q[0].dst == d).map(|(dir, _)| *dir).collect();
-            let mut count = 0;
-            for dir in gone {
-                if let Some(q) = net.held.remove(&dir) {
-                    count += q.len() as u64;
-                    net.graveyard.extend(q.into_iter().map(|m| m.deliver));
-                }
-            }
-            net.dropped += count;
-            count
+        Ok(self.on(node_py(&src), |n| {
+            let (s, d) = (n.id(&src), n.id(&dst));
+            n.net.discard_held(s, d)
         }))
     }
 
@@ -1300,9 +847,9 @@ impl PyNetwork {
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
-        self.with(py, |k, i| {
-            let n = &k.nets[i];
-            format!("Network(sent={}, delivered={}, dropped={}, held={})", n.sent, n.delivered, n.dropped, n.held_count)
+        self.on(py, |n| {
+            let n = &n.net;
+            format!("Network(sent={}, delivered={}, dropped={}, held={})", n.sent(), n.delivered(), n.dropped(), n.held())
         })
     }
 }
@@ -1312,7 +859,7 @@ impl PyNetwork {
 /// with `rng`'s state; returns the values as floats (exact for `below` up to 2**53).
 #[pyfunction]
 fn _twister_draws(rng: &Bound<'_, PyAny>, draws: Vec<(String, u64)>) -> PyResult<Vec<f64>> {
-    let mut t = Twister::from_python(rng)?;
+    let mut t = twister_from_python(rng)?;
     draws
         .into_iter()
         .map(|(kind, n)| match kind.as_str() {

@@ -4,7 +4,7 @@
 //! latencies again for every resample.
 //!
 //! A resample draws `len(runs)` run indices with `randrange(len(runs))` from the caller's
-//! `random.Random` (the Mersenne Twister of `sim.rs`, drawing exactly as CPython does), pools
+//! `random.Random` (the Mersenne Twister of `crate::sim::twister`, drawing exactly as CPython does), pools
 //! the picked runs' latencies and takes each percentile by linear interpolation between the
 //! closest ranks (Spark's `percentile`). Here every latency is sorted once with the run it
 //! came from; a resample counts how often each run was picked and finds a rank by walking
@@ -12,7 +12,7 @@
 
 use pyo3::prelude::*;
 
-use super::sim::Twister;
+use super::sim::twister_from_python;
 use crate::error::ArgumentError;
 use super::errors::IntoPyResult;
 
@@ -46,7 +46,7 @@ pub(crate) fn _bootstrap_draws(runs: Vec<Vec<i64>>, qs: Vec<f64>, resamples: usi
         let reason = "a quantile is in [0, 1]".to_string();
         return Err(ArgumentError::InvalidText { argument: "qs", value: q.to_string(), reason }).py();
     }
-    let mut twister = Twister::from_python(rng)?;
+    let mut twister = twister_from_python(rng)?;
     let mut values: Vec<(i64, usize)> = runs.iter().enumerate().flat_map(|(i, r)| r.iter().map(move |v| (*v, i))).collect();
     values.sort_unstable();
     let lengths: Vec<u64> = runs.iter().map(|r| r.len() as u64).collect();

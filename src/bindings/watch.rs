@@ -25,7 +25,16 @@ use pyo3::PyTraverseError;
 
 use super::args::lock;
 use super::replica::{ChangeKey, PyReplica};
-use super::sim::Ran;
+
+/// What an event the kernel ran was, as the watcher is told of it (`PyWatcher::after_event`).
+pub(crate) enum Ran {
+    /// An event of this node (a message delivered to it, or a timer it scheduled).
+    Owned(Py<PyAny>),
+    /// An event with no known owner (a timer an action scheduled).
+    Unowned,
+    /// Nothing: a message dropped or held.
+    Nothing,
+}
 
 enum ReplicaKey {
     Native(ChangeKey),
@@ -252,7 +261,7 @@ struct WatcherParts {
 /// `ChangeWatch.watching(...)`: called with no arguments, asks the watch and passes what moved
 /// on. Its parts are taken out of the lock (cloned references) before any Python runs.
 ///
-/// The Rust kernel calls it natively with the event it just ran (`after_event`, `sim::Ran`).
+/// The Rust kernel calls it natively with the event it just ran (`after_event`, [`Ran`]).
 /// Components of a run act on each other only through posted messages (`SimContext`: no
 /// component holds another), so an event of a node (a message delivered to it, or a timer
 /// scheduled during one of its events: the kernel passes that ownership on, as it passes on

@@ -12,7 +12,7 @@
 //! batches to a side vector, so a plain append costs 17 bytes plus 8 per record and no heap
 //! allocation of its own.
 
-use super::batch::ProducerFields;
+use crate::batch::ProducerFields;
 
 /// What an entry records. The numeric values are the trace format's `kind` codes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -1,12 +1,11 @@
 //! One replica's partition log, as Kafka's `UnifiedLog` holds it: batches, log start and end
 //! offsets, high watermark, recovery point, leader-epoch cache and producer state.
 
-mod batch;
 mod journal;
 mod snapshots;
 mod store;
 
-pub use batch::{ProducerFields, RecordBatch, ABORT_MARKER, COMMIT_MARKER, NO_TIMESTAMP};
+pub use crate::batch::{ProducerFields, RecordBatch, ABORT_MARKER, COMMIT_MARKER, NO_TIMESTAMP};
 pub use journal::{Journal, JournalKind, FLAG_CONTROL, FLAG_TRANSACTIONAL};
 
 use crate::epoch::LeaderEpochCache;

@@ -12,7 +12,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
-use super::batch::{ProducerFields, RecordBatch};
+use crate::batch::{ProducerFields, RecordBatch};
 use crate::types::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence};
 
 const HAS_PRODUCER: u8 = 1;
@@ -167,7 +167,7 @@ impl BatchStore {
 
     /// Appends a plain (non-idempotent) batch; the bulk path.
     pub fn push_plain(&mut self, base: u64, epoch: u32, records: &[u64]) {
-        self.push_columns(base, epoch, records, 0, 0, 0, 0, super::batch::NO_TIMESTAMP);
+        self.push_columns(base, epoch, records, 0, 0, 0, 0, crate::batch::NO_TIMESTAMP);
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -6,10 +6,11 @@ made. Randomness comes from :meth:`Kernel.rng`, one ``random.Random(f"{seed}:{na
 component name, never from the global ``random`` module or the wall clock.
 
 Two implementations with one contract: this class, which the pure-Python reference backend
-runs and which states the rules, and ``epochlab._core.Kernel`` (``src/bindings/sim.rs``), the
-same loop in Rust, which the rust and python backends run (``Cluster``) so that popping,
-ordering and dispatching an event costs no Python; ``tests/test_fast_paths.py`` runs schedules
-of every generation on both and asks for byte-identical runs.
+runs and which states the rules, and ``epochlab._core.Kernel`` (``src/sim/kernel.rs``, wrapped
+by ``src/bindings/sim.rs``), the same loop in Rust, which the rust and python backends run
+(``Cluster``) so that popping, ordering and dispatching an event costs no Python;
+``tests/test_fast_paths.py`` runs schedules of every generation on both and asks for
+byte-identical runs.
 
 >>> k = Kernel(seed=7)
 >>> out = []

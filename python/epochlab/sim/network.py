@@ -41,7 +41,7 @@ side; every node not listed forms one further group together, except the transac
 coordinator (node ``"coordinator"``), which stays on the controller's side unless listed.
 
 Two implementations with one contract: this class (the reference backend's, and the statement
-of the rules) and ``epochlab._core.Network`` (``src/bindings/sim.rs``), which the rust and
+of the rules) and ``epochlab._core.Network`` (``src/sim/network.rs``), which the rust and
 python backends run with the Rust kernel, so a message's send, delay draw, hold and arrival
 checks cost no Python. The Rust network draws from its own Mersenne Twister, seeded from the
 state of ``kernel.rng("network")`` and drawing as ``random.Random.randint`` and ``random()``

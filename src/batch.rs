@@ -1,4 +1,5 @@
 //! The record batch value: what a producer sends, a leader appends and a follower copies.
+//! A value below the log and the producer state, which both read it (`crate::log` re-exports it).
 
 use crate::error::LogError;
 use crate::types::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence};
