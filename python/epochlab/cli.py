@@ -34,20 +34,16 @@ import traceback
 from pathlib import Path
 from typing import Any, Sequence
 
-from epochlab.errors import ConfigError, EpochlabError, ScenarioError
+from epochlab.errors import ConfigError, EpochlabError, ScenarioError, UsageError
 
 __all__ = ["main"]
 
 DEMO_SCENARIO = "seed-004-kip101-problem-1"
 
 
-class _UsageError(Exception):
-    pass
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2 (argparse's own convention)
-        raise _UsageError(f"{self.prog}: {message}")
+        raise UsageError(f"{self.prog}: {message}")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -112,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = _dispatch(args)
         sys.stdout.flush()   # inside the handlers below: a closed pipe is not a traceback
         return code
-    except _UsageError as exc:
+    except UsageError as exc:
         return _fail(str(exc))
     except (ScenarioError, ConfigError) as exc:
         return _fail(f"epochlab: error: {exc.message}")
@@ -248,7 +244,7 @@ def _run(args: argparse.Namespace) -> int:
         try:
             labels = [Generation.parse(args.generation).label]
         except ConfigError:
-            raise _UsageError(f"epochlab: --generation: expected one of "
+            raise UsageError(f"epochlab: --generation: expected one of "
                               + ", ".join(g.label for g in sorted(Generation))
                               + f", got {args.generation!r}") from None
     else:

@@ -102,15 +102,13 @@ def _build() -> str:
 
 
 def _generation(value: str) -> Any:
-    from epochlab.errors import ConfigError
+    from epochlab.errors import ConfigError, UsageError
     from epochlab.generations import Generation
 
     try:
         return Generation.parse(value)
     except ConfigError:
-        from epochlab.cli import _UsageError
-
-        raise _UsageError("epochlab: --generation: expected one of "
+        raise UsageError("epochlab: --generation: expected one of "
                           + ", ".join(g.label for g in sorted(Generation)) + f", got {value!r}") from None
 
 
