@@ -35,6 +35,7 @@ from epochlab.checks import (
 from epochlab.checks.transactions import check_transactions
 from epochlab.fuzz.schedule import Action, Schedule
 from epochlab.generations import Generation
+from epochlab.observe import StepRecord, snapshot_from
 from epochlab.sim.history import HistoryOp, history_to_jsonl
 
 __all__ = ["RunResult", "execute", "gc_for_many_runs"]
@@ -356,12 +357,9 @@ class Healing:
 def execute(schedule: Schedule, backend: str | None = None, record: bool = False) -> RunResult:
     """Run ``schedule`` and judge it. ``backend`` is passed to ``Cluster`` when given
     (``"rust"``, ``"python"`` or ``"reference"``). With ``record`` the result carries step
-    records for a step table (``epochlab.scenarios.runner.StepRecord``: the state at the end
+    records for a step table (``epochlab.observe.StepRecord``: the state at the end
     of each action's interval, then after the healing phase); recording only reads state,
     so the run is the same."""
-    from epochlab.scenarios.observe import snapshot_from
-    from epochlab.scenarios.runner import StepRecord
-
     run = _Run(schedule, backend)
     run.checker.observe()
     records: list[Any] = [StepRecord(None, 0)] if record else []

@@ -54,10 +54,10 @@ from epochlab.kafka.controller_admin import controller_admin_available
 from epochlab.kafka.faults import firewall_available
 from epochlab.kafka.run_driver import Driver
 from epochlab.kafka.run_state import DiskReplica
+from epochlab.observe import Observer, StepRecord
 from epochlab.scenarios.expectations import Check, Facts, evaluate
 from epochlab.scenarios.model import Scenario
-from epochlab.scenarios.observe import Observer
-from epochlab.scenarios.runner import StepRecord, step_checks
+from epochlab.scenarios.runner import step_checks
 from epochlab.sim.config import ClusterConfig
 
 __all__ = ["BROKER_SETTINGS", "GENERATION", "JAVA_ERROR_NAMES", "NOT_EVALUABLE", "RealRun", "broker_overrides", "cluster_settings",

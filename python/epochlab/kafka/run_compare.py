@@ -23,7 +23,7 @@ from collections import Counter
 from typing import Any, Sequence
 
 from epochlab.scenarios.model import Scenario
-from epochlab.scenarios.observe import Snapshot
+from epochlab.observe import Snapshot
 
 __all__ = ["compare", "model_run", "model_scenario", "summarize_model", "summarize_real"]
 

@@ -21,9 +21,9 @@ from epochlab.kafka.controller_admin import ControllerAdmin, controller_admin_av
 from epochlab.kafka.faults import Faults
 from epochlab.kafka.java_clients import JavaRecordingProducer
 from epochlab.kafka.run_state import RealView
+from epochlab.observe import Observer, Snapshot, StepRecord
 from epochlab.scenarios.model import Scenario
-from epochlab.scenarios.observe import Observer, Snapshot
-from epochlab.scenarios.runner import StepRecord, state_conditions
+from epochlab.scenarios.runner import state_conditions
 from epochlab.sim.config import ClusterConfig, ConsumerConfig, ProducerConfig
 
 __all__ = ["ACTIONS", "SAMPLE_INTERVAL_S", "Driver"]

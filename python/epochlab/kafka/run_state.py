@@ -1,6 +1,6 @@
 """What a scenario run on a real cluster looks like to the scenario layer: snapshots.
 
-A :class:`~epochlab.scenarios.observe.Snapshot` of the real cluster joins two sources:
+A :class:`~epochlab.observe.Snapshot` of the real cluster joins two sources:
 
 * the controller's view through the Admin API (:class:`~epochlab.kafka.clients.KafkaAdmin`):
   leader, ISR, the leader's epoch and high watermark (ListOffsets at the leader), and the last
@@ -30,7 +30,7 @@ from epochlab import _core
 from epochlab.errors import KafkaFormatError
 from epochlab.kafka.clients import KafkaAdmin, PartitionState, decode_value
 from epochlab.kafka.cluster import CLIENT, LocalCluster
-from epochlab.scenarios.observe import ReplicaView, Snapshot
+from epochlab.observe import ReplicaView, Snapshot
 
 __all__ = ["DiskReplica", "RealView", "read_replica"]
 

@@ -35,8 +35,8 @@ A scenario is a TOML file (or the same data built in Python with :class:`Scenari
 Modules: :mod:`~epochlab.scenarios.model` (dataclasses, vocabulary tables, builder),
 :mod:`~epochlab.scenarios.loader` (TOML and validation, built-ins),
 :mod:`~epochlab.scenarios.runner` (run on ``epochlab.sim.Cluster``, run directory),
-:mod:`~epochlab.scenarios.expectations` (judging), :mod:`~epochlab.scenarios.observe`
-(snapshots and sampling). The full reference is ``docs/scenario-format.md``.
+:mod:`~epochlab.scenarios.expectations` (judging); what a run is seen as (snapshots, sampling,
+step records) is :mod:`epochlab.observe`. The full reference is ``docs/scenario-format.md``.
 """
 
 from epochlab.scenarios.loader import (
