@@ -63,7 +63,7 @@ def _generate(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from epochlab.trace import export_run_dir
+    from epochlab.fuzz.rerun import export_run_dir
 
     out = args.out or str(Path(args.run_dir) / "trace.parquet")
     table, result = export_run_dir(args.run_dir, out)
