@@ -172,7 +172,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             return _fail(f"epochlab: show: {exc}")
         return 0
     if args.command == "schema":
-        from epochlab.formats import json_schema
+        from epochlab.schemas import json_schema
 
         print(json.dumps(json_schema(args.format), indent=1, sort_keys=True))
         return 0
