@@ -56,7 +56,8 @@ def dispatch_campaign(args: argparse.Namespace) -> int:
         return 2
     from epochlab.campaigns.driver import run_campaign
     from epochlab.campaigns.report import expectations
-    from epochlab.campaigns.spark import DEFAULT_BATCH_RUNS, CampaignSpec, build_session
+    from epochlab.campaigns.spark import DEFAULT_BATCH_RUNS, CampaignSpec
+    from epochlab.spark import build_session
 
     batch = args.batch_runs or DEFAULT_BATCH_RUNS
     if batch < 1:

@@ -245,7 +245,7 @@ def model_schedule(settings: dict[str, int], seed: int, generation: str = "stric
 
 def measure_model(settings: dict[str, int], runs: int, first_seed: int = 1) -> list[dict[str, Any]]:
     """The model's rows for seeds ``first_seed .. first_seed + runs - 1``."""
-    from epochlab.campaigns.runs import _phases, execute_measured
+    from epochlab.campaigns.runs import execute_measured, failover_phases
 
     rows = []
     for seed in range(first_seed, first_seed + runs):
@@ -253,7 +253,7 @@ def measure_model(settings: dict[str, int], runs: int, first_seed: int = 1) -> l
         run, snapshot = execute_measured(schedule, crash_index)
         history = [op.to_dict() for op in run.cluster.history]
         row: dict[str, Any] = {"run": seed, "leader": snapshot.get("leader")}
-        row.update(_phases(run, snapshot, history, snapshot.get("time_ms", 0)))
+        row.update(failover_phases(run, snapshot, history, snapshot.get("time_ms", 0)))
         row["producer_recovery_ms"], row["consumer_recovery_ms"] = _recovery(history, snapshot.get("time_ms", 0))
         row["offline_ms"] = int(run.cluster.state().controller["unavailable_ms"])
         rows.append(row)
