@@ -134,9 +134,9 @@ def test_python_dash_m_and_no_optional_packages(tmp_path: Path) -> None:
 
 
 def test_downtime_log_parsing_and_table(tmp_path) -> None:
-    """``epochlab.kafka.downtime``: a node log's lines with their ms timestamps (other shapes
+    """``epochlab.kafka.runs.downtime``: a node log's lines with their ms timestamps (other shapes
     and a missing file skipped), the summary per phase and seed 002's table with both columns."""
-    from epochlab.kafka.downtime import parse_log, summarize, table_markdown
+    from epochlab.kafka.runs.downtime import parse_log, summarize, table_markdown
 
     log = tmp_path / "server.log"
     log.write_text("1795709345057 INFO [org.apache.kafka.controller.ReplicationControlManager] [QuorumController "

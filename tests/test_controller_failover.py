@@ -14,7 +14,7 @@ from epochlab.fuzz.convert import scenario_to_schedule
 from epochlab.fuzz.generator import FAULT_CLASSES, FuzzProfile, generate_schedule
 from epochlab.fuzz.schedule import Schedule
 from epochlab.generations import Generation
-from epochlab.kafka.run import unmappable
+from epochlab.kafka.runs.scenario import unmappable
 from epochlab.scenarios import load_builtin
 from epochlab.scenarios.runner import run_scenario
 from epochlab.sim.cluster import Cluster

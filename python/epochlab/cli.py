@@ -79,7 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     from epochlab.campaigns.cli import add_campaign_command
 
     add_campaign_command(sub)
-    from epochlab.kafka.cli import add_kafka_commands
+    from epochlab.kafka.cli import register as add_kafka_commands
 
     add_kafka_commands(sub)
     from epochlab.ondisk.cli import add_parser as add_inspect_command
@@ -187,9 +187,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         return run_inspect(args)
     if args.command == "kafka":
-        from epochlab.kafka.cli import dispatch_kafka
-
-        return dispatch_kafka(args)
+        return int(args.handler(args))
     if args.command in ("fuzz", "replay", "shrink"):
         from epochlab.fuzz.cli import dispatch_fuzz
 

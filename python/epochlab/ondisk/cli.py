@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
             forensics.append(compare_replicas([Replica.of(n, p) for n, p in holders], leader=leader, acked=acked))
     verified: list[dict[str, Any]] = []
     if args.verify_with_kafka:
-        from epochlab.kafka.dumplog import verify_with_kafka
+        from epochlab.kafka.classes.dumplog import verify_with_kafka
 
         for v in views:
             count, found = verify_with_kafka(v)

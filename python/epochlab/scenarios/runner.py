@@ -216,7 +216,7 @@ def _wait_until(d: _Driver, p: dict[str, Any]) -> str:
 
 def state_conditions(snap: Snapshot) -> dict[str, Callable[[Any], bool]]:
     """The ``wait_until`` conditions read from a state snapshot alone (leader, epoch, ISR,
-    HW), for the simulator and for a real cluster's sampled state (``epochlab.kafka.run``)."""
+    HW), for the simulator and for a real cluster's sampled state (``epochlab.kafka.runs.scenario``)."""
     return {
         "leader": lambda b: snap.available() and snap.leader == b,
         "not_leader": lambda b: snap.available() and snap.leader != b,

@@ -18,7 +18,7 @@ Networking (``network=``):
   with its own address ``10.213.K.<id + 10>``; the harness and its confluent-kafka clients reach
   the nodes through the bridge from ``10.213.K.1`` (the endpoint :data:`CLIENT`). A connection
   between two nodes then carries the sender's own address, so a firewall rule can cut a chosen
-  pair (:mod:`epochlab.kafka.faults`). Per-node loopback addresses (127.0.0.x) cannot do that:
+  pair (:mod:`epochlab.kafka.live.faults`). Per-node loopback addresses (127.0.0.x) cannot do that:
   Linux picks 127.0.0.1 as the source of every loopback connection that does not bind one, and
   Kafka's clients never bind, so a rule on ``lo`` could not tell which node sent a packet.
 * ``"loopback"``: every node on 127.0.0.1 with ports of its own; no network partitions. The
