@@ -1,7 +1,9 @@
 """A live Kafka cluster on this machine: the second wing of ``epochlab.kafka``.
 
 - :mod:`~epochlab.kafka.live.cluster`: a local KRaft cluster of real Kafka processes from the
-  resolved jars, each node in its own network namespace when root (``docs/kafka-cluster.md``);
+  resolved jars (``docs/kafka-cluster.md``);
+- :mod:`~epochlab.kafka.live.netns`: each node in its own network namespace when root, joined
+  to the harness by a bridge;
 - :mod:`~epochlab.kafka.live.faults`: faults on its processes and links (kill, pause, controlled
   shutdown, partitions through nft between the namespaces);
 - :mod:`~epochlab.kafka.live.clients`: librdkafka clients that record the history the checker
