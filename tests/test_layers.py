@@ -87,23 +87,25 @@ def _is_type_checking(node: ast.If) -> bool:
             or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
 
 
-def _nodes(tree: ast.AST) -> Iterable[ast.AST]:
-    """Every node of ``tree`` except those only ``if TYPE_CHECKING:`` runs (its ``else``
-    branch runs, so it is kept)."""
+def _nodes(tree: ast.AST, type_checking: bool) -> Iterable[ast.AST]:
+    """Every node of ``tree``; without ``type_checking``, not those only ``if TYPE_CHECKING:``
+    runs (its ``else`` branch runs, so it is kept)."""
     todo = [tree]
     while todo:
         node = todo.pop()
         yield node
-        if isinstance(node, ast.If) and _is_type_checking(node):
+        if not type_checking and isinstance(node, ast.If) and _is_type_checking(node):
             todo.extend(node.orelse)
             continue
         todo.extend(ast.iter_child_nodes(node))
 
 
-def imports(source: str, importer: str, is_package: bool) -> list[tuple[str, str, int]]:
-    """``(module named, name imported from it or "", line)`` for every import that runs."""
+def imports(source: str, importer: str, is_package: bool,
+            type_checking: bool = False) -> list[tuple[str, str, int]]:
+    """``(module named, name imported from it or "", line)`` for every import that runs, and
+    with ``type_checking`` those under ``if TYPE_CHECKING:`` too."""
     found: list[tuple[str, str, int]] = []
-    for node in _nodes(ast.parse(source)):
+    for node in _nodes(ast.parse(source), type_checking):
         if isinstance(node, ast.Import):
             found.extend((alias.name, "", node.lineno) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -133,18 +135,21 @@ def _target(name: str, name_in: str, modules: Iterable[str]) -> str | None:
 Edge = tuple[str, str, int, str]   # importer, imported module, line, name imported ("" for a module)
 
 
-def read_sources(package_dir: Path = PACKAGE_DIR) -> dict[str, tuple[str, bool]]:
-    """``module -> (source, is a package's __init__)`` for every module of the package."""
-    return {module_name(p, package_dir): (p.read_text(encoding="utf-8"), p.name == "__init__.py")
-            for p in sorted(package_dir.rglob("*.py"))}
+def read_sources(under: Path = PACKAGE_DIR) -> dict[str, tuple[str, bool]]:
+    """``module -> (source, is a package's __init__)`` for every module in the folder ``under``
+    (the whole package, or one of its subpackages)."""
+    return {module_name(p): (p.read_text(encoding="utf-8"), p.name == "__init__.py")
+            for p in sorted(under.rglob("*.py"))}
 
 
-def edges(sources: Mapping[str, tuple[str, bool]], extra_modules: Iterable[str] = ("epochlab._core",)) -> list[Edge]:
-    """Every import between two modules of ``sources`` (and the compiled ``extra_modules``)."""
+def edges(sources: Mapping[str, tuple[str, bool]], extra_modules: Iterable[str] = ("epochlab._core",),
+          type_checking: bool = False) -> list[Edge]:
+    """Every import between two modules of ``sources`` (and the compiled ``extra_modules``);
+    ``type_checking``: :func:`imports`."""
     modules = [*sources, *extra_modules]
     out: list[Edge] = []
     for importer, (source, is_package) in sources.items():
-        for name, name_in, line in imports(source, importer, is_package):
+        for name, name_in, line in imports(source, importer, is_package, type_checking):
             target = _target(name, name_in, modules)
             if target is not None and target != importer:
                 out.append((importer, target, line, name_in))
