@@ -30,7 +30,8 @@ ROUNDS = 3
 def measure(master: str, rounds: int = ROUNDS) -> list[float]:
     """Runs/s of ``rounds`` timed campaigns on ``master``, in one session after the warm-up."""
     from epochlab.campaigns import default_grid
-    from epochlab.campaigns.spark import CampaignSpec, build_session, run_batches
+    from epochlab.campaigns.spark import CampaignSpec, run_batches
+    from epochlab.spark import build_session
 
     spark = build_session(master, app_name=f"epochlab-bench-{master}")
     try:

@@ -41,7 +41,7 @@ def started_cluster(directory, overrides):  # type: ignore[no-untyped-def]
     """A three-broker live cluster with ``overrides``, stopped when the generator is closed,
     and the teardown checked by pid: a JVM left running fails the test that owns the fixture.
     For module-scoped fixtures of the live-cluster tests (``yield from``)."""
-    from epochlab.kafka.cluster import LocalCluster, live_pid
+    from epochlab.kafka.live.cluster import LocalCluster, live_pid
 
     c = LocalCluster(directory, brokers=3, grace_s=10, overrides=overrides)
     c.start()

@@ -26,7 +26,8 @@ pyspark = pytest.importorskip("pyspark")
 from epochlab.campaigns import parse_grid  # noqa: E402
 from epochlab.campaigns.driver import run_campaign  # noqa: E402
 from epochlab.campaigns.report import expectations, write_report  # noqa: E402
-from epochlab.campaigns.spark import CampaignSpec, build_session, read_runs, run_batches  # noqa: E402
+from epochlab.campaigns.spark import CampaignSpec, read_runs, run_batches  # noqa: E402
+from epochlab.spark import build_session  # noqa: E402
 
 GRID = {"axes": {"generation": ["strict-min-isr"], "acks": ["1", "all"], "min.insync.replicas": [2],
                  "replication.factor": [3], "unclean.leader.election.enable": [False, True],

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -134,9 +135,9 @@ def test_python_dash_m_and_no_optional_packages(tmp_path: Path) -> None:
 
 
 def test_downtime_log_parsing_and_table(tmp_path) -> None:
-    """``epochlab.kafka.downtime``: a node log's lines with their ms timestamps (other shapes
+    """``epochlab.kafka.runs.downtime``: a node log's lines with their ms timestamps (other shapes
     and a missing file skipped), the summary per phase and seed 002's table with both columns."""
-    from epochlab.kafka.downtime import parse_log, summarize, table_markdown
+    from epochlab.kafka.runs.downtime import parse_log, summarize, table_markdown
 
     log = tmp_path / "server.log"
     log.write_text("1795709345057 INFO [org.apache.kafka.controller.ReplicationControlManager] [QuorumController "
@@ -158,3 +159,24 @@ def test_downtime_log_parsing_and_table(tmp_path) -> None:
     table = table_markdown(rows, rows)
     assert "| Detection | 0-6 seconds" in table and "2500 ms (2500-2900)" in table
     assert "not measured (0 of 2)" in table
+
+
+def test_every_command_has_a_handler_set_by_its_packages_register() -> None:
+    """The command convention (docs/architecture.md, "A command"): each package with commands
+    registers them, and every leaf command sets ``handler``, the function ``main`` calls."""
+    import argparse
+
+    from epochlab.cli import _parser
+
+    def leaves(parser: argparse.ArgumentParser, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], Any]]:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs:
+            return [(path, parser)]
+        return [leaf for name, child in subs[0].choices.items() for leaf in leaves(child, (*path, name))]
+
+    found = leaves(_parser(), ())
+    assert len(found) > 20
+    missing = [" ".join(path) for path, parser in found if not callable(parser.get_default("handler"))]
+    assert missing == []
+    modules = {parser.get_default("handler").__module__ for _path, parser in found}
+    assert all(m.endswith(".cli") or m.endswith("_cli") for m in modules), modules

@@ -14,7 +14,7 @@ from epochlab.fuzz.convert import scenario_to_schedule
 from epochlab.fuzz.generator import FAULT_CLASSES, FuzzProfile, generate_schedule
 from epochlab.fuzz.schedule import Schedule
 from epochlab.generations import Generation
-from epochlab.kafka.run import unmappable
+from epochlab.kafka.runs.scenario import unmappable
 from epochlab.scenarios import load_builtin
 from epochlab.scenarios.runner import run_scenario
 from epochlab.sim.cluster import Cluster
@@ -179,13 +179,13 @@ def test_the_checker_sees_a_leader_hw_rise_in_the_event_that_stops_it() -> None:
     import json
     from pathlib import Path
 
-    from epochlab.fuzz.executor import _Run
+    from epochlab.fuzz.executor import Run
 
     path = Path(__file__).parents[1] / "docs" / "resolved-findings" / "g0-shutdown-leader-hw-seen-before-it-stops.json"
     schedule = Schedule.from_json(path.read_text())
     assert execute(schedule).verdict.protocol_violations == []
     # without the look before the stop, the false alarm comes back
-    run = _Run(schedule, None)
+    run = Run(schedule, None)
     assert run.cluster.recorder.stop_watchers == [run.checker.observe]
     run.cluster.recorder.stop_watchers.clear()
     run.checker.observe()

@@ -68,7 +68,7 @@ class _AttrWatch(reference.ChangeWatch):
 
 
 def _advance_with_a_stop_callback(self: Any, time_ms: int) -> None:
-    """``_Run.advance_to`` as it was before the kernel's ``observe`` hook: a Python ``stop``
+    """``Run.advance_to`` as it was before the kernel's ``observe`` hook: a Python ``stop``
     callback after every event that looks at ``last_quiet`` itself."""
     if time_ms > self.cluster.now_ms:
         self.cluster.kernel.run_until(time_ms, lambda: self._tick(self.cluster))
@@ -85,7 +85,7 @@ def _plain(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cluster_module, "_core", types.SimpleNamespace(Kernel=Kernel, Network=Network))
     monkeypatch.setattr(_core, "ChangeWatch", _AttrWatch)
     monkeypatch.setattr(reference, "ChangeWatch", _AttrWatch)
-    monkeypatch.setattr(executor_module._Run, "advance_to", _advance_with_a_stop_callback)
+    monkeypatch.setattr(executor_module.Run, "advance_to", _advance_with_a_stop_callback)
     monkeypatch.setattr(state_module.StateChecker, "incremental", False)
     monkeypatch.setattr(cluster_module.Cluster, "fetch_plane", False)
 
@@ -130,10 +130,10 @@ def test_the_plain_forms_are_really_taken(monkeypatch: pytest.MonkeyPatch) -> No
     assert isinstance(c.kernel, Kernel) and isinstance(c.network, Network)
     assert all(b._plane is None for b in c.brokers.values())  # the brokers' Python fetcher
     assert steps[0] == c.kernel.steps > 0           # every event through the Python kernel
-    from epochlab.fuzz.executor import _Run
+    from epochlab.fuzz.executor import Run
 
     for backend in ("rust", "reference"):          # the attribute-reading change detector,
-        run = _Run(generate_schedule(1, Generation.STRICT_MIN_ISR, FuzzProfile(actions=5)), backend)
+        run = Run(generate_schedule(1, Generation.STRICT_MIN_ISR, FuzzProfile(actions=5)), backend)
         assert isinstance(run.checker._watch, _AttrWatch)
         calls = [0]
         tick = run._tick
@@ -271,11 +271,11 @@ def test_the_fast_forms_are_the_ones_the_executor_uses() -> None:
     """Without ``_plain``: the Rust change detector with the Rust core, the plain one with the
     reference backend (the benchmark's baseline stays pure Python)."""
     from epochlab import _core
-    from epochlab.fuzz.executor import _Run
+    from epochlab.fuzz.executor import Run
 
     schedule = generate_schedule(1, Generation.STRICT_MIN_ISR, FuzzProfile(actions=5))
-    assert isinstance(_Run(schedule, "rust").checker._watch, _core.ChangeWatch)
-    assert isinstance(_Run(schedule, "reference").checker._watch, reference.ChangeWatch)
+    assert isinstance(Run(schedule, "rust").checker._watch, _core.ChangeWatch)
+    assert isinstance(Run(schedule, "reference").checker._watch, reference.ChangeWatch)
 
 
 @pytest.mark.parametrize("kind", ["python", "rust"])
@@ -1045,7 +1045,7 @@ def test_the_incremental_checks_find_what_checking_everything_finds(backend: str
         twins.append(_TwinChecker(cluster, step))
         return twins[-1]
     monkeypatch.setattr(executor_module, "StateChecker", twin)
-    apply = executor_module._Run.apply
+    apply = executor_module.Run.apply
     bends = random.Random(0)
     bend = [False]
 
@@ -1053,7 +1053,7 @@ def test_the_incremental_checks_find_what_checking_everything_finds(backend: str
         apply(self, action)
         if bend[0] and bends.random() < 0.2:
             _bend(self, bends)
-    monkeypatch.setattr(executor_module._Run, "apply", bent_apply)
+    monkeypatch.setattr(executor_module.Run, "apply", bent_apply)
     runs = found = 0
     kinds: set[str] = set()
     for gen in Generation:

@@ -1,5 +1,6 @@
-"""The file formats as pydantic models (``epochlab.formats``): every problem at once with its
-path, bounds that keep runs finite, and JSON Schemas in ``docs/schemas`` that match the code."""
+"""The file formats as pydantic models (``epochlab.formats``, each model beside its vocabulary,
+named by ``epochlab.schemas``): every problem at once with its path, bounds that keep runs finite,
+and JSON Schemas in ``docs/schemas`` that match the code."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import pytest
 
 from epochlab.cli import main
 from epochlab.errors import ConfigError, ScenarioError, ScheduleError
-from epochlab.formats import FORMATS, MAX_MS, check, json_schema
+from epochlab.formats import MAX_MS, check
 from epochlab.fuzz import FuzzProfile, generate_schedule
 from epochlab.scenarios import builtin_names, builtin_text
+from epochlab.schemas import FORMATS, json_schema
 from epochlab.sim import ClusterConfig, ProducerConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,15 +30,15 @@ def test_what_epochlab_writes_is_well_formed() -> None:
     import tomllib
 
     for name in builtin_names():
-        assert check("scenario", tomllib.loads(builtin_text(name)), name) == []
+        assert check(FORMATS["scenario"](), tomllib.loads(builtin_text(name)), name) == []
     for transactions in (False, True):
         profile = FuzzProfile().with_transactions() if transactions else FuzzProfile()
         for seed in range(20):
-            assert check("schedule", generate_schedule(seed, "strict-min-isr", profile).to_dict(), "s") == []
-    assert check("fuzz-profile", FuzzProfile().to_dict(), "p") == []
+            assert check(FORMATS["schedule"](), generate_schedule(seed, "strict-min-isr", profile).to_dict(), "s") == []
+    assert check(FORMATS["fuzz-profile"](), FuzzProfile().to_dict(), "p") == []
     from epochlab.campaigns.grid import DEFAULT_GRID
 
-    assert check("campaign-grid", DEFAULT_GRID, "g") == []
+    assert check(FORMATS["campaign-grid"](), DEFAULT_GRID, "g") == []
 
 
 def test_every_problem_is_reported_at_once_with_its_path(tmp_path: Path,

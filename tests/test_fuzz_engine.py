@@ -118,11 +118,11 @@ def test_cli_fuzz_replay_shrink(tmp_path: Path, capsys: pytest.CaptureFixture[st
 def test_a_run_budget_alone_is_not_cut_by_a_default_time_budget(capsys: pytest.CaptureFixture[str],
                                                                    tmp_path: Path) -> None:
     """`--runs N` runs N (the 60 s default applies only when no budget is given)."""
-    from epochlab.fuzz.cli import add_fuzz_commands
+    from epochlab.fuzz.cli import register
     import argparse
 
     parser = argparse.ArgumentParser()
-    add_fuzz_commands(parser.add_subparsers(dest="command"))
+    register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["fuzz", "--runs", "3"])
     assert args.seconds is None
     assert main(["fuzz", "-g", "strict-min-isr", "--runs", "3", "--json", "--out", str(tmp_path)]) in (0, 1)

@@ -36,7 +36,7 @@ def _jars_or_skip() -> None:
 def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A broker directory and three diverged replicas, freshly written by Kafka's classes."""
     _jars_or_skip()
-    from epochlab.kafka.writer import write_broker_dir, write_diverged_replicas
+    from epochlab.kafka.classes.writer import write_broker_dir, write_diverged_replicas
 
     root = tmp_path_factory.mktemp("kafka-written")
     write_broker_dir(root / "logdir")
@@ -46,7 +46,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("source", ["fresh", "fixture"])
 def test_inspect_agrees_with_dump_log_segments(written: Path, source: str) -> None:
-    from epochlab.kafka.dumplog import verify_with_kafka
+    from epochlab.kafka.classes.dumplog import verify_with_kafka
 
     root = written if source == "fresh" else FIXTURES
     for d in [root / "logdir", *sorted((root / "replicas").iterdir())]:
@@ -113,7 +113,7 @@ def _replicas(root: Path) -> list[Replica]:
 def test_forensics_of_diverged_replicas_matches_kafkas_leader(written: Path) -> None:
     """Broker 1 holds 5-7 from epoch 1 that nobody else has; broker 2 leads epoch 2. Kafka's
     leader answers endOffsetForEpoch(1) = (1, 5): broker 1 truncates to 5, as predicted."""
-    from epochlab.kafka.oracle import KafkaUnifiedLog
+    from epochlab.kafka.classes.oracle import KafkaUnifiedLog
 
     replicas = _replicas(written)
     report = compare_replicas(replicas)

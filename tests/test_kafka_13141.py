@@ -82,7 +82,7 @@ def test_malformed_releases_are_named(bad: object) -> None:
 
 
 def test_a_scenario_for_one_release_is_not_run_on_a_real_cluster() -> None:
-    from epochlab.kafka.run import unmappable
+    from epochlab.kafka.runs.scenario import unmappable
 
     assert any("kafka.release 2.8.0" in why for why in unmappable(load_builtin(NAME)))
     assert not any("kafka.release" in why for why in unmappable(_scenario(None)))

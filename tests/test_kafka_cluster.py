@@ -26,10 +26,10 @@ if not resolved(DEFAULT_KAFKA_VERSION):
     pytest.skip(f"Kafka {DEFAULT_KAFKA_VERSION}'s jars are not resolved (epochlab kafka jars)",
                 allow_module_level=True)
 
-from epochlab.kafka.clients import (  # noqa: E402
+from epochlab.kafka.live.clients import (  # noqa: E402
     History, KafkaAdmin, RecordingConsumer, RecordingProducer, judge, read_partition)
-from epochlab.kafka.cluster import LocalCluster, live_pid  # noqa: E402
-from epochlab.kafka.faults import Faults, firewall_available  # noqa: E402
+from epochlab.kafka.live.cluster import LocalCluster, live_pid  # noqa: E402
+from epochlab.kafka.live.faults import Faults, firewall_available  # noqa: E402
 from epochlab.sim.config import ConsumerConfig, ProducerConfig  # noqa: E402
 
 TOPIC = "t"
@@ -248,19 +248,21 @@ def _outcome(history: History, value: int) -> str | None:
 
 
 def _cli(argv: list[str]) -> int:
-    from epochlab.kafka.cluster_cli import add_cluster_commands, dispatch_cluster
+    from epochlab.kafka.cluster_cli import add_cluster
 
     parser = argparse.ArgumentParser(prog="epochlab kafka")
-    add_cluster_commands(parser.add_subparsers(dest="kafka_command", required=True), argparse.ArgumentParser)
-    return dispatch_cluster(parser.parse_args(["cluster", *argv]))
+    add_cluster(parser.add_subparsers(dest="kafka_command", required=True))
+    args = parser.parse_args(["cluster", *argv])
+    return int(args.handler(args))
 
 
 def _cli_process(argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
     script = ("import argparse, sys\n"
-              "from epochlab.kafka.cluster_cli import add_cluster_commands, dispatch_cluster\n"
+              "from epochlab.kafka.cluster_cli import add_cluster\n"
               "p = argparse.ArgumentParser(prog='epochlab kafka')\n"
-              "add_cluster_commands(p.add_subparsers(dest='kafka_command', required=True), argparse.ArgumentParser)\n"
-              f"sys.exit(dispatch_cluster(p.parse_args(['cluster', *{argv!r}])))\n")
+              "add_cluster(p.add_subparsers(dest='kafka_command', required=True))\n"
+              f"a = p.parse_args(['cluster', *{argv!r}])\n"
+              "sys.exit(a.handler(a))\n")
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, "PYTHONUNBUFFERED": "1"}, check=False)
 
@@ -319,7 +321,7 @@ def test_a_cluster_id_never_starts_with_a_dash(monkeypatch: pytest.MonkeyPatch) 
     it as an option); ours did not, and ``kafka-storage format -t`` failed one run in 64."""
     import uuid
 
-    from epochlab.kafka import cluster as cluster_module
+    from epochlab.kafka.live import cluster as cluster_module
 
     draws = iter([uuid.UUID(bytes=b"\xf8" + bytes(15)), uuid.UUID(int=0), uuid.UUID(int=5)])
     monkeypatch.setattr(cluster_module.uuid, "uuid4", lambda: next(draws))

@@ -10,8 +10,8 @@ import sys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from epochlab.kafka.differential import generate_ops, run_ops, shrink_ops
-from epochlab.kafka.oracle import KafkaLeaderEpochCache
+from epochlab.kafka.classes.differential import generate_ops, run_ops, shrink_ops
+from epochlab.kafka.classes.oracle import KafkaLeaderEpochCache
 
 epochs = st.integers(0, 12)
 offsets = st.integers(0, 60)
@@ -84,7 +84,7 @@ def test_cli_differential_json_and_exit_codes():
 def test_replica_log_agrees_with_kafkas_unified_log():
     import random
 
-    from epochlab.kafka.differential import generate_log_ops
+    from epochlab.kafka.classes.differential import generate_log_ops
 
     sequence = generate_log_ops(random.Random(11), 600)
     applied, mismatches, first = run_ops(sequence, component="replica-log")
@@ -113,7 +113,7 @@ def test_replica_log_agrees_with_kafka_on_any_sequence(sequence):
 
 
 def test_kafka_unified_log_in_the_model_vocabulary(tmp_path):
-    from epochlab.kafka.oracle import KafkaUnifiedLog
+    from epochlab.kafka.classes.oracle import KafkaUnifiedLog
 
     log = KafkaUnifiedLog(tmp_path)
     try:
@@ -132,7 +132,7 @@ def test_kafka_unified_log_in_the_model_vocabulary(tmp_path):
 
 def test_replica_log_runs_faster_than_a_disk():
     """Kafka's files go to memory where the machine has it (/dev/shm): same code, no fsync wait."""
-    from epochlab.kafka.oracle import scratch_directory
+    from epochlab.kafka.classes.oracle import scratch_directory
 
     directory = scratch_directory()
     try:
@@ -146,7 +146,7 @@ def test_replica_log_runs_faster_than_a_disk():
 def test_producer_state_agrees_with_kafka():
     import random
 
-    from epochlab.kafka.differential import generate_producer_ops
+    from epochlab.kafka.classes.differential import generate_producer_ops
 
     sequence = generate_producer_ops(random.Random(5), 800)
     applied, mismatches, first = run_ops(sequence, component="producer-state")
@@ -155,7 +155,7 @@ def test_producer_state_agrees_with_kafka():
 
 
 def test_producer_state_compares_every_entry(tmp_path):
-    from epochlab.kafka.oracle import KafkaUnifiedLog
+    from epochlab.kafka.classes.oracle import KafkaUnifiedLog
 
     log = KafkaUnifiedLog(tmp_path)
     try:
@@ -255,7 +255,7 @@ def test_a_refused_marker_still_assigns_its_leader_epoch_as_in_kafka():
 
 def test_a_planted_disagreement_is_caught(monkeypatch):
     """A model that forgets the cached batches of producer 7 on every append disagrees at once."""
-    from epochlab.kafka import differential
+    from epochlab.kafka.classes import differential
 
     real = differential._producer_rows
 
@@ -276,7 +276,7 @@ def test_a_planted_disagreement_is_caught(monkeypatch):
 def test_transactions_agree_with_kafka():
     import random
 
-    from epochlab.kafka.differential import generate_txn_ops
+    from epochlab.kafka.classes.differential import generate_txn_ops
 
     sequence = generate_txn_ops(random.Random(9), 800)
     applied, mismatches, first = run_ops(sequence, component="transactions")
@@ -285,7 +285,7 @@ def test_transactions_agree_with_kafka():
 
 
 def test_kafka_transactions_in_the_model_vocabulary(tmp_path):
-    from epochlab.kafka.oracle import KafkaUnifiedLog
+    from epochlab.kafka.classes.oracle import KafkaUnifiedLog
 
     log = KafkaUnifiedLog(tmp_path)
     try:
@@ -382,7 +382,7 @@ def test_transactions_agree_with_kafka_on_any_sequence(sequence):
 def test_the_bare_producer_state_manager_agrees_with_kafka():
     import random
 
-    from epochlab.kafka.differential import generate_manager_ops
+    from epochlab.kafka.classes.differential import generate_manager_ops
 
     sequence = generate_manager_ops(random.Random(4), 1500)
     applied, mismatches, first = run_ops(sequence, component="producer-state-manager")
@@ -390,7 +390,7 @@ def test_the_bare_producer_state_manager_agrees_with_kafka():
 
 
 def test_kafka_producer_state_manager_in_the_model_vocabulary(tmp_path):
-    from epochlab.kafka.oracle import KafkaProducerStateManager
+    from epochlab.kafka.classes.oracle import KafkaProducerStateManager
 
     kafka = KafkaProducerStateManager(tmp_path)
     try:
@@ -425,7 +425,7 @@ def test_the_bare_producer_state_manager_agrees_on_any_sequence(sequence):
 
 
 def test_relative_offsets_and_sequences_resolve_from_kafkas_view():
-    from epochlab.kafka.differential import _resolve
+    from epochlab.kafka.classes.differential import _resolve
 
     view = (0, 12, 10, ((0, 0),), ((7, 0, ((0, 1, 8, 9),), None),))
     sent: dict[int, list[tuple[int, int]]] = {}

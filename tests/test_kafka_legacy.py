@@ -15,7 +15,7 @@ import pytest
 
 from epochlab.generations import Generation
 from epochlab.kafka.jars import GENERATION_RELEASES, PATCH_RELEASES, generation_of, resolved
-from epochlab.kafka.legacy import KNOWN_DIFFERENCES, explain, model_rules
+from epochlab.kafka.classes.legacy import KNOWN_DIFFERENCES, explain, model_rules
 
 #: (release, generation whose rules it is compared with, the differences it may show)
 COMPARED = [
@@ -86,7 +86,7 @@ def test_what_cannot_run_is_refused_with_exit_2():
 
 def test_a_second_release_in_one_process_is_refused():
     _needs(GENERATION_RELEASES[Generation.STRICT_MIN_ISR])
-    script = ("from epochlab.kafka.oracle import KafkaLeaderEpochCache\n"
+    script = ("from epochlab.kafka.classes.oracle import KafkaLeaderEpochCache\n"
               "KafkaLeaderEpochCache().close()\n"
               "from epochlab.cli import main\n"
               "raise SystemExit(main(['kafka', 'differential', '--generation', 'kip-320', '--ops', '5']))\n")

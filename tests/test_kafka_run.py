@@ -9,7 +9,6 @@ cluster.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from pathlib import Path
@@ -25,10 +24,11 @@ if not resolved(DEFAULT_KAFKA_VERSION):
                 allow_module_level=True)
 
 from conftest import started_cluster  # noqa: E402
-from epochlab.kafka.cluster import LocalCluster  # noqa: E402
-from epochlab.kafka.faults import firewall_available  # noqa: E402
-from epochlab.kafka.run import broker_overrides, unmappable  # noqa: E402
-from epochlab.kafka.run_cli import execute, run_command  # noqa: E402
+from epochlab.cli import main  # noqa: E402
+from epochlab.kafka.live.cluster import LocalCluster  # noqa: E402
+from epochlab.kafka.live.faults import firewall_available  # noqa: E402
+from epochlab.kafka.runs.pipeline import execute  # noqa: E402
+from epochlab.kafka.runs.scenario import broker_overrides, unmappable  # noqa: E402
 from epochlab.scenarios import load_builtin  # noqa: E402
 
 if firewall_available() is not None:
@@ -78,9 +78,7 @@ def test_fetch_from_follower_on_real_kafka_agrees_with_model(cluster: LocalClust
 
 def test_unmappable_scenario_is_refused_with_its_reason(capsys: pytest.CaptureFixture[str]) -> None:
     assert any("power loss" in w for w in unmappable(load_builtin("seed-002-rf1-power-loss")))
-    args = argparse.Namespace(scenario="seed-002-rf1-power-loss", compare=True, json=True, out=None,
-                              cluster_dir=None, keep_cluster=False)
-    assert run_command(args) == 2
+    assert main(["kafka", "run", "seed-002-rf1-power-loss", "--compare", "--json"]) == 2
     assert json.loads(capsys.readouterr().out)["runnable"] is False
 
 
@@ -88,7 +86,7 @@ def test_kafka_fuzz_runs_a_schedule_on_the_cluster_and_on_the_model(cluster: Loc
     """``epochlab kafka fuzz``: one short fuzzer schedule of real-cluster faults, on the cluster
     and on the model; the run directory, its schedule (replayable on the model) and the summary."""
     from epochlab.fuzz.schedule import load_schedule
-    from epochlab.kafka.fuzz import REAL_FAULT_CLASSES, fuzz_cluster, schedule_scenario
+    from epochlab.kafka.runs.fuzz import REAL_FAULT_CLASSES, fuzz_cluster, schedule_scenario
 
     runs = fuzz_cluster(cluster, runs=1, seed=3, out=tmp_path / "kf", actions=6)
     assert len(runs) == 1 and runs[0].error is None, runs[0].to_dict()
@@ -111,8 +109,8 @@ def test_kafka_downtime_measures_a_leader_failure_on_the_cluster_and_the_model(c
     """``epochlab kafka downtime``: one SIGKILL of the leader under a producer and a consumer,
     its phases read from the brokers' own logs (log4j 2, ms timestamps) and the clients'
     history, and the same workload on the model with the cluster's settings."""
-    from epochlab.kafka.downtime import PHASES, measure_model, measure_real, parse_log, summarize, table_markdown
-    from epochlab.kafka.run import cluster_settings
+    from epochlab.kafka.runs.downtime import PHASES, measure_model, measure_real, parse_log, summarize, table_markdown
+    from epochlab.kafka.runs.scenario import cluster_settings
 
     assert all(parse_log(cluster.nodes[i].server_log) for i in cluster.nodes)  # every node logs
     settings = cluster_settings(cluster)
@@ -132,6 +130,6 @@ def test_kafka_downtime_measures_a_leader_failure_on_the_cluster_and_the_model(c
 
 
 def admin_isr(cluster: LocalCluster, topic: str) -> tuple[int, ...]:
-    from epochlab.kafka.clients import KafkaAdmin
+    from epochlab.kafka.live.clients import KafkaAdmin
 
     return KafkaAdmin(cluster.bootstrap_servers).describe_partition(topic).isr

@@ -18,7 +18,7 @@ import pytest
 
 from epochlab.errors import ConfigError
 from epochlab.kafka.jars import KRAFT_RELEASES, mockito_dir, resolved
-from epochlab.kafka.stale_follower import (
+from epochlab.kafka.classes.stale_follower import (
     F2_REAL_LOG_END_OFFSET,
     StaleFollowerResult,
     check_in_subprocess,

@@ -75,8 +75,8 @@ def test_skipping_the_check_after_quiet_events_changes_no_run(generation: str, t
     def advance_observing_everything(self: Any, time_ms: int) -> None:
         if time_ms > self.cluster.now_ms:
             self.cluster.kernel.run_until(time_ms, lambda: always(self, self.cluster))
-    monkeypatch.setattr(executor_module._Run, "_tick", always)  # the healing phase's waits
-    monkeypatch.setattr(executor_module._Run, "advance_to", advance_observing_everything)
+    monkeypatch.setattr(executor_module.Run, "_tick", always)  # the healing phase's waits
+    monkeypatch.setattr(executor_module.Run, "advance_to", advance_observing_everything)
     slow = [execute(s) for s in schedules]
     for a, b in zip(fast, slow):
         assert a.history_jsonl == b.history_jsonl

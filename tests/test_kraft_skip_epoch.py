@@ -4,7 +4,7 @@ three-broker cluster of the project's release, compared with the model.
 
 The live part runs the loss scenario and its first control on one cluster started with the
 scenarios' broker settings; each run elects chosen brokers through Kafka's own Admin classes
-(``epochlab.kafka.controller_admin``) and cuts one broker from the controller quorum only.
+(``epochlab.kafka.live.controller_admin``) and cuts one broker from the controller quorum only.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from epochlab.errors import ScenarioError
-from epochlab.kafka.run_compare import model_epoch_skips, real_epoch_skips
+from epochlab.kafka.runs.compare import model_epoch_skips, real_epoch_skips
 from epochlab.scenarios import ScenarioBuilder, load_builtin, run_scenario
 from epochlab.scenarios.loader import loads
 
@@ -122,7 +122,7 @@ def _live_prerequisites() -> str | None:
         import jpype  # noqa: F401
     except ImportError as exc:
         return f"needs the kafka extra: {exc}"
-    from epochlab.kafka.faults import firewall_available
+    from epochlab.kafka.live.faults import firewall_available
     from epochlab.kafka.jars import DEFAULT_KAFKA_VERSION, resolved
 
     if not resolved(DEFAULT_KAFKA_VERSION):
@@ -136,7 +136,7 @@ def live_cluster(tmp_path_factory: pytest.TempPathFactory):
     if why:
         pytest.skip(why)
     from conftest import started_cluster
-    from epochlab.kafka.run import broker_overrides
+    from epochlab.kafka.runs.scenario import broker_overrides
 
     overrides = broker_overrides(load_builtin(FINDING[0]))
     assert all(broker_overrides(load_builtin(n)) == overrides for n in (*FINDING, *CONTROLS))
@@ -144,7 +144,7 @@ def live_cluster(tmp_path_factory: pytest.TempPathFactory):
 
 
 def test_real_kafka_loses_the_acknowledged_write_and_the_model_agrees(live_cluster, tmp_path: Path) -> None:
-    from epochlab.kafka.run_cli import execute
+    from epochlab.kafka.runs.pipeline import execute
 
     t0 = time.monotonic()
     code, payload = execute(load_builtin(FINDING[0]), live_cluster, compare=True, out=tmp_path / "run")
@@ -165,7 +165,7 @@ def test_real_kafka_loses_it_with_its_own_java_producer_too(live_cluster, tmp_pa
     """The same finding with Kafka's Java producer (the client the model's producer is): the
     acknowledged write is lost on the cluster and in the model, which now runs without the
     librdkafka socket timeout."""
-    from epochlab.kafka.run_cli import execute
+    from epochlab.kafka.runs.pipeline import execute
 
     code, payload = execute(load_builtin(FINDING[0]), live_cluster, compare=True, out=tmp_path / "run",
                             client="java")
@@ -179,7 +179,7 @@ def test_real_kafka_loses_it_with_its_own_java_producer_too(live_cluster, tmp_pa
 
 
 def test_real_kafka_loses_nothing_when_the_controller_link_stays(live_cluster, tmp_path: Path) -> None:
-    from epochlab.kafka.run_cli import execute
+    from epochlab.kafka.runs.pipeline import execute
 
     code, payload = execute(load_builtin(CONTROLS[0]), live_cluster, compare=True, out=tmp_path / "run")
     real = payload["real"]
@@ -313,7 +313,7 @@ def test_without_the_failover_the_zookeeper_controller_delivers_every_epoch(gene
 
 def test_electing_a_broker_outside_the_replicas_is_refused_before_any_request() -> None:
     from epochlab.errors import ConfigError
-    from epochlab.kafka.controller_admin import elect_broker
+    from epochlab.kafka.live.controller_admin import elect_broker
 
     with pytest.raises(ConfigError, match="broker 9 is not a replica"):
         elect_broker(None, "t", 0, (1, 2, 3), 9, via=1)  # type: ignore[arg-type]
@@ -323,9 +323,9 @@ def test_a_release_without_controller_bootstrap_cannot_elect_a_chosen_broker(tmp
     """Before Kafka 3.7 (KIP-919) an Admin client cannot reach the controllers: the scenario is
     refused up front, and the admin is refused before any JVM starts."""
     from epochlab.errors import ConfigError
-    from epochlab.kafka.cluster import LocalCluster
-    from epochlab.kafka.controller_admin import ControllerAdmin
-    from epochlab.kafka.run import unmappable
+    from epochlab.kafka.live.cluster import LocalCluster
+    from epochlab.kafka.live.controller_admin import ControllerAdmin
+    from epochlab.kafka.runs.scenario import unmappable
 
     old = LocalCluster(tmp_path / "c", brokers=3, version="3.6.2", network="loopback")
     old.nodes = {}  # never started: only its release matters here
@@ -338,7 +338,7 @@ def test_a_release_without_controller_bootstrap_cannot_elect_a_chosen_broker(tmp
 
 
 def test_the_java_producer_settings_are_the_scenarios() -> None:
-    from epochlab.kafka.java_clients import RECORD_BYTES, java_producer_settings
+    from epochlab.kafka.live.java_clients import RECORD_BYTES, java_producer_settings
     from epochlab.sim.config import ProducerConfig
 
     one = java_producer_settings(ProducerConfig(acks="all", request_timeout_ms=30000), "h:9092", "p1")

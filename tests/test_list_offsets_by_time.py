@@ -16,7 +16,7 @@ from epochlab.fuzz.convert import scenario_to_schedule
 from epochlab.fuzz.generator import FAULT_CLASSES, FuzzProfile, generate_schedule
 from epochlab.fuzz.schedule import Schedule
 from epochlab.generations import Generation
-from epochlab.kafka.run import unmappable
+from epochlab.kafka.runs.scenario import unmappable
 from epochlab.reference import log as reference_log
 from epochlab.scenarios import load_builtin
 from epochlab.scenarios.loader import loads as loads_scenario

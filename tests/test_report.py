@@ -11,7 +11,7 @@ import pytest
 
 from epochlab.report import format_log, picture, render_terminal, step_rows, table_markdown, table_text
 from epochlab.scenarios.model import Step
-from epochlab.scenarios.observe import Observer, snapshot_from
+from epochlab.observe import Observer, snapshot_from
 
 
 def _replica(broker: int, batches: list, hw: int, alive: bool = True, role: str = "follower") -> dict:

@@ -50,19 +50,19 @@ def test_the_configurations_validation_built_are_the_ones_a_run_uses() -> None:
     from the copy's own settings."""
     import dataclasses
 
-    from epochlab.fuzz.executor import _Run
+    from epochlab.fuzz.executor import Run
     from epochlab.sim.config import ClusterConfig, ConsumerConfig, ProducerConfig
 
     s = Schedule.from_dict(_base())
     assert s.configs == {"cluster": ClusterConfig.from_dict(s.cluster, "cluster"),
                          "producers.p1": ProducerConfig.from_dict(s.producers["p1"], "producers.p1"),
                          "consumers.c1": ConsumerConfig.from_dict(s.consumers["c1"], "consumers.c1")}
-    run = _Run(s, None)
+    run = Run(s, None)
     assert run.config is s.configs["cluster"]
     assert run.producers["p1"].config is s.configs["producers.p1"]
     copy = dataclasses.replace(s, cluster={"min.insync.replicas": 1})
     assert copy.configs is None and copy != s and "configs" not in s.to_dict()
-    assert _Run(copy, None).config.min_insync_replicas == 1
+    assert Run(copy, None).config.min_insync_replicas == 1
     assert execute(copy).verdict_json() == execute(Schedule.from_dict(copy.to_dict())).verdict_json()
 
 

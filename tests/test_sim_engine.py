@@ -428,7 +428,7 @@ def test_a_process_crash_resets_its_connections_a_machine_crash_does_not() -> No
     consumer's 30 s request timeout. Before, both waited for the timeout."""
     from epochlab.campaigns.runs import execute_measured
     from epochlab.fuzz.schedule import Schedule
-    from epochlab.kafka.downtime import _recovery, model_schedule
+    from epochlab.kafka.runs.downtime import _recovery, model_schedule
 
     settings = {"session_timeout_ms": 3000, "heartbeat_interval_ms": 500}
     for seed in (1, 2, 3):

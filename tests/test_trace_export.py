@@ -11,7 +11,8 @@ pytest.importorskip("pyarrow")
 
 from epochlab import trace  # noqa: E402
 from epochlab.generations import Generation  # noqa: E402
-from epochlab.sim.cluster import recording_traces  # noqa: E402
+from epochlab.fuzz.rerun import export_run_dir  # noqa: E402
+from epochlab.trace import recording_traces  # noqa: E402
 
 # The invariants both the simulator's state checker and the replay evaluate.
 COMMON = {"Inv-HW-bounds", "Inv-LogMatching", "Inv-Durability", "Inv-OffsetMonotone"}
@@ -97,7 +98,7 @@ def test_export_run_dir_and_cli(tmp_path: Path) -> None:
     assert main(["trace", "export", str(run_dir), "-o", str(out)]) == 0
     # seed 004's loss comes from an unclean election here (allowed by 0.10's default): exit 0
     assert main(["trace", "replay", str(out)]) == 0
-    table, result = trace.export_run_dir(run_dir)
+    table, result = export_run_dir(run_dir)
     assert table.num_rows == trace.read_trace(out).num_rows and result.generation == "hw-truncation"
 
 
@@ -109,7 +110,7 @@ def test_export_a_replay_run_directory(tmp_path: Path) -> None:
         "kraft-reelected-leader-stale-follower-leo.json"
     run_dir = tmp_path / "replay"
     assert main(["replay", str(finding), "--out", str(run_dir)]) == 1
-    table, result = trace.export_run_dir(run_dir, tmp_path / "t.parquet")
+    table, result = export_run_dir(run_dir, tmp_path / "t.parquet")
     assert table.num_rows > 0 and result.seed == 41 and result.generation == "strict-min-isr"
     assert main(["trace", "export", str(run_dir), "-o", str(tmp_path / "u.parquet")]) == 0
 
@@ -123,8 +124,8 @@ def test_export_uses_the_run_directorys_own_scenario_not_a_builtin_of_that_name(
     user = tmp_path / "mine.toml"
     user.write_text(text)
     run_scenario(load_file(user), "kip-101", out_dir=tmp_path / "run")
-    table, _ = trace.export_run_dir(tmp_path / "run")
-    builtin_table, _ = trace.export_run_dir(_builtin_run(tmp_path))
+    table, _ = export_run_dir(tmp_path / "run")
+    builtin_table, _ = export_run_dir(_builtin_run(tmp_path))
     assert table.num_rows != builtin_table.num_rows
 
 

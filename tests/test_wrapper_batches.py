@@ -18,11 +18,11 @@ from epochlab.checks import catalogue
 from epochlab.errors import UnexpectedAppendOffsetError
 from epochlab.fuzz import execute
 from epochlab.fuzz.generator import FuzzProfile, generate_schedule
+from epochlab.fuzz.rerun import export_run_dir
 from epochlab.fuzz.schedule import Schedule
 from epochlab.generations import Generation
 from epochlab.scenarios import load_builtin
 from epochlab.scenarios.runner import run_scenario
-from epochlab.trace.record import export_run_dir
 from epochlab.trace.reference import reference_replay
 from epochlab.trace.replay import replay
 

@@ -36,6 +36,7 @@ __all__ = [
     "ScheduleError",
     "TraceError",
     "KafkaFormatError",
+    "UsageError",
 ]
 
 
@@ -193,4 +194,14 @@ class KafkaFormatError(EpochlabError, ValueError):
 
     Attributes: ``file`` (the name the caller passed), ``offset`` (0-based byte position of the
     first byte that could not be used), ``reason``.
+    """
+
+
+class UsageError(Exception):
+    """A command line the ``epochlab`` command refuses: argparse's own complaints and the checks a
+    command makes of its arguments (an unknown ``--generation``). The message is the whole line
+    printed on stderr (it names the option); the exit status is 2.
+
+    Not an :class:`EpochlabError`: it belongs to the command line, not to the library, so the
+    handlers that report a library error in their own words never catch it.
     """

@@ -1,13 +1,19 @@
-"""The files users write, as pydantic v2 models: the first check every loader makes, and the
-source of the JSON Schemas in ``docs/schemas/`` (``epochlab schema KIND``).
+"""The toolkit of the files users write: the pieces their pydantic v2 models are made of, and
+the first check every loader makes with them.
 
-Four formats: a fuzz **schedule** (``epochlab-schedule`` JSON), a fuzz **profile**
-(``--config`` JSON), a campaign **grid** (TOML or JSON) and a **scenario** (TOML). A model
-checks structure, types and bounds, and reports *every* problem at once with its path
-(``actions[3].at_ms``); the loaders then check what needs context (a broker id that must be
-one of ``cluster.brokers``, times that never decrease, Kafka's own configuration rules) and
-build the objects. Types are strict, as JSON and TOML give them: ``"5"`` is not 5, ``true`` is
-not 1.
+Four formats use it: a fuzz **schedule** (``epochlab-schedule`` JSON), a fuzz **profile**
+(``--config`` JSON), a campaign **grid** (TOML or JSON) and a **scenario** (TOML). Each format's
+model is defined beside the vocabulary it validates: ``schedule_model`` beside the ops of
+``epochlab.fuzz.schedule``, ``profile_model`` beside the bounds of ``epochlab.fuzz.generator``,
+``grid_model`` beside the axes of ``epochlab.campaigns.grid``, ``scenario_model`` beside the
+actions of ``epochlab.scenarios.model``; ``epochlab.schemas`` names them for ``epochlab schema``
+and ``docs/schemas/``. This module knows none of them.
+
+A model checks structure, types and bounds, and :func:`validate` reports *every* problem at
+once with its path (``actions[3].at_ms``); the loaders then check what needs context (a broker
+id that must be one of ``cluster.brokers``, times that never decrease, Kafka's own
+configuration rules) and build the objects. Types are strict, as JSON and TOML give them:
+``"5"`` is not 5, ``true`` is not 1.
 
 Bounds keep every run finite and every number in Kafka's range: virtual times at most one day
 (:data:`MAX_MS`; a simulated run is seconds to hours), broker ids and Kafka ``int``
@@ -19,15 +25,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from functools import cache
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import (BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr,
                       ValidationError, create_model)
 
-__all__ = ["FORMATS", "MAX_ACTIONS", "MAX_COUNT", "MAX_MS", "check", "json_schema", "validate"]
-
 from epochlab.sim.config import INT32, MAX_MS  # one bound for files and settings
+
+__all__ = ["INT32", "INT64", "MAX_ACTIONS", "MAX_COUNT", "MAX_LIST", "MAX_MS", "TAGS", "BrokerId",
+           "Ms", "Name", "Node", "Settings", "Strict", "Value", "check", "describe", "param_fields",
+           "tagged", "validate"]
 
 INT64 = 2**63 - 1
 #: Records one produce step may send.
@@ -71,12 +78,16 @@ TAGS: dict[str, Any] = {
 }
 
 
-class _Strict(BaseModel):
+class Strict(BaseModel):
+    """The base of every model: unknown keys refused, no type coercion."""
+
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-def _param_fields(params: Mapping[str, tuple[str, bool]],
-                  extra_tags: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def param_fields(params: Mapping[str, tuple[str, bool]],
+                 extra_tags: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Model fields for parameters ``name -> (type tag, required)`` (:data:`TAGS`, and
+    ``extra_tags`` for tags of the caller's own)."""
     fields: dict[str, Any] = {}
     tags = {**TAGS, **(extra_tags or {})}
     for name, (tag, required) in params.items():
@@ -87,124 +98,20 @@ def _param_fields(params: Mapping[str, tuple[str, bool]],
     return fields
 
 
-def _tagged(kind: str, key: str, table: Mapping[str, Mapping[str, tuple[str, bool]]],
-            common: Mapping[str, Any], extra_tags: Mapping[str, Any] | None = None) -> Any:
-    """A union of one model per entry of ``table``, told apart by the field ``key``."""
+#: the tags of every tagged union built (:func:`tagged`): a path leaves them out
+_TAG_NAMES: set[str] = set()
+
+
+def tagged(kind: str, key: str, table: Mapping[str, Mapping[str, tuple[str, bool]]],
+           common: Mapping[str, Any], extra_tags: Mapping[str, Any] | None = None) -> Any:
+    """A union of one model per entry of ``table``, told apart by the field ``key``. The entry
+    names become tags that :func:`check` leaves out of a problem's path."""
     models = []
     for name, params in table.items():
-        fields = {key: (Literal[name], ...), **common, **_param_fields(params, extra_tags)}
-        models.append(create_model(f"{kind}_{name}", __base__=_Strict, **fields))
+        fields = {key: (Literal[name], ...), **common, **param_fields(params, extra_tags)}
+        models.append(create_model(f"{kind}_{name}", __base__=Strict, **fields))
+    _TAG_NAMES.update(table)
     return Annotated[Union[tuple(models)], Field(discriminator=key)]
-
-
-# -- schedule --------------------------------------------------------------------------------
-
-@cache
-def _schedule_model() -> type[BaseModel]:
-    from epochlab.fuzz.schedule import OPS
-
-    ops = {op: {name: (tag, required) for name, (tag, required, _default) in spec.items()}
-           for op, spec in OPS.items()}
-    action = _tagged("ScheduleAction", "op", ops, {"at_ms": (Ms, ...)})
-    return create_model(
-        "Schedule", __base__=_Strict,
-        __doc__="An epochlab fuzz schedule (docs/fuzzing.md): configuration and timed actions.",
-        format=(Literal["epochlab-schedule"], ...),
-        version=(Literal[1, 2], ...),
-        generation=(Union[Name, Annotated[StrictInt, Field(ge=0, le=100)]], ...),
-        seed=(Value, 0),
-        healing_ms=(Ms, 60000),
-        cluster=(Settings, {}),
-        producers=(dict[Name, Settings], {}),
-        consumers=(dict[Name, Settings], {}),
-        actions=(Annotated[list[action], Field(max_length=MAX_ACTIONS)], []),
-        origin=(dict[StrictStr, Any], {}),
-    )
-
-
-# -- fuzz profile ----------------------------------------------------------------------------
-
-@cache
-def _profile_model() -> type[BaseModel]:
-    from epochlab.fuzz.generator import PROFILE_BOUNDS
-
-    (a_lo, a_hi), (h_lo, h_hi) = PROFILE_BOUNDS["actions"], PROFILE_BOUNDS["healing_ms"]
-    return create_model(
-        "FuzzProfile", __base__=_Strict,
-        __doc__="An epochlab fuzz profile (epochlab fuzz --config FILE; docs/fuzzing.md).",
-        cluster=(Settings | None, None),
-        producers=(dict[Name, Settings] | None, None),
-        consumers=(dict[Name, Settings] | None, None),
-        actions=(Annotated[StrictInt, Field(ge=a_lo, le=a_hi)] | None, None),
-        healing_ms=(Annotated[StrictInt, Field(ge=h_lo, le=h_hi)] | None, None),
-        fault_classes=(dict[Name, Annotated[StrictInt, Field(ge=0, le=1000)]] | None, None),
-        swarm=(StrictBool | None, None),
-        vary_config=(StrictBool | None, None),
-        transactions=(StrictBool | None, None),
-    )
-
-
-# -- campaign grid ---------------------------------------------------------------------------
-
-@cache
-def _grid_model() -> type[BaseModel]:
-    from epochlab.campaigns.grid import AXES, FAULT_KINDS
-
-    axis = Annotated[list[Union[StrictStr, StrictBool, StrictInt]], Field(min_length=1, max_length=100)]
-    axes = create_model("GridAxes", __base__=_Strict, **{
-        name.replace(".", "_"): (axis | None, Field(None, alias=name)) for name in AXES})
-    axes.model_config["populate_by_name"] = False
-    faults = create_model("GridFaults", __base__=_Strict, **{
-        name.replace("-", "_"): (Annotated[StrictInt, Field(ge=0, le=1000)] | None, Field(None, alias=name))
-        for name in FAULT_KINDS})
-    return create_model(
-        "CampaignGrid", __base__=_Strict,
-        __doc__="An epochlab campaign grid (epochlab campaign --grid FILE; docs/campaigns.md).",
-        axes=(axes | None, None),
-        faults=(faults | None, None),
-        cluster=(Settings | None, None),
-        producer=(Settings | None, None),
-    )
-
-
-# -- scenario --------------------------------------------------------------------------------
-
-@cache
-def _scenario_model() -> type[BaseModel]:
-    from epochlab.scenarios.model import ACTIONS, CONDITIONS, EXPECTATIONS
-
-    def table(entries: Mapping[str, Any]) -> dict[str, dict[str, tuple[str, bool]]]:
-        return {name: {p.name: (p.type, p.required) for p in params} for name, params in entries.items()}
-
-    condition = create_model("WaitCondition", __base__=_Strict,
-                             **_param_fields({p.name: (p.type, False) for p in CONDITIONS.values()}))
-    step = _tagged("ScenarioStep", "action", table(ACTIONS),
-                   {"at_ms": (Ms | None, None), "after_ms": (Ms | None, None),
-                    "label": (Name | None, None)}, {"condition": condition})
-    expect = _tagged("ScenarioExpectation", "kind", table(EXPECTATIONS),
-                     {"generations": (Annotated[list[Name], Field(max_length=100)] | None, None),
-                      "after_step": (TAGS["step_ref"] | None, None),
-                      "description": (TAGS["str"] | None, None)})
-    return create_model(
-        "Scenario", __base__=_Strict,
-        __doc__="An epochlab scenario (TOML; docs/scenario-format.md).",
-        name=(Name, ...),
-        description=(TAGS["str"] | None, None),
-        source=(TAGS["str"] | None, None),
-        generations=(Annotated[list[Union[Name, StrictInt]], Field(min_length=1, max_length=100)] | None, None),
-        seed=(Value | None, None),
-        settle_ms=(Ms | None, None),
-        cluster=(Settings | None, None),
-        producers=(dict[Name, Settings] | None, None),
-        consumers=(dict[Name, Settings] | None, None),
-        steps=(Annotated[list[step], Field(max_length=MAX_ACTIONS)] | None, None),
-        expect=(Annotated[list[expect], Field(max_length=MAX_ACTIONS)] | None, None),
-    )
-
-
-#: format name -> model factory
-FORMATS = {"schedule": _schedule_model, "fuzz-profile": _profile_model,
-           "campaign-grid": _grid_model, "scenario": _scenario_model}
 
 
 def _path(loc: tuple[Any, ...]) -> str:
@@ -221,16 +128,6 @@ def _path(loc: tuple[Any, ...]) -> str:
             out += f".{part}" if out else str(part)
         after_index = False
     return out
-
-
-_TAG_NAMES: set[str] = set()
-
-
-def _tag_names() -> None:
-    from epochlab.fuzz.schedule import OPS
-    from epochlab.scenarios.model import ACTIONS, EXPECTATIONS
-
-    _TAG_NAMES.update(OPS, ACTIONS, EXPECTATIONS)
 
 
 _TYPES = {"int_type": "an integer", "bool_type": "true or false", "string_type": "a string",
@@ -273,12 +170,9 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def check(kind: str, data: Any, where: str) -> list[tuple[str, str, str]]:
-    """Every problem of ``data`` as format ``kind``: ``(path, message, value shown)``; empty
+def check(model: type[BaseModel], data: Any, where: str) -> list[tuple[str, str, str]]:
+    """Every problem of ``data`` as ``model`` reads it: ``(path, message, value shown)``; empty
     when it is well-formed."""
-    model = FORMATS[kind]()
-    if not _TAG_NAMES:
-        _tag_names()
     try:
         model.model_validate(data)
     except ValidationError as exc:
@@ -311,20 +205,12 @@ def describe(problems: list[tuple[str, str, str]], where: str, limit: int = 20) 
     return "\n".join(lines)
 
 
-def json_schema(kind: str) -> dict[str, Any]:
-    """The JSON Schema of format ``kind`` (what ``docs/schemas/<kind>.schema.json`` holds)."""
-    schema = FORMATS[kind]().model_json_schema(by_alias=True)
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = f"https://epochlab.invalid/schemas/{kind}.schema.json"
-    return schema
-
-
-def validate(kind: str, data: Any, where: str, error: type[Exception]) -> None:
+def validate(model: type[BaseModel], data: Any, where: str, error: type[Exception]) -> None:
     """Raise ``error`` (an :class:`epochlab.errors.EpochlabError` subclass) listing every
-    problem of ``data`` as format ``kind``, with ``field`` / ``expected`` / ``got`` of the first
-    and ``problems`` holding them all; nothing when it is well-formed."""
+    problem of ``data`` as ``model`` reads it, with ``field`` / ``expected`` / ``got`` of the
+    first and ``problems`` holding them all; nothing when it is well-formed."""
     try:
-        problems = check(kind, data, where)
+        problems = check(model, data, where)
     except RecursionError:
         problems = [("", "nested too deeply", "deeply nested lists or tables")]
     if problems:

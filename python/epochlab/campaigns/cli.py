@@ -15,13 +15,14 @@ import json
 import sys
 from typing import Any
 
-__all__ = ["add_campaign_command", "dispatch_campaign"]
+__all__ = ["register"]
 
 DEFAULT_RUNS = 2000
 DEFAULT_OUT = "runs/campaign"
 
 
-def add_campaign_command(sub: Any) -> None:
+def register(sub: Any) -> None:
+    """Add ``campaign`` to ``sub``."""
     p = sub.add_parser("campaign", help="distributed fuzzing and configuration sweeps on Spark",
                        description="Run a grid of configurations and fault mixes on Apache Spark "
                                    "(local[*] by default) and report loss, duplication and "
@@ -39,9 +40,10 @@ def add_campaign_command(sub: Any) -> None:
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                    help="extra Spark setting, repeatable (e.g. spark.archives=env.tar.gz#environment)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(handler=_campaign)
 
 
-def dispatch_campaign(args: argparse.Namespace) -> int:
+def _campaign(args: argparse.Namespace) -> int:
     from epochlab.campaigns.grid import load_grid
     from epochlab.errors import ConfigError
 
@@ -56,7 +58,8 @@ def dispatch_campaign(args: argparse.Namespace) -> int:
         return 2
     from epochlab.campaigns.driver import run_campaign
     from epochlab.campaigns.report import expectations
-    from epochlab.campaigns.spark import DEFAULT_BATCH_RUNS, CampaignSpec, build_session
+    from epochlab.campaigns.spark import DEFAULT_BATCH_RUNS, CampaignSpec
+    from epochlab.spark import build_session
 
     batch = args.batch_runs or DEFAULT_BATCH_RUNS
     if batch < 1:
@@ -89,13 +92,13 @@ def dispatch_campaign(args: argparse.Namespace) -> int:
 
 
 def _print(summary: dict[str, Any], checks: list[dict[str, Any]], result: Any) -> None:
-    from epochlab.campaigns.report import _md_table, guarantees_table
+    from epochlab.campaigns.report import guarantees_table, md_table
 
     if summary.get("latest_generation"):
         header, rows, notes = guarantees_table(summary)
         print(f"Producer Guarantees Summary (seed 002), measured: {summary['latest_generation']}, "
               "replication factor 3, clean elections\n")
-        print(_md_table(header, rows) + "\n")
+        print(md_table(header, rows) + "\n")
         for n in notes:
             print(f"disagrees with the seed: {n.replace('**', '')}")
     for c in checks:

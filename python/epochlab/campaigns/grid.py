@@ -42,14 +42,15 @@ import itertools
 import json
 import tomllib
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any, Mapping
 
 from epochlab.errors import ConfigError
 from epochlab.generations import Generation
 
-__all__ = ["AXES", "DEFAULT_GRID", "FAULT_KINDS", "Grid", "RunConfig", "default_grid", "load_grid",
-           "parse_grid"]
+__all__ = ["AXES", "DEFAULT_GRID", "FAULT_KINDS", "Grid", "RunConfig", "default_grid", "grid_model",
+           "load_grid", "parse_grid"]
 
 #: Fault kinds of the campaign workload (``runs.py`` builds them) and their default weights.
 FAULT_KINDS: dict[str, int] = {"leader-crash": 3, "follower-lag": 2, "correlated": 2,
@@ -73,6 +74,34 @@ DEFAULT_GRID: dict[str, Any] = {
 }
 
 _TABLES = ("axes", "faults", "cluster", "producer")
+
+
+@cache
+def grid_model() -> Any:
+    """The pydantic model of a grid file (``docs/schemas/campaign-grid.schema.json``): a list
+    per axis of :data:`AXES`, a weight per kind of :data:`FAULT_KINDS`."""
+    from typing import Annotated, Union
+
+    from pydantic import Field, StrictBool, StrictInt, StrictStr, create_model
+
+    from epochlab.formats import Settings, Strict
+
+    axis = Annotated[list[Union[StrictStr, StrictBool, StrictInt]], Field(min_length=1, max_length=100)]
+    axes = create_model("GridAxes", __base__=Strict, **{
+        name.replace(".", "_"): (axis | None, Field(None, alias=name)) for name in AXES})
+    axes.model_config["populate_by_name"] = False
+    faults = create_model("GridFaults", __base__=Strict, **{
+        name.replace("-", "_"): (Annotated[StrictInt, Field(ge=0, le=1000)] | None, Field(None, alias=name))
+        for name in FAULT_KINDS})
+    return create_model(
+        "CampaignGrid", __base__=Strict,
+        __doc__="An epochlab campaign grid (epochlab campaign --grid FILE; docs/campaigns.md).",
+        axes=(axes | None, None),
+        faults=(faults | None, None),
+        cluster=(Settings | None, None),
+        producer=(Settings | None, None),
+    )
+
 # Cluster/producer keys the campaign itself sets per configuration or per run.
 _RESERVED = {"brokers", "replicas", "replication.factor", "min.insync.replicas",
              "unclean.leader.election.enable", "acks", "enable.idempotence"}
@@ -170,7 +199,7 @@ def load_grid(path: str | Path | None) -> Grid:
                      f"not valid {kind}: {exc}") from None
     from epochlab.formats import validate
 
-    validate("campaign-grid", data, where, ConfigError)  # structure, types, bounds: all at once
+    validate(grid_model(), data, where, ConfigError)  # structure, types, bounds: all at once
     return parse_grid(data, where)
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["SEED_DOWNTIME", "SEED_GUARANTEES", "SEED_LOST", "expectations", "guarantees_table",
-           "render", "write_report"]
+           "md_table", "render", "write_report"]
 
 SEED = "seeds/002 (Kafka Leader Failure: Complete Analysis)"
 LOSS_RANK = {"High": 3, "Medium": 2, "Low": 1, "Lowest": 0}
@@ -287,7 +287,8 @@ def _latency(r: dict[str, Any]) -> str:
     return " / ".join(parts)
 
 
-def _md_table(header: list[str], rows: list[list[str]]) -> str:
+def md_table(header: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table (``|`` in a cell escaped)."""
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
     return "\n".join(lines)
@@ -372,7 +373,7 @@ def render(summary: dict[str, Any], meta: dict[str, Any], fmt: str = "md") -> st
                 if isinstance(b, str):
                     parts.append(b)
                 elif b[0] == "table":
-                    parts.append(_md_table(b[1], b[2]))
+                    parts.append(md_table(b[1], b[2]))
                 elif b[0] == "list":
                     parts.append("\n".join(f"- {item}" for item in b[1]))
                 elif b[0] == "image":

@@ -39,7 +39,8 @@ from typing import Any
 from epochlab.campaigns.grid import Grid, RunConfig
 from epochlab.fuzz.schedule import Schedule
 
-__all__ = ["ROW_FIELDS", "Workload", "build_schedule", "run_one", "run_seed"]
+__all__ = ["ROW_FIELDS", "Workload", "build_schedule", "execute_measured", "failover_phases", "run_one",
+           "run_seed"]
 
 HEALING_MS = 30000
 START_MS = 1000
@@ -195,9 +196,9 @@ def execute_measured(schedule: Schedule, fault_index: int) -> tuple[Any, dict[st
     ``fault_index``. Returns the executor's run object (verdict computed) and the snapshot.
     The checker runs from the kernel's hook after every event that is not quiet, as in the
     fuzzer (a sampled cadence of the state checks missed violations, docs/campaigns.md)."""
-    from epochlab.fuzz.executor import _Run  # the executor's engine; see docs/campaigns.md
+    from epochlab.fuzz.executor import Run  # the executor's engine; see docs/campaigns.md
 
-    run = _Run(schedule, None)
+    run = Run(schedule, None)
     run.checker.observe()
     snapshot: dict[str, Any] = {}
     for index, action in enumerate(schedule.actions):
@@ -290,7 +291,7 @@ def _measure(run: Any, snapshot: dict[str, Any], schedule: Schedule) -> dict[str
         "allowed": sorted({v.signature for v in verdict.allowed}),
         "protocol_violation": not verdict.ok, "error": None,
     }
-    row.update(_phases(run, snapshot, history, fault_ms))
+    row.update(failover_phases(run, snapshot, history, fault_ms))
     acked_values = {op["value"] for op in oks}
     for name, values in snapshot.get("states", {}).items():
         row[f"at_fault_{name}"] = len(values)
@@ -302,8 +303,8 @@ def _measure(run: Any, snapshot: dict[str, Any], schedule: Schedule) -> dict[str
     return row
 
 
-def _phases(run: Any, snapshot: dict[str, Any], history: list[dict[str, Any]],
-            fault_ms: int) -> dict[str, Any]:
+def failover_phases(run: Any, snapshot: dict[str, Any], history: list[dict[str, Any]],
+                    fault_ms: int) -> dict[str, Any]:
     """Failover phases after the fault (``None`` when a phase did not happen):
     detection (the controller expires the leader's session), election (detection -> the
     controller installs a leader), propagation (-> that broker acts as leader), producer

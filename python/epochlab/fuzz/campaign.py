@@ -276,7 +276,7 @@ class Campaign:
         cluster at a time (``defaultParallelism``); ``collect`` returns a wave's results in
         chunk order, so the merge is :meth:`_parallel`'s. The findings are shrunk and written
         here, on the driver."""
-        from epochlab.campaigns.spark import build_session
+        from epochlab.spark import build_session
 
         spark = build_session(self.master, app_name="epochlab-fuzz")
         try:

@@ -1,7 +1,8 @@
-"""The ``fuzz``, ``replay`` and ``shrink`` subcommands of ``epochlab`` (``epochlab/cli.py``).
+"""The ``fuzz``, ``replay`` and ``shrink`` commands of ``epochlab`` (registered by ``epochlab.cli``).
 
-* ``fuzz``: search for violations (random engine in-process, or atheris in a subprocess),
-  shrink each distinct one, print a summary; exit 1 if a protocol violation was found.
+* ``fuzz``: search for violations (random engine in-process, :class:`epochlab.fuzz.campaign.Campaign`,
+  or atheris in a subprocess, :func:`epochlab.fuzz.harness.run_atheris`), shrink each distinct
+  one, print a summary; exit 1 if a protocol violation was found.
 * ``replay SCHEDULE``: run a saved schedule; the same build gives byte-identical history and
   verdict; exit 1 if it violates an invariant.
 * ``shrink SCHEDULE``: write the minimal schedule that violates the same invariant.
@@ -12,15 +13,15 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_fuzz_commands", "dispatch_fuzz"]
+__all__ = ["register"]
 
 
-def add_fuzz_commands(sub: Any) -> None:
+def register(sub: Any) -> None:
+    """Add ``fuzz``, ``replay`` and ``shrink`` to ``sub``."""
     fuzz = sub.add_parser("fuzz", help="search failure interleavings for invariant violations")
     fuzz.add_argument("--engine", choices=("random", "guided", "atheris"), default="random",
                       help="random: independent random schedules; guided: mutates the schedules "
@@ -52,6 +53,7 @@ def add_fuzz_commands(sub: Any) -> None:
                       help="transactional producers, a read_committed consumer, coordinator faults")
     fuzz.add_argument("--pre-kip890", action="store_true",
                       help="model transactions before KIP-890 (implies --transactions)")
+    fuzz.set_defaults(handler=_fuzz)
     replay = sub.add_parser("replay", help="run a saved schedule and judge it")
     replay.add_argument("schedule", metavar="SCHEDULE_OR_RUN_DIR",
                         help="a schedule file, or a run directory holding schedule.json")
@@ -60,6 +62,7 @@ def add_fuzz_commands(sub: Any) -> None:
     replay.add_argument("--json", action="store_true", help="print the verdict as JSON")
     replay.add_argument("--backend", choices=("rust", "python", "reference"),
                         help="replica protocol implementation (default rust; all give the same run)")
+    replay.set_defaults(handler=_replay)
     shrink = sub.add_parser("shrink", help="shrink a schedule that violates an invariant")
     shrink.add_argument("schedule")
     shrink.add_argument("--invariant", help="name or signature (default: its first violation)")
@@ -68,6 +71,7 @@ def add_fuzz_commands(sub: Any) -> None:
                         help="most candidate runs to try (default 400)")
     shrink.add_argument("--json", action="store_true")
     shrink.add_argument("--backend")
+    shrink.set_defaults(handler=_shrink)
 
 
 def _positive(text: str) -> int:
@@ -94,14 +98,6 @@ def _seconds(text: str) -> float:
     return value
 
 
-def dispatch_fuzz(args: argparse.Namespace) -> int:
-    if args.command == "replay":
-        return _replay(args)
-    if args.command == "shrink":
-        return _shrink(args)
-    return _fuzz(args)
-
-
 def _build() -> str:
     import epochlab
 
@@ -109,19 +105,18 @@ def _build() -> str:
 
 
 def _generation(value: str) -> Any:
-    from epochlab.errors import ConfigError
+    from epochlab.errors import ConfigError, UsageError
     from epochlab.generations import Generation
 
     try:
         return Generation.parse(value)
     except ConfigError:
-        from epochlab.cli import _UsageError
-
-        raise _UsageError("epochlab: --generation: expected one of "
+        raise UsageError("epochlab: --generation: expected one of "
                           + ", ".join(g.label for g in sorted(Generation)) + f", got {value!r}") from None
 
 
 def _fuzz(args: argparse.Namespace) -> int:
+    from epochlab.errors import UsageError
     from epochlab.fuzz.campaign import Campaign, default_jobs
     from epochlab.fuzz.generator import load_profile
 
@@ -133,11 +128,14 @@ def _fuzz(args: argparse.Namespace) -> int:
     if args.seconds is None and args.runs is None:
         args.seconds = 60.0   # neither budget given: a minute
     if args.resume and args.engine != "guided":
-        from epochlab.cli import _UsageError
-
-        raise _UsageError("epochlab fuzz: --resume continues a guided search (--engine guided)")
+        raise UsageError("epochlab fuzz: --resume continues a guided search (--engine guided)")
     if args.engine == "atheris":
-        summary = _atheris(args, generation, out)
+        from epochlab.fuzz.harness import run_atheris
+
+        summary = run_atheris(generation, out, seed=args.seed, seconds=args.seconds, config=args.config,
+                              runs=args.runs, until_found=args.until_found,
+                              progress=(lambda line: None) if args.json else
+                              (lambda line: print(line, flush=True)))
     else:
         from epochlab.fuzz.guided import GuidedSearch
         from epochlab.report.progress import progress_bar
@@ -183,90 +181,6 @@ def _print_summary(summary: dict[str, Any]) -> None:
     if allowed:
         print("allowed by the configuration (not violations): "
               + ", ".join(f"{k} x{n}" for k, n in allowed.items()))
-
-
-def _atheris(args: argparse.Namespace, generation: Any, out: Path) -> dict[str, Any]:
-    """Run the atheris harness in a subprocess, then shrink what it wrote."""
-    import importlib.util
-    import time
-
-    from epochlab.fuzz.campaign import known_bugs, write_finding
-    from epochlab.fuzz.executor import execute
-    from epochlab.fuzz.schedule import load_schedule
-    from epochlab.fuzz.shrink import shrink
-
-    if importlib.util.find_spec("atheris") is None:
-        raise ModuleNotFoundError("No module named 'atheris'", name="atheris")
-    from epochlab.fuzz.harness import BOOTSTRAP
-
-    cmd = [sys.executable, "-c", BOOTSTRAP, "--generation", generation.label,
-           "--out", str(out), f"-seed={args.seed or 1}"]
-    if args.seconds is not None:
-        cmd.append(f"-max_total_time={max(1, int(args.seconds))}")
-    if args.config:
-        cmd += ["--config", args.config]
-    if args.runs is not None:
-        cmd.append(f"-runs={args.runs}")
-    if args.until_found:
-        cmd.append("--stop-on-violation")
-    cmd.append(f"--corpus-seed={args.seed}")  # the corpus starts with this seed's random runs
-    start = time.monotonic()
-    tail: list[str] = []
-    runs = 0
-    found_at: dict[str, tuple[int, float]] = {}    # signature -> (runs, seconds) to first
-    last_shown = 0.0
-    with subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as proc:
-        assert proc.stderr is not None
-        try:
-            for line in proc.stderr:
-                tail = (tail + [line])[-40:]
-                if line.startswith("#") and " cov:" in line:
-                    try:
-                        runs = int(line[1:].split()[0])
-                    except ValueError:
-                        pass
-                    now = time.monotonic() - start
-                    if not args.json and now - last_shown >= 5:
-                        last_shown = now
-                        cov = line.split(" cov:")[1].split()[0]
-                        print(f"atheris: {runs} runs, {now:.0f} s, coverage {cov}", flush=True)
-                elif line.startswith("epochlab: ") and " -> " in line:
-                    sig = Path(line.rsplit(" -> ", 1)[1].strip()).name
-                    at_run = line.split("epochlab: run ", 1)[1].split(":", 1)[0] \
-                        if line.startswith("epochlab: run ") else ""
-                    found_at.setdefault(sig, (int(at_run) if at_run.isdigit() else runs,
-                                              round(time.monotonic() - start, 3)))
-                    if not args.json:
-                        print(line.rstrip(), flush=True)
-        except KeyboardInterrupt:
-            proc.terminate()
-            raise
-        returncode = proc.wait()
-    elapsed = time.monotonic() - start
-    if returncode != 0 and not (out / "violations").exists():
-        from epochlab.errors import EpochlabError
-
-        raise EpochlabError(f"the atheris harness failed (exit {returncode}) before finding "
-                            f"anything; its last output:\n{''.join(tail)[-2000:]}")
-    violations = []
-    for directory in sorted((out / "violations").glob("*")) if (out / "violations").exists() else []:
-        original = load_schedule(directory / "original.json")
-        first = execute(original).verdict.first(directory.name)
-        if first is None:
-            continue
-        shrunk = shrink(original, directory.name, max_runs=300)
-        write_finding(out, first, original, shrunk.schedule, None, "atheris")
-        to_first = found_at.get(directory.name, (None, None))
-        violations.append({"signature": first.signature, "invariant": first.invariant,
-                           "message": first.message, "runs_to_first": to_first[0],
-                           "seconds_to_first": to_first[1], "seed": None,
-                           "known_bugs": known_bugs(out / "violations" / first.signature, generation, first.invariant),
-                           "original_actions": len(original.actions),
-                           "minimal_actions": len(shrunk.schedule.actions),
-                           "schedule": str(directory / "schedule.json")})
-    return {"engine": "atheris", "generation": generation.label, "seed": args.seed,
-            "build": _build(), "runs": runs, "seconds": round(elapsed, 3),
-            "violations": violations, "harness_exit": returncode}
 
 
 def schedule_path(given: str) -> Path:

@@ -33,11 +33,13 @@ from epochlab.checks import (
     lso_settled,
 )
 from epochlab.checks.transactions import check_transactions
+from epochlab.fuzz.coverage import attach
 from epochlab.fuzz.schedule import Action, Schedule
 from epochlab.generations import Generation
+from epochlab.observe import StepRecord, snapshot_from
 from epochlab.sim.history import HistoryOp, history_to_jsonl
 
-__all__ = ["RunResult", "execute", "gc_for_many_runs"]
+__all__ = ["Run", "RunResult", "execute", "gc_for_many_runs"]
 
 POLL_EVERY_MS = 1000
 STABLE_POLLS = 7  # > CONTROLLED_SHUTDOWN_TIMEOUT_MS (5 s) of the broker
@@ -103,7 +105,13 @@ NO_IDEMPOTENCE = {Generation.TRUNCATE_TO_HW: "Kafka before 0.11 has no idempoten
                                             "0.11.0), nor sequence numbers for a broker to check"}
 
 
-class _Run:
+class Run:
+    """The executor's engine: one schedule's cluster, clients and state checker, driven action
+    by action (:meth:`advance_to`, :meth:`apply`, :meth:`healing`, :meth:`verdict`).
+    :func:`execute` is the whole run; a caller that must look at the cluster between two
+    actions (a campaign's snapshot at the fault, ``epochlab.campaigns.runs``) drives it
+    itself, with the same checks."""
+
     def __init__(self, schedule: Schedule, backend: str | None) -> None:
         from epochlab.sim import Cluster
         from epochlab.sim.config import ClusterConfig, ConsumerConfig, ProducerConfig
@@ -362,15 +370,11 @@ def execute(schedule: Schedule, backend: str | None = None, record: bool = False
             coverage: bool = False) -> RunResult:
     """Run ``schedule`` and judge it. ``backend`` is passed to ``Cluster`` when given
     (``"rust"``, ``"python"`` or ``"reference"``). With ``record`` the result carries step
-    records for a step table (``epochlab.scenarios.runner.StepRecord``: the state at the end
+    records for a step table (``epochlab.observe.StepRecord``: the state at the end
     of each action's interval, then after the healing phase); with ``coverage`` the
     protocol-state features the run reached (``epochlab.fuzz.coverage``). Both only read
     state, so the run is the same."""
-    from epochlab.fuzz.coverage import attach
-    from epochlab.scenarios.observe import snapshot_from
-    from epochlab.scenarios.runner import StepRecord
-
-    run = _Run(schedule, backend)
+    run = Run(schedule, backend)
     features = attach(run) if coverage else None
     run.checker.observe()
     records: list[Any] = [StepRecord(None, 0)] if record else []

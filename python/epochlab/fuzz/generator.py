@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
+from functools import cache
 from pathlib import Path
 from random import Random
 from typing import Any, Mapping
@@ -33,7 +34,7 @@ from epochlab.generations import Generation
 
 __all__ = ["FAULT_CLASSES", "HEADER_BYTES", "RECORD_BYTES", "TXN_FAULT_CLASSES", "ByteSource",
            "FuzzProfile", "RandomSource", "Source", "decode_schedule", "encode_random_schedule",
-           "generate_schedule", "load_profile"]
+           "generate_schedule", "load_profile", "profile_model"]
 
 #: Fault classes and their weight when enabled (how often an action is drawn from them).
 FAULT_CLASSES: dict[str, int] = {
@@ -193,7 +194,7 @@ def load_profile(path: str | Path | None) -> FuzzProfile:
                             expected="a JSON object", got=type(data).__name__)
     from epochlab.formats import validate
 
-    validate("fuzz-profile", data, where, ScheduleError)  # structure, types, bounds: all at once
+    validate(profile_model(), data, where, ScheduleError)  # structure, types, bounds: all at once
     known = set(base.to_dict())
     for key in data:
         if key not in known:
@@ -222,6 +223,32 @@ def load_profile(path: str | Path | None) -> FuzzProfile:
 
 #: profile fields that are numbers: (lowest, highest) accepted
 PROFILE_BOUNDS = {"actions": (1, 10_000), "healing_ms": (1_000, 3_600_000)}
+
+
+@cache
+def profile_model() -> Any:
+    """The pydantic model of a fuzz profile file (``docs/schemas/fuzz-profile.schema.json``),
+    its numbers bounded by :data:`PROFILE_BOUNDS`."""
+    from typing import Annotated
+
+    from pydantic import Field, StrictBool, StrictInt, create_model
+
+    from epochlab.formats import Name, Settings, Strict
+
+    (a_lo, a_hi), (h_lo, h_hi) = PROFILE_BOUNDS["actions"], PROFILE_BOUNDS["healing_ms"]
+    return create_model(
+        "FuzzProfile", __base__=Strict,
+        __doc__="An epochlab fuzz profile (epochlab fuzz --config FILE; docs/fuzzing.md).",
+        cluster=(Settings | None, None),
+        producers=(dict[Name, Settings] | None, None),
+        consumers=(dict[Name, Settings] | None, None),
+        actions=(Annotated[StrictInt, Field(ge=a_lo, le=a_hi)] | None, None),
+        healing_ms=(Annotated[StrictInt, Field(ge=h_lo, le=h_hi)] | None, None),
+        fault_classes=(dict[Name, Annotated[StrictInt, Field(ge=0, le=1000)]] | None, None),
+        swarm=(StrictBool | None, None),
+        vary_config=(StrictBool | None, None),
+        transactions=(StrictBool | None, None),
+    )
 
 
 def _check_profile_scalars(data: dict[str, Any], where: str) -> None:

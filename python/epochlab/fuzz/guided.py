@@ -552,7 +552,7 @@ class _SparkRounds:
     """A round's schedules as tasks of a Spark master, gathered in run order on the driver."""
 
     def __init__(self, master: str, task: tuple[str | None]) -> None:
-        from epochlab.campaigns.spark import build_session
+        from epochlab.spark import build_session
 
         self.task = task
         self.spark = build_session(master, app_name="epochlab-guided")

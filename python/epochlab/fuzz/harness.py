@@ -1,4 +1,5 @@
-"""Coverage-guided search over schedules: the atheris engine.
+"""Coverage-guided search over schedules: the atheris engine (:func:`run_atheris` drives it in a
+subprocess for ``epochlab fuzz --engine atheris``).
 
 :class:`ScheduleHarness` turns fuzzer bytes into a schedule (:func:`decode_schedule`), runs it
 and judges it. A new protocol-violation signature is written to
@@ -29,6 +30,7 @@ import argparse
 import hashlib
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +46,7 @@ from epochlab.fuzz.generator import (
 )
 from epochlab.generations import Generation
 
-__all__ = ["ScheduleHarness", "ViolationFound", "main"]
+__all__ = ["ScheduleHarness", "ViolationFound", "main", "run_atheris"]
 
 
 class ViolationFound(Exception):
@@ -159,6 +161,93 @@ BOOTSTRAP = ("import sys, atheris\n"
              "    import epochlab.sim, epochlab.checks, epochlab.fuzz.executor\n"
              "from epochlab.fuzz import harness\n"
              "harness.main(sys.argv[1:], instrument=False)\n")
+
+
+def run_atheris(generation: Generation, out: Path, *, seed: int, seconds: float | None, config: str | None,
+                runs: int | None, until_found: bool,
+                progress: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+    """``epochlab fuzz --engine atheris``: run the harness (:data:`BOOTSTRAP`) in a subprocess
+    for ``seconds`` or ``runs``, then shrink every violation it wrote under ``out`` and write
+    each as a finding. ``progress`` receives a line every 5 s and one per violation found. The
+    summary has the random engine's shape (``engine``, ``generation``, ``seed``, ``build``,
+    ``runs``, ``seconds``, ``violations``) and the harness's exit status."""
+    import importlib.util
+    import subprocess
+    import time
+
+    import epochlab
+    from epochlab.errors import EpochlabError
+    from epochlab.fuzz.campaign import known_bugs
+    from epochlab.fuzz.schedule import load_schedule
+    from epochlab.fuzz.shrink import shrink
+
+    if importlib.util.find_spec("atheris") is None:
+        raise ModuleNotFoundError("No module named 'atheris'", name="atheris")
+    cmd = [sys.executable, "-c", BOOTSTRAP, "--generation", generation.label,
+           "--out", str(out), f"-seed={seed or 1}"]
+    if seconds is not None:
+        cmd.append(f"-max_total_time={max(1, int(seconds))}")
+    if config:
+        cmd += ["--config", config]
+    if runs is not None:
+        cmd.append(f"-runs={runs}")
+    if until_found:
+        cmd.append("--stop-on-violation")
+    cmd.append(f"--corpus-seed={seed}")  # the corpus starts with this seed's random runs
+    start = time.monotonic()
+    tail: list[str] = []
+    done = 0
+    found_at: dict[str, tuple[int, float]] = {}    # signature -> (runs, seconds) to first
+    last_shown = 0.0
+    with subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as proc:
+        assert proc.stderr is not None
+        try:
+            for line in proc.stderr:
+                tail = (tail + [line])[-40:]
+                if line.startswith("#") and " cov:" in line:
+                    try:
+                        done = int(line[1:].split()[0])
+                    except ValueError:
+                        pass
+                    now = time.monotonic() - start
+                    if now - last_shown >= 5:
+                        last_shown = now
+                        cov = line.split(" cov:")[1].split()[0]
+                        progress(f"atheris: {done} runs, {now:.0f} s, coverage {cov}")
+                elif line.startswith("epochlab: ") and " -> " in line:
+                    sig = Path(line.rsplit(" -> ", 1)[1].strip()).name
+                    at_run = line.split("epochlab: run ", 1)[1].split(":", 1)[0] \
+                        if line.startswith("epochlab: run ") else ""
+                    found_at.setdefault(sig, (int(at_run) if at_run.isdigit() else done,
+                                              round(time.monotonic() - start, 3)))
+                    progress(line.rstrip())
+        except KeyboardInterrupt:
+            proc.terminate()
+            raise
+        returncode = proc.wait()
+    elapsed = time.monotonic() - start
+    if returncode != 0 and not (out / "violations").exists():
+        raise EpochlabError(f"the atheris harness failed (exit {returncode}) before finding "
+                            f"anything; its last output:\n{''.join(tail)[-2000:]}")
+    violations = []
+    for directory in sorted((out / "violations").glob("*")) if (out / "violations").exists() else []:
+        original = load_schedule(directory / "original.json")
+        first = execute(original).verdict.first(directory.name)
+        if first is None:
+            continue
+        shrunk = shrink(original, directory.name, max_runs=300)
+        write_finding(out, first, original, shrunk.schedule, None, "atheris")
+        to_first = found_at.get(directory.name, (None, None))
+        violations.append({"signature": first.signature, "invariant": first.invariant,
+                           "message": first.message, "runs_to_first": to_first[0],
+                           "seconds_to_first": to_first[1], "seed": None,
+                           "known_bugs": known_bugs(out / "violations" / first.signature, generation, first.invariant),
+                           "original_actions": len(original.actions),
+                           "minimal_actions": len(shrunk.schedule.actions),
+                           "schedule": str(directory / "schedule.json")})
+    return {"engine": "atheris", "generation": generation.label, "seed": seed,
+            "build": str(epochlab.BUILD), "runs": done, "seconds": round(elapsed, 3),
+            "violations": violations, "harness_exit": returncode}
 
 
 def main(argv: list[str] | None = None, instrument: bool = True) -> None:

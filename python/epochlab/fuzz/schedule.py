@@ -44,9 +44,10 @@ does. Every malformed input raises :class:`~epochlab.errors.ScheduleError` namin
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from pathlib import Path
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from epochlab.errors import ConfigError, ScheduleError
@@ -54,7 +55,7 @@ from epochlab.generations import Generation
 from epochlab.sim.messages import is_list_spec
 
 __all__ = ["FORMAT", "OPS", "READ_VERSIONS", "V2_OPS", "VERSION", "Action", "Schedule",
-           "load_schedule"]
+           "load_schedule", "schedule_model"]
 
 FORMAT = "epochlab-schedule"
 VERSION = 2
@@ -112,6 +113,35 @@ FAULT_CLASS: dict[str, str] = {
     "crash_coordinator": "coordinator", "restart_coordinator": "coordinator",
     "list_offsets": "list-offsets", "controller_failover": "controller-failover",
 }
+
+
+@cache
+def schedule_model() -> Any:
+    """The pydantic model of a schedule file (``docs/schemas/schedule.schema.json``), one
+    action model per entry of :data:`OPS`."""
+    from typing import Annotated, Literal, Union
+
+    from pydantic import Field, StrictInt, StrictStr, create_model
+
+    from epochlab.formats import MAX_ACTIONS, Ms, Name, Settings, Strict, Value, tagged
+
+    ops = {op: {name: (tag, required) for name, (tag, required, _default) in spec.items()}
+           for op, spec in OPS.items()}
+    action = tagged("ScheduleAction", "op", ops, {"at_ms": (Ms, ...)})
+    return create_model(
+        "Schedule", __base__=Strict,
+        __doc__="An epochlab fuzz schedule (docs/fuzzing.md): configuration and timed actions.",
+        format=(Literal["epochlab-schedule"], ...),
+        version=(Literal[1, 2], ...),
+        generation=(Union[Name, Annotated[StrictInt, Field(ge=0, le=100)]], ...),
+        seed=(Value, 0),
+        healing_ms=(Ms, 60000),
+        cluster=(Settings, {}),
+        producers=(dict[Name, Settings], {}),
+        consumers=(dict[Name, Settings], {}),
+        actions=(Annotated[list[action], Field(max_length=MAX_ACTIONS)], []),
+        origin=(dict[StrictStr, Any], {}),
+    )
 
 
 @dataclass(frozen=True)
@@ -200,7 +230,7 @@ class Schedule:
             raise v.fail("", "a JSON object", data)
         from epochlab.formats import validate
 
-        validate("schedule", data, where, ScheduleError)  # structure, types, bounds: all at once
+        validate(schedule_model(), data, where, ScheduleError)  # structure, types, bounds: all at once
         known = {"format", "version", "generation", "seed", "healing_ms", "cluster", "producers",
                  "consumers", "actions", "origin"}
         for key in sorted(data, key=str):

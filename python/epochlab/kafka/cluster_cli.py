@@ -13,8 +13,8 @@ when every node runs, 1 otherwise. A bad argument or a missing cluster exits 2
 ``$EPOCHLAB_KAFKA_CLUSTER_DIR`` or ``~/.cache/epochlab/kafka-cluster``, so ``up`` and ``down``
 find the same cluster from any working directory.
 
-Wiring: ``epochlab.kafka.cli`` calls :func:`add_cluster_commands` with its sub-parsers and
-:func:`dispatch_cluster` for ``kafka_command == "cluster"``.
+Wiring: ``epochlab.kafka.cli`` calls :func:`add_cluster` with its sub-parsers; each of ``up``,
+``status`` and ``down`` sets its handler.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 
 from epochlab.errors import ConfigError
 
-__all__ = ["add_cluster_commands", "default_dir", "dispatch_cluster"]
+__all__ = ["add_cluster", "default_dir"]
 
 
 def default_dir() -> Path:
@@ -35,16 +35,15 @@ def default_dir() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "epochlab" / "kafka-cluster"
 
 
-def add_cluster_commands(kafka_subparsers: Any, parser_class: type[argparse.ArgumentParser] | None = None) -> None:
-    """Add ``cluster up|down|status`` under ``epochlab kafka``; each sets ``kafka_run`` (the
-    handler :func:`dispatch_cluster` calls) and ``cluster_run``."""
+def add_cluster(kafka_subparsers: Any) -> None:
+    """Add ``cluster up|down|status`` under ``epochlab kafka``, each with its handler."""
     from epochlab.kafka.jars import DEFAULT_KAFKA_VERSION
 
     cluster = kafka_subparsers.add_parser(
         "cluster", help="a local KRaft cluster: up, status, down",
         description="Start, inspect and stop a local KRaft cluster of real Kafka processes (one "
                     "JVM per node) from the resolved jars; see docs/kafka-cluster.md.")
-    csub = cluster.add_subparsers(dest="cluster_command", required=True, parser_class=parser_class or type(cluster))
+    csub = cluster.add_subparsers(dest="cluster_command", required=True, parser_class=type(cluster))
     dir_help = "cluster directory (default $EPOCHLAB_KAFKA_CLUSTER_DIR or ~/.cache/epochlab/kafka-cluster)"
 
     up = csub.add_parser("up", help="start a cluster and leave it running")
@@ -56,26 +55,16 @@ def add_cluster_commands(kafka_subparsers: Any, parser_class: type[argparse.Argu
                     help="netns: a network namespace per node, partitions possible (root); "
                          "loopback: 127.0.0.1 ports; auto: netns when root")
     up.add_argument("--json", action="store_true", help="print the cluster state as JSON")
-    up.set_defaults(kafka_run=dispatch_cluster, cluster_run=_up)
+    up.set_defaults(handler=_up)
 
     status = csub.add_parser("status", help="which nodes of a cluster run")
     status.add_argument("--dir", default=None, help=dir_help)
     status.add_argument("--json", action="store_true", help="print the cluster state as JSON")
-    status.set_defaults(kafka_run=dispatch_cluster, cluster_run=_status)
+    status.set_defaults(handler=_status)
 
     down = csub.add_parser("down", help="stop a cluster (SIGTERM, then SIGKILL) and remove its network")
     down.add_argument("--dir", default=None, help=dir_help)
-    down.set_defaults(kafka_run=dispatch_cluster, cluster_run=_down)
-
-
-def dispatch_cluster(args: argparse.Namespace) -> int:
-    """Run the ``cluster`` subcommand ``args`` names; its exit code. Raises
-    :class:`ConfigError` for usage and environment problems (exit 2 in ``epochlab.cli``)."""
-    handler = getattr(args, "cluster_run", None)
-    if handler is None:
-        raise ConfigError("kafka cluster: expected up, status or down", where="cluster",
-                          field="cluster_command", expected="up|status|down", got=None)
-    return int(handler(args))
+    down.set_defaults(handler=_down)
 
 
 def _dir(args: argparse.Namespace) -> Path:
@@ -83,7 +72,7 @@ def _dir(args: argparse.Namespace) -> Path:
 
 
 def _up(args: argparse.Namespace) -> int:
-    from epochlab.kafka.cluster import LocalCluster
+    from epochlab.kafka.live.cluster import LocalCluster
 
     if args.brokers < 1:
         raise ConfigError(f"--brokers: expected an integer >= 1, got {args.brokers}", where="--brokers",
@@ -105,7 +94,7 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from epochlab.kafka.cluster import LocalCluster
+    from epochlab.kafka.live.cluster import LocalCluster
 
     cluster = LocalCluster.attach(_dir(args))
     running = {i: cluster.is_running(i) for i in cluster.nodes}
@@ -123,7 +112,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
-    from epochlab.kafka.cluster import LocalCluster
+    from epochlab.kafka.live.cluster import LocalCluster
 
     cluster = LocalCluster.attach(_dir(args))
     running = [i for i in sorted(cluster.nodes) if cluster.is_running(i)]

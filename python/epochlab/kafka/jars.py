@@ -12,7 +12,7 @@ code ``docs/core-semantics.md`` describes for it; :data:`PATCH_RELEASES` are lat
 lines whose leader-epoch cache was also compared (they carry backported fixes, see
 ``docs/kafka-releases.md``). :data:`KRAFT_RELEASES` are the releases whose brokers run in KRaft
 mode, the last patch of each line from 3.3 on, whose ``kafka.cluster.Partition`` the
-stale-follower check runs (:mod:`epochlab.kafka.stale_follower`); that check's JVM also carries
+stale-follower check runs (:mod:`epochlab.kafka.classes.stale_follower`); that check's JVM also carries
 Mockito, resolved once into a shared folder of the cache (:func:`mockito_dir`) through the pinned
 ``mockito-pom.xml``. ``epochlab kafka jars --all-generations`` resolves all of them.
 """
@@ -32,8 +32,8 @@ from epochlab.errors import ConfigError
 from epochlab.generations import Generation
 
 __all__ = ["DEFAULT_KAFKA_VERSION", "GENERATION_RELEASES", "KRAFT_RELEASES", "MOCKITO_VERSION", "PATCH_RELEASES",
-           "KafkaRelease", "cache_root", "generation_of", "jar_dir", "logging_dir", "mockito_dir", "release_for",
-           "resolved"]
+           "KafkaRelease", "cache_root", "compared_releases", "generation_of", "jar_dir", "logging_dir",
+           "mockito_dir", "release_for", "resolved"]
 
 DEFAULT_KAFKA_VERSION = "4.3.1"
 
@@ -114,6 +114,13 @@ def generation_of(version: str) -> Generation | None:
     return PATCH_RELEASES.get(version)
 
 
+def compared_releases() -> list[tuple[str, str]]:
+    """(generation label, version) of every release compared, oldest first."""
+    pairs = [(g.label, v) for g, v in GENERATION_RELEASES.items()]
+    pairs += [(g.label, v) for v, g in PATCH_RELEASES.items()]
+    return sorted(pairs, key=lambda pair: tuple(int(n) for n in pair[1].split(".")))
+
+
 def cache_root() -> Path:
     """``$EPOCHLAB_KAFKA_CACHE``, or ``~/.cache/epochlab/kafka``."""
     env = os.environ.get("EPOCHLAB_KAFKA_CACHE")
@@ -192,7 +199,7 @@ def logging_dir(jars: Path) -> Path | None:
     ``None`` for a release that does not log through log4j 2 (before 4.0: log4j 1 / reload4j).
 
     The release folder itself keeps ``slf4j-nop`` (the oracle's JVM logs nothing); a broker's
-    class path puts this binding in its place (:meth:`epochlab.kafka.cluster.LocalCluster`).
+    class path puts this binding in its place (:meth:`epochlab.kafka.live.cluster.LocalCluster`).
     """
     if not _log4j_core(jars):
         return None

@@ -1,32 +1,17 @@
-"""``epochlab kafka run SCENARIO [--compare] [--json] [--out DIR] [--cluster-dir DIR] [--keep-cluster]
-[--kafka-version V] [--client librdkafka|java]``.
+"""The commands of live runs: ``epochlab kafka run``, ``epochlab kafka fuzz`` and ``epochlab kafka
+downtime``, each on a local KRaft cluster beside the model (``docs/kafka-run.md``). Their
+pipelines are in ``epochlab.kafka.runs``; these handlers parse, call and print.
 
-Runs a scenario on a real cluster (:mod:`epochlab.kafka.run`), judges its expectations on the
-real run, with ``--compare`` runs it on the model too (:mod:`epochlab.kafka.run_compare`), and
-writes a run directory (default ``runs/kafka-<scenario>``):
-
-``README.md`` (report), ``steps.md`` (the step table of the real run), ``timeline.png`` (with
-matplotlib), ``steps.json``, ``history.jsonl`` (the real clients' history), ``real.json``,
-``model.json`` and ``compare.json`` (with ``--compare``), ``inspect-broker-<id>.json`` (each
-replica's partition directory as ``epochlab inspect --json`` shows it, read at the end of the
-last step, before crashed brokers are restarted for the next run; running brokers are read
-as they run: Kafka writes through the page cache, so every appended batch is visible),
-``scenario.toml``, ``state-change.log`` (every broker's ``state.change.logger`` lines about the
-run's topic, from its ``server.log``: releases 4.0+ log through log4j 2 here) and, with
-``--compare``, ``model-events.txt`` (the model run's engine events).
-
-Both sides report the leaders re-elected across a skipped epoch (``epoch_skips``): a broker
-that becomes leader in epoch E while its previous state was leader in an epoch below E - 1
-(``Partition.makeLeader``'s "starts at leader epoch E ... Previous leader Some(B) and previous
-leader epoch was P" with B the broker itself; the model's "broker B is leader in epoch E (was
-leader in epoch P)"). A real run without the brokers' logs cannot tell (``None``).
-
-Without ``--cluster-dir`` a three-broker cluster with the scenario's broker settings
-(:func:`~epochlab.kafka.run.broker_overrides`) is started for the run and stopped after it
-(also on Ctrl-C; ``--keep-cluster`` leaves it running and prints how to stop it). With it, the
-model runs with that cluster's settings in place of the scenario's (listed in ``model.json``). Exit 0: the
-expectations hold on the real run (and with ``--compare`` the outcomes agree), 1 otherwise,
-2 bad input or a scenario not runnable on real Kafka.
+``kafka run SCENARIO [--compare] [--json] [--out DIR] [--cluster-dir DIR] [--keep-cluster]
+[--kafka-version V] [--client librdkafka|java]``: the scenario on a real cluster
+(:func:`epochlab.kafka.runs.pipeline.execute`, its run directory default
+``runs/kafka-<scenario>``). Without ``--cluster-dir`` a three-broker cluster with the
+scenario's broker settings (:func:`~epochlab.kafka.runs.scenario.broker_overrides`) is
+started for the run and stopped after it (also on Ctrl-C; ``--keep-cluster`` leaves it running
+and prints how to stop it). With it, the model runs with that cluster's settings in place of
+the scenario's (listed in ``model.json``). Exit 0: the expectations hold on the real run (and
+with ``--compare`` the outcomes agree), 1 otherwise, 2 bad input or a scenario not runnable on
+real Kafka.
 """
 
 from __future__ import annotations
@@ -34,14 +19,25 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add", "execute", "run_command"]
+__all__ = ["add_downtime", "add_fuzz", "add_run", "positive"]
 
 
-def add(ksub: Any) -> None:
+def positive(text: str) -> int:
+    """argparse type: an integer from 1 to 100000."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if not 1 <= value <= 100_000:
+        raise argparse.ArgumentTypeError(f"expected an integer in 1..100000, got {value}")
+    return value
+
+
+def add_run(ksub: Any) -> None:
+    """``epochlab kafka run``."""
     p = ksub.add_parser("run", help="run a scenario on a real cluster, optionally compared with the model",
                         description="Map a scenario's steps onto a real KRaft cluster, judge its "
                                     "expectations on the real run, and with --compare report it side "
@@ -58,111 +54,14 @@ def add(ksub: Any) -> None:
     p.add_argument("--kafka-version", default=None, metavar="V",
                    help="the Kafka release of a cluster started here (default: the project's release; "
                         "resolve it first with `epochlab kafka jars --version V`)")
-    p.set_defaults(kafka_run=run_command)
+    p.set_defaults(handler=_run)
 
 
-def execute(scenario: Any, cluster: Any, compare: bool, out: Path | None,
-            client: str = "librdkafka") -> tuple[int, dict[str, Any]]:
-    """Run ``scenario`` on ``cluster`` with ``client``'s producers; (exit code, the JSON payload)."""
-    from epochlab.errors import ConfigError
-    from epochlab.kafka.run import GENERATION, cluster_settings, run_on_cluster, unmappable
-    from epochlab.kafka.run_compare import compare as compare_runs
-    from epochlab.kafka.run_compare import (model_epoch_skips, model_run, model_scenario, real_epoch_skips,
-                                            state_change_lines, summarize_model, summarize_real)
-
-    why = unmappable(scenario, cluster)
-    if why:
-        return 2, {"scenario": scenario.name, "runnable": False, "why": why}
-    try:
-        real = run_on_cluster(scenario, cluster, client=client)
-    except ConfigError as exc:
-        return 2, {"scenario": scenario.name, "runnable": False, "why": [str(exc)]}
-    real_summary = summarize_real(real)
-    state_changes = state_change_lines(cluster, real.topic)
-    real_summary["epoch_skips"] = real_epoch_skips(state_changes) if state_changes else None
-    settings = cluster_settings(cluster)
-    _, replaced = model_scenario(scenario, settings, client)
-    payload: dict[str, Any] = {
-        "scenario": scenario.name, "runnable": True,
-        "real": {"expectations_hold": real.expectations_hold, "checks": [c.to_dict() for c in real.checks],
-                 "topic": real.topic, "seconds": round(real.seconds, 2), "notes": real.notes,
-                 "kafka_version": cluster.version, "client": client, "settings": settings,
-                 "settings_differ_from_scenario": replaced, **real_summary},
-    }
-    ok = real.expectations_hold
-    model = None
-    if compare:
-        t0 = time.monotonic()
-        model = model_run(scenario, GENERATION, settings, client)
-        payload["model"] = {"expectations_hold": model.passed, "generation": GENERATION,
-                            "settings": settings, "settings_replaced": replaced,
-                            "checks": [c.to_dict() for c in model.checks],
-                            "seconds": round(time.monotonic() - t0, 2), **summarize_model(model),
-                            "epoch_skips": model_epoch_skips(model.events)}
-        agree, diffs = compare_runs(real_summary, payload["model"])
-        payload["agree"], payload["differences"] = agree, diffs
-        ok = ok and agree
-    if out is not None:
-        write_run_dir(out, scenario, real, payload, state_changes, model)
-        payload["run_dir"] = str(out)
-    return (0 if ok else 1), payload
-
-
-def write_run_dir(path: Path, scenario: Any, real: Any, payload: dict[str, Any],
-                  state_changes: list[str] | None = None, model: Any = None) -> None:
-    from epochlab.report import picture
-    from epochlab.report.rundir import write_atomically
-    from epochlab.report.table import step_rows, table_markdown
-
-    rows = step_rows(real.records)
-
-    def dump(data: Any) -> str:
-        return json.dumps(data, sort_keys=True, indent=2, default=str) + "\n"
-
-    def fill(d: Path) -> None:
-        (d / "steps.md").write_text(table_markdown(rows))
-        steps = [{**r.step.to_dict(), "executed_at_ms": r.executed_at_ms, "outcome": r.outcome, "error": r.error}
-                 for r in real.records[1:]]
-        (d / "steps.json").write_text(dump(steps))
-        (d / "history.jsonl").write_text(real.history.to_jsonl())
-        (d / "real.json").write_text(dump(payload["real"]))
-        if "model" in payload:
-            (d / "model.json").write_text(dump(payload["model"]))
-            (d / "compare.json").write_text(dump({k: payload[k] for k in ("scenario", "agree", "differences")}))
-        if scenario.text is not None:
-            (d / "scenario.toml").write_text(scenario.text, encoding="utf-8")
-        if state_changes:
-            (d / "state-change.log").write_text("\n".join(state_changes) + "\n")
-        if model is not None:
-            (d / "model-events.txt").write_text("".join(f"{e}\n" for e in model.events))
-        for b, data in sorted(real.inspect.items()):
-            (d / f"inspect-broker-{b}.json").write_text(dump(data))
-        note = picture.save_timeline(real.records, d / "timeline.png", title=f"{scenario.name} (real Kafka)")
-        (d / "README.md").write_text(_report(scenario, payload, table_markdown(rows), note))
-
-    write_atomically(path, fill)
-
-
-def _report(scenario: Any, payload: dict[str, Any], table: str, picture_note: str) -> str:
-    real = payload["real"]
-    lines = [f"# {scenario.name} on real Kafka {real['kafka_version']}", "",
-             f"Topic `{real['topic']}`, {real['seconds']} s. Expectations "
-             + ("hold" if real["expectations_hold"] else "do NOT hold") + " on the real run.", "",
-             table, picture_note, "", "## Expectations (real run)", ""]
-    lines += [f"- {c['status']}: {c['description']} - {c['detail']}" for c in real["checks"]]
-    if real["notes"]:
-        lines += ["", "## Approximations", ""] + [f"- {n}" for n in real["notes"]]
-    if "model" in payload:
-        lines += ["", f"## Compared with the model ({payload['model']['generation']})", "",
-                  "agree: " + ("yes" if payload["agree"] else "no"), ""]
-        lines += [f"- [{d['kind']}] {d['text']}" for d in payload["differences"]] or ["- no differences"]
-    return "\n".join(lines) + "\n"
-
-
-def run_command(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:
     from epochlab.errors import EpochlabError
-    from epochlab.kafka.cluster import cluster_for
-    from epochlab.kafka.run import broker_overrides, unmappable
+    from epochlab.kafka.live.cluster import cluster_for
+    from epochlab.kafka.runs.pipeline import execute
+    from epochlab.kafka.runs.scenario import broker_overrides, unmappable
     from epochlab.scenarios import resolve
 
     try:
@@ -208,3 +107,117 @@ def _emit(args: argparse.Namespace, code: int, payload: dict[str, Any]) -> int:
     if "run_dir" in payload:
         print(f"  run directory: {payload['run_dir']}")
     return code
+
+
+# -- epochlab kafka fuzz ---------------------------------------------------------------------
+
+def add_fuzz(ksub: Any) -> None:
+    """``epochlab kafka fuzz``."""
+    p = ksub.add_parser("fuzz", help="fuzzer schedules on a real cluster, each replayed on the model",
+                        description="Draw fuzzer schedules limited to the faults a live cluster here can "
+                                    "take (crash/restart, partitions, controlled shutdown, client "
+                                    "restarts), run each on a real KRaft cluster and on the model, and "
+                                    "report lost acknowledged writes on either side and every outcome "
+                                    "where they differ (docs/kafka-run.md). Exit 1 when a run shows a "
+                                    "violation or a real outcome no model seed gives, 2 for a usage or "
+                                    "environment problem.")
+    p.add_argument("--runs", type=positive, default=10, help="schedules to run (default 10)")
+    p.add_argument("--seconds", type=positive, default=None, help="stop starting runs after this long")
+    p.add_argument("--seed", type=int, default=1, help="campaign seed (default 1)")
+    p.add_argument("--actions", type=positive, default=15, help="actions per schedule (default 15)")
+    p.add_argument("--out", default="runs/kafka-fuzz", help="campaign directory (default runs/kafka-fuzz)")
+    p.add_argument("--cluster-dir", help="use the running cluster recorded in this directory")
+    p.add_argument("--client", choices=("librdkafka", "java"), default="librdkafka",
+                   help="the producers: confluent-kafka's librdkafka (default) or Kafka's own Java client")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(handler=_fuzz)
+
+
+def _fuzz(args: argparse.Namespace) -> int:
+    from epochlab.errors import EpochlabError
+    from epochlab.kafka.live.cluster import cluster_for
+    from epochlab.kafka.live.faults import firewall_available
+    from epochlab.kafka.runs.fuzz import MODEL_SEEDS, REAL_FAULT_CLASSES, KafkaFuzzRun, fuzz_cluster, real_profile
+    from epochlab.kafka.runs.scenario import cluster_overrides
+
+    out = Path(args.out)
+
+    def show(run: KafkaFuzzRun) -> None:
+        if args.json:
+            return
+        what = run.error or ("agree" if run.agree else
+                             f"differ (the real data outcome in {run.model_seeds_matching} of {MODEL_SEEDS} "
+                             "model seeds): " + "; ".join(d["what"] for d in run.differences))
+        lost = f" real lost {run.real_lost}" if run.real_lost else ""
+        lost += f" model lost {run.model_lost}" if run.model_lost else ""
+        print(f"run {run.index:3d} (seed {run.seed}) {run.seconds:5.1f} s: {what}{lost}", flush=True)
+
+    missing = firewall_available() if REAL_FAULT_CLASSES.get("partition") else None
+    if missing is not None:  # before any broker starts: its schedules cut links
+        print(f"error: the live fuzz profile's partitions cannot be applied on this machine: {missing}",
+              file=sys.stderr)
+        return 2
+    try:
+        with cluster_for(args.cluster_dir, out.with_name(out.name + ".cluster"),
+                         cluster_overrides(real_profile().cluster)) as cluster:
+            done = fuzz_cluster(cluster, args.runs, args.seed, out, args.actions, args.seconds, show,
+                                client=args.client)
+    except EpochlabError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    summary = json.loads((out / "summary.json").read_text())
+    if args.json:
+        print(json.dumps(summary, sort_keys=True, indent=2))
+    else:
+        print(f"{summary['runs']} runs in {summary['seconds']} s: real violations {summary['real_violations']}, "
+              f"model violations {summary['model_violations']}, disagreements {summary['disagreements']} "
+              f"(of which no model seed gives the real outcome: {summary['unexplained']}), "
+              f"errors {summary['errors']}; summary: {out / 'summary.json'}")
+    bad = summary["real_violations"] or summary["model_violations"] or summary["unexplained"] or summary["errors"]
+    return 1 if bad or not done else 0
+
+
+# -- epochlab kafka downtime -----------------------------------------------------------------
+
+def add_downtime(ksub: Any) -> None:
+    """``epochlab kafka downtime``."""
+    p = ksub.add_parser("downtime", help="seed 002's downtime table measured on a live cluster beside the model's",
+                        description="Kill the partition leader of a live 3-broker KRaft cluster RUNS times under "
+                                    "an acks=all idempotent producer and a consumer, measure detection, "
+                                    "election, metadata propagation, producer and consumer recovery from the "
+                                    "brokers' logs and the clients' history, run the same workload on the model "
+                                    "with the cluster's settings (and again with the controller delay set to "
+                                    "the measured metadata propagation), and print seed 002's table with all "
+                                    "three (docs/kafka-run.md). Exit 2 for a usage or environment problem.")
+    p.add_argument("--runs", type=positive, default=5, help="leader failures on the live cluster (default 5)")
+    p.add_argument("--model-runs", type=positive, default=50, help="model seeds (default 50)")
+    p.add_argument("--cluster-dir", help="use the running cluster recorded in this directory")
+    p.add_argument("--dir", default="runs/kafka-downtime.cluster",
+                   help="directory of the cluster started for the measurement (default runs/kafka-downtime.cluster)")
+    p.add_argument("--out", help="write rows and summaries as JSON to this file")
+    p.add_argument("--json", action="store_true", help="print rows and summaries as JSON")
+    p.set_defaults(handler=_downtime)
+
+
+def _downtime(args: argparse.Namespace) -> int:
+    from epochlab.errors import EpochlabError
+    from epochlab.kafka.runs.downtime import PHASES, measure_live, with_model
+
+    def show(row: dict[str, Any]) -> None:
+        if not args.json:
+            print(f"run {row['run']}: leader {row['leader']} killed; " +
+                  ", ".join(f"{key} {row[key]}" for _n, key in PHASES), flush=True)
+
+    try:
+        live = measure_live(args.cluster_dir, args.dir, args.runs, show)
+    except EpochlabError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    result = with_model(live, args.model_runs)
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    if args.json:
+        print(json.dumps(result, indent=2, sort_keys=True))
+    else:
+        print(result["table"], end="")
+    return 0

@@ -1,5 +1,10 @@
 """``epochlab inspect DATA_DIR...``: read Kafka log directories (registered by ``epochlab.cli``).
 
+The command brings three packages together: ``epochlab.ondisk`` reads and compares the
+directories, ``epochlab.kafka.classes.dumplog`` runs Kafka's ``DumpLogSegments`` on the same
+files (``--verify-with-kafka``) and ``epochlab.trace`` writes them as a trace (``--trace``); it
+sits above all three, as every command does.
+
 Exit status: 0 everything read and nothing found; 1 a finding (acknowledged records that
 survive nowhere, or ``--verify-with-kafka`` disagreeing with Kafka's ``DumpLogSegments``);
 2 damaged files (the report of everything readable is printed first) or bad arguments.
@@ -12,10 +17,11 @@ import json
 import sys
 from typing import Any
 
-__all__ = ["add_parser", "run"]
+__all__ = ["register"]
 
 
-def add_parser(sub: Any) -> None:
+def register(sub: Any) -> None:
+    """Add ``inspect`` to ``sub``."""
     p = sub.add_parser("inspect", help="read Kafka log directories: segments, batches, checkpoints, producer "
                                        "state; several replicas: divergence and what rejoining truncates")
     p.add_argument("dirs", nargs="+", metavar="DATA_DIR",
@@ -33,6 +39,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--verify-with-kafka", action="store_true",
                    help="also run Kafka's DumpLogSegments on the same files and report any disagreement "
                         "(needs `epochlab kafka jars` and java)")
+    p.set_defaults(handler=_inspect)
 
 
 def _names(views: list[Any]) -> list[str]:
@@ -50,7 +57,7 @@ def _broker_ids(views: list[Any]) -> list[int]:
     return list(range(1, len(views) + 1))
 
 
-def run(args: argparse.Namespace) -> int:
+def _inspect(args: argparse.Namespace) -> int:
     from epochlab.ondisk import Replica, compare_replicas, read_acked, read_log_dir
     from epochlab.ondisk.render import forensics_text, log_dir_json, log_dir_text
 
@@ -72,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
             forensics.append(compare_replicas([Replica.of(n, p) for n, p in holders], leader=leader, acked=acked))
     verified: list[dict[str, Any]] = []
     if args.verify_with_kafka:
-        from epochlab.kafka.dumplog import verify_with_kafka
+        from epochlab.kafka.classes.dumplog import verify_with_kafka
 
         for v in views:
             count, found = verify_with_kafka(v)

@@ -6,7 +6,7 @@ with ``|`` at the high watermark: ``[m1 m2 | m3] (3/2)`` is a replica holding va
 with HW 2 and LEO 3; ``m1..m10`` is a run of consecutive values; ``e1:`` marks the first
 record of a new leader epoch; a crashed replica's cell starts with ``down``.
 
-Rows are built from step records holding snapshots (:class:`~epochlab.scenarios.observe.Snapshot`,
+Rows are built from step records holding snapshots (:class:`~epochlab.observe.Snapshot`,
 made by ``snapshot_from`` from a ``ClusterState`` or a plain dict), so everything here is
 testable without running the simulator. The terminal form uses ``rich`` when it is installed
 and aligned plain text otherwise.
@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence, TextIO
 
-from epochlab.scenarios.observe import ReplicaView, Snapshot
+from epochlab.observe import ReplicaView, Snapshot
 
 __all__ = ["Row", "format_log", "render_report", "render_terminal", "render_verdict",
            "step_rows", "table_markdown", "table_text"]

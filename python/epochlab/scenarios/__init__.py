@@ -32,13 +32,15 @@ A scenario is a TOML file (or the same data built in Python with :class:`Scenari
     generations = ["hw-truncation"]                # optional restriction
     after_step = "write"                           # state kinds only: judge that snapshot
 
-Modules: :mod:`~epochlab.scenarios.model` (dataclasses, vocabulary tables, builder),
+Modules: :mod:`~epochlab.scenarios.model` (dataclasses, vocabulary tables, the file's model),
 :mod:`~epochlab.scenarios.loader` (TOML and validation, built-ins),
+:mod:`~epochlab.scenarios.builder` (scenarios written in Python),
 :mod:`~epochlab.scenarios.runner` (run on ``epochlab.sim.Cluster``, run directory),
-:mod:`~epochlab.scenarios.expectations` (judging), :mod:`~epochlab.scenarios.observe`
-(snapshots and sampling). The full reference is ``docs/scenario-format.md``.
+:mod:`~epochlab.scenarios.expectations` (judging); what a run is seen as (snapshots, sampling,
+step records) is :mod:`epochlab.observe`. The full reference is ``docs/scenario-format.md``.
 """
 
+from epochlab.scenarios.builder import ScenarioBuilder
 from epochlab.scenarios.loader import (
     builtin_names,
     builtin_text,
@@ -54,7 +56,6 @@ from epochlab.scenarios.model import (
     EXPECTATIONS,
     Expectation,
     Scenario,
-    ScenarioBuilder,
     Step,
 )
 

@@ -15,8 +15,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from epochlab.observe import Observer, Snapshot
 from epochlab.scenarios.model import STATE_KINDS, Expectation
-from epochlab.scenarios.observe import Observer, Snapshot
 
 __all__ = ["Check", "Facts", "evaluate"]
 

@@ -25,6 +25,7 @@ from epochlab.scenarios.model import (
     Param,
     Scenario,
     Step,
+    scenario_model,
 )
 
 __all__ = ["builtin_names", "from_mapping", "generation_labels", "load_builtin", "load_file",
@@ -71,7 +72,7 @@ def loads(text: str, where: str = "<string>") -> Scenario:
                    "arrays or tables nested too deeply") from None
     from epochlab.formats import validate
 
-    validate("scenario", data, where, ScenarioError)  # structure, types, bounds: all at once
+    validate(scenario_model(), data, where, ScenarioError)  # structure, types, bounds: all at once
     scenario = from_mapping(data, where)
     return _with_text(scenario, text)
 

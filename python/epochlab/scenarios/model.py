@@ -1,13 +1,15 @@
 """The scenario model: cluster and client configs, timed steps, expectations.
 
 A :class:`Scenario` is plain, validated data. It is built either from a TOML file
-(:mod:`epochlab.scenarios.loader`) or in Python with :class:`ScenarioBuilder`; both paths go
-through the same validation, so a scenario written in Python fails exactly like the equivalent
-file would (``ScenarioError`` with ``where="<python>"``).
+(:mod:`epochlab.scenarios.loader`) or in Python with
+:class:`~epochlab.scenarios.builder.ScenarioBuilder`; both paths go through the same
+validation, so a scenario written in Python fails exactly like the equivalent file would
+(``ScenarioError`` with ``where="<python>"``).
 
 The vocabulary lives here, as tables: :data:`ACTIONS` (what a step may do and its parameters),
 :data:`CONDITIONS` (what ``wait_until`` may wait for) and :data:`EXPECTATIONS` (what a scenario
-may claim about the run). ``docs/scenario-format.md`` describes every entry.
+may claim about the run). ``docs/scenario-format.md`` describes every entry. The file's
+pydantic model, :func:`scenario_model`, is built from these tables.
 
 Example::
 
@@ -26,6 +28,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Mapping
 
 __all__ = [
@@ -34,9 +37,9 @@ __all__ = [
     "EXPECTATIONS",
     "Param",
     "Scenario",
-    "ScenarioBuilder",
     "Step",
     "Expectation",
+    "scenario_model",
 ]
 
 
@@ -260,6 +263,47 @@ STATE_KINDS = frozenset(
 )
 
 
+@cache
+def scenario_model() -> Any:
+    """The pydantic model of a scenario file (``docs/schemas/scenario.schema.json``): a step
+    model per entry of :data:`ACTIONS`, an expectation model per entry of :data:`EXPECTATIONS`,
+    a ``wait_until`` condition of :data:`CONDITIONS`."""
+    from typing import Annotated, Union
+
+    from pydantic import Field, StrictInt, create_model
+
+    from epochlab.formats import (MAX_ACTIONS, TAGS, Ms, Name, Settings, Strict, Value, param_fields,
+                                  tagged)
+
+    def table(entries: Mapping[str, Any]) -> dict[str, dict[str, tuple[str, bool]]]:
+        return {name: {p.name: (p.type, p.required) for p in params} for name, params in entries.items()}
+
+    condition = create_model("WaitCondition", __base__=Strict,
+                             **param_fields({p.name: (p.type, False) for p in CONDITIONS.values()}))
+    step = tagged("ScenarioStep", "action", table(ACTIONS),
+                  {"at_ms": (Ms | None, None), "after_ms": (Ms | None, None),
+                   "label": (Name | None, None)}, {"condition": condition})
+    expect = tagged("ScenarioExpectation", "kind", table(EXPECTATIONS),
+                    {"generations": (Annotated[list[Name], Field(max_length=100)] | None, None),
+                     "after_step": (TAGS["step_ref"] | None, None),
+                     "description": (TAGS["str"] | None, None)})
+    return create_model(
+        "Scenario", __base__=Strict,
+        __doc__="An epochlab scenario (TOML; docs/scenario-format.md).",
+        name=(Name, ...),
+        description=(TAGS["str"] | None, None),
+        source=(TAGS["str"] | None, None),
+        generations=(Annotated[list[Union[Name, StrictInt]], Field(min_length=1, max_length=100)] | None, None),
+        seed=(Value | None, None),
+        settle_ms=(Ms | None, None),
+        cluster=(Settings | None, None),
+        producers=(dict[Name, Settings] | None, None),
+        consumers=(dict[Name, Settings] | None, None),
+        steps=(Annotated[list[step], Field(max_length=MAX_ACTIONS)] | None, None),
+        expect=(Annotated[list[expect], Field(max_length=MAX_ACTIONS)] | None, None),
+    )
+
+
 @dataclass(frozen=True)
 class Step:
     """One timed step. ``at_ms`` (absolute) or ``after_ms`` (after the previous step finished);
@@ -358,48 +402,6 @@ class Scenario:
             "steps": [s.to_dict() for s in self.steps],
             "expect": [e.to_dict() for e in self.expectations],
         }
-
-
-class ScenarioBuilder:
-    """The Python form of a scenario file: configs, then steps, then expectations.
-
-    Methods mirror the TOML tables; :meth:`build` validates everything with the same rules as
-    the loader and raises :class:`epochlab.errors.ScenarioError` with ``where="<python>"``.
-    """
-
-    def __init__(self, name: str, *, description: str = "", source: str | None = None,
-                 generations: list[str] | None = None, seed: int = 0, settle_ms: int = 0) -> None:
-        self._data: dict[str, Any] = {"name": name, "description": description, "seed": seed,
-                                      "settle_ms": settle_ms, "steps": [], "expect": []}
-        if source is not None:
-            self._data["source"] = source
-        if generations is not None:
-            self._data["generations"] = list(generations)
-
-    def cluster(self, **config: Any) -> ScenarioBuilder:
-        self._data.setdefault("cluster", {}).update(config)
-        return self
-
-    def producer(self, name: str, **config: Any) -> ScenarioBuilder:
-        self._data.setdefault("producers", {})[name] = dict(config)
-        return self
-
-    def consumer(self, name: str, **config: Any) -> ScenarioBuilder:
-        self._data.setdefault("consumers", {})[name] = dict(config)
-        return self
-
-    def step(self, action: str, **params: Any) -> ScenarioBuilder:
-        self._data["steps"].append({"action": action, **params})
-        return self
-
-    def expect(self, kind: str, **params: Any) -> ScenarioBuilder:
-        self._data["expect"].append({"kind": kind, **params})
-        return self
-
-    def build(self) -> Scenario:
-        from epochlab.scenarios.loader import from_mapping
-
-        return from_mapping(self._data, where="<python>")
 
 
 def _fmt(value: Any) -> str:

@@ -3,7 +3,7 @@
 The runner executes the steps in order at their times (``at_ms`` absolute; ``after_ms``
 relative to the end of the previous step, which ``wait``, ``wait_until`` and ``flush`` move),
 samples the cluster's state after every engine event while time advances (the
-:class:`~epochlab.scenarios.observe.Observer`), snapshots the state at the end of each step's
+:class:`~epochlab.observe.Observer`), snapshots the state at the end of each step's
 interval (one row of the step table), and judges the expectations that apply to the
 generation. A step the engine cannot perform is recorded as a failed ``step`` check: never a
 silent pass.
@@ -24,23 +24,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from epochlab.errors import EpochlabError
+from epochlab.observe import Observer, Snapshot, StepRecord, snapshot_from
 from epochlab.scenarios.expectations import Check, Facts, evaluate
 from epochlab.scenarios.model import Scenario, Step
-from epochlab.scenarios.observe import Observer, Snapshot, snapshot_from
 
-__all__ = ["RunResult", "StepRecord", "default_run_dir", "run_scenario", "write_run_dir"]
-
-
-@dataclass
-class StepRecord:
-    """One row of the step table: the step (``None`` for the initial state), when it ran, what
-    it returned, and the state at the end of its interval (just before the next step)."""
-
-    step: Step | None
-    executed_at_ms: int
-    outcome: str = ""
-    error: str | None = None
-    snapshot: Snapshot | None = None
+__all__ = ["RunResult", "default_run_dir", "run_scenario", "write_run_dir"]
 
 
 @dataclass
@@ -73,7 +61,7 @@ class RunResult:
     def schedule(self) -> list[dict[str, Any]]:
         out = []
         for rec in self.records[1:]:
-            item = rec.step.to_dict()  # type: ignore[union-attr]
+            item = rec.step.to_dict()
             item.update(executed_at_ms=rec.executed_at_ms, outcome=rec.outcome, error=rec.error)
             out.append(item)
         return out
@@ -228,7 +216,7 @@ def _wait_until(d: _Driver, p: dict[str, Any]) -> str:
 
 def state_conditions(snap: Snapshot) -> dict[str, Callable[[Any], bool]]:
     """The ``wait_until`` conditions read from a state snapshot alone (leader, epoch, ISR,
-    HW), for the simulator and for a real cluster's sampled state (``epochlab.kafka.run``)."""
+    HW), for the simulator and for a real cluster's sampled state (``epochlab.kafka.runs.scenario``)."""
     return {
         "leader": lambda b: snap.available() and snap.leader == b,
         "not_leader": lambda b: snap.available() and snap.leader != b,

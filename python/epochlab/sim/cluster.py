@@ -3,6 +3,11 @@ the :class:`~epochlab.sim.context.SimContext` they form, then the controller, co
 brokers and clients on that context, and exposes time, faults, client creation and observation.
 The components never see the facade (``docs/sim-api.md``, "Structure").
 
+What watches a run from outside (a trace recorder, ``epochlab.trace.TraceRecorder``) is an
+observer: a callable the cluster calls with itself once it is built, before its brokers start.
+The simulator knows observers only as that hook list (:attr:`Cluster.observers`,
+:func:`observing_clusters`), never what they are.
+
 >>> from epochlab.generations import Generation
 >>> from epochlab.sim.config import ClusterConfig, ProducerConfig
 >>> c = Cluster(ClusterConfig(), Generation.DIVERGING_EPOCH, seed=1)
@@ -34,23 +39,27 @@ from epochlab.sim.kernel import Kernel
 from epochlab.sim.network import Network, Node
 from epochlab.sim.state import ClusterState, ReplicaState
 
-__all__ = ["Cluster", "recording_traces"]
+__all__ = ["Cluster", "ClusterObserver", "observing_clusters"]
 
-# Clusters made inside ``recording_traces()`` record a trace even when their maker (a scenario
-# runner, a fuzz executor) does not pass ``record_trace``; the list collects them.
-_RECORDING: ContextVar[list[Cluster] | None] = ContextVar("epochlab_recording_traces", default=None)
+#: An observer: called once with the built cluster, before its brokers start; what it returns
+#: is kept in :attr:`Cluster.observers`. It may wrap the instance's methods; it must not change
+#: the run.
+ClusterObserver = Callable[["Cluster"], Any]
+
+# The observers of clusters made inside ``observing_clusters()`` blocks, whoever makes them (a
+# scenario runner, a fuzz executor), in addition to the ones their maker passes.
+_OBSERVING: ContextVar[tuple[ClusterObserver, ...]] = ContextVar("epochlab_cluster_observers", default=())
 
 
 @contextmanager
-def recording_traces() -> Iterator[list[Cluster]]:
-    """Every :class:`Cluster` made inside the block records a trace
-    (``record_trace=True``); the yielded list receives them, in creation order."""
-    made: list[Cluster] = []
-    token = _RECORDING.set(made)
+def observing_clusters(observer: ClusterObserver) -> Iterator[None]:
+    """Every :class:`Cluster` made inside the block calls ``observer`` too (after the
+    observers passed to it, and after those of enclosing blocks)."""
+    token = _OBSERVING.set((*_OBSERVING.get(), observer))
     try:
-        yield made
+        yield
     finally:
-        _RECORDING.reset(token)
+        _OBSERVING.reset(token)
 
 
 class Cluster:
@@ -67,9 +76,10 @@ class Cluster:
 
     def __init__(self, config: ClusterConfig, generation: Generation | int | str,
                  seed: int = 0, partition: str = "orders-0", backend: str = "rust",
-                 record_trace: bool = False) -> None:
-        """``record_trace=True`` journals every log change for ``epochlab.trace.export_cluster``
-        (``docs/trace-format.md``); it does not change the run."""
+                 observers: Sequence[ClusterObserver] = ()) -> None:
+        """``observers`` are called with the cluster once it is built, before its brokers
+        start (``Cluster(..., observers=[epochlab.trace.TraceRecorder])`` records the run's
+        trace, ``docs/trace-format.md``); what they return is :attr:`observers`."""
         self.config = config
         self.backend = backend
         self.generation = Generation.parse(generation)
@@ -110,14 +120,8 @@ class Cluster:
                                      self.generation.kraft)
             for broker in self.brokers.values():
                 broker.use_plane(plane)
-        self.trace_recorder: Any = None
-        recording = _RECORDING.get()
-        if record_trace or recording is not None:
-            from epochlab.trace.record import TraceRecorder
-
-            self.trace_recorder = TraceRecorder(self)
-            if recording is not None:
-                recording.append(self)
+        #: what each observer returned when it was called, in the order they were called
+        self.observers: list[Any] = [observe(self) for observe in (*observers, *_OBSERVING.get())]
         for broker in self.brokers.values():  # its timers are its own (Kernel.call_as)
             self.kernel.call_as(broker, broker.start)
         self.coordinator.start()

@@ -11,7 +11,7 @@ checks, a pure-Python reference replay, synthetic traces and simulation export
 
 from epochlab.trace.generate import generate
 from epochlab.trace.io import open_trace, read_trace, write_trace
-from epochlab.trace.record import TraceRecorder, export_cluster, export_run_dir
+from epochlab.trace.record import TraceRecorder, export_cluster, recording_traces
 from epochlab.trace.reference import reference_replay
 from epochlab.trace.replay import ReplayReport, replay
 from epochlab.trace.schema import (
@@ -28,7 +28,7 @@ from epochlab.trace.schema import (
 
 __all__ = [
     "FLAG_CONTROL", "FLAG_LOSE_UNFLUSHED", "FLAG_TRANSACTIONAL", "FLAG_UNCLEAN", "KINDS",
-    "KIND_CODES", "ReplayReport", "TraceRecorder", "VERSION", "export_cluster", "export_run_dir",
-    "generate", "normalize", "open_trace", "read_trace", "reference_replay", "replay", "schema",
-    "write_trace",
+    "KIND_CODES", "ReplayReport", "TraceRecorder", "VERSION", "export_cluster", "generate",
+    "normalize", "open_trace", "read_trace", "recording_traces", "reference_replay", "replay",
+    "schema", "write_trace",
 ]

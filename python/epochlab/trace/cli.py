@@ -1,4 +1,4 @@
-"""``epochlab trace replay|generate|export``: the subcommand's parser and actions (registered
+"""``epochlab trace replay|generate|export``: the subcommands' parsers and handlers (registered
 by ``epochlab.cli``). Exit status: 0 no protocol violation, 1 a protocol violation, 2 bad
 input (a malformed or damaged trace: the report of everything before the damage is printed
 first)."""
@@ -12,12 +12,13 @@ from typing import Any
 
 from epochlab.errors import TraceError
 
-__all__ = ["add_parser", "run"]
+__all__ = ["register"]
 
 
-def add_parser(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
+def register(sub: Any) -> None:
+    """Add ``trace replay``, ``trace generate`` and ``trace export`` to ``sub``."""
     trace = sub.add_parser("trace", help="replay, generate and export traces (docs/trace-format.md)")
-    tsub = trace.add_subparsers(dest="trace_command", required=True, parser_class=parser_class)
+    tsub = trace.add_subparsers(dest="trace_command", required=True, parser_class=type(trace))
     rp = tsub.add_parser("replay", help="replay a trace through the Rust core, checking invariants")
     rp.add_argument("file", help="trace file (.parquet, or .arrows for an Arrow IPC stream)")
     rp.add_argument("--check", action="append", metavar="NAME",
@@ -27,6 +28,7 @@ def add_parser(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
     rp.add_argument("--all", action="store_true", help="report every violation, not the first of each")
     rp.add_argument("--fail-fast", action="store_true", help="stop at the first violation")
     rp.add_argument("--reference", action="store_true", help="use the pure-Python reference replay")
+    rp.set_defaults(handler=_replay)
     gen = tsub.add_parser("generate", help="write a synthetic trace")
     gen.add_argument("out")
     gen.add_argument("--batches", type=int, default=100_000)
@@ -36,17 +38,11 @@ def add_parser(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
     gen.add_argument("--seed", type=int, default=0)
     gen.add_argument("--max-records", type=int, default=3)
     gen.add_argument("--crash-every", type=int, default=None, help="crash a follower every N rounds")
+    gen.set_defaults(handler=_generate)
     ex = tsub.add_parser("export", help="re-run a run directory's scenario and write its trace")
     ex.add_argument("run_dir")
     ex.add_argument("-o", "--out", help="output file (default RUN_DIR/trace.parquet)")
-
-
-def run(args: argparse.Namespace) -> int:
-    if args.trace_command == "generate":
-        return _generate(args)
-    if args.trace_command == "export":
-        return _export(args)
-    return _replay(args)
+    ex.set_defaults(handler=_export)
 
 
 def _generate(args: argparse.Namespace) -> int:
@@ -63,7 +59,7 @@ def _generate(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from epochlab.trace import export_run_dir
+    from epochlab.fuzz.rerun import export_run_dir
 
     out = args.out or str(Path(args.run_dir) / "trace.parquet")
     table, result = export_run_dir(args.run_dir, out)

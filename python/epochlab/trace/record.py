@@ -1,31 +1,34 @@
-"""Recording a simulation as a trace: :class:`TraceRecorder`, :func:`export_cluster`,
-:func:`export_run_dir`.
+"""Recording a simulation as a trace: :class:`TraceRecorder`, :func:`recording_traces`,
+:func:`export_cluster`.
 
-A cluster made with ``Cluster(..., record_trace=True)`` enables the journal of every broker's
-``replica.log`` (a Rust ``ReplicaLog``: the ``rust`` and ``python`` backends) and wraps, on
-the instances only, the engine calls whose effects are not log operations: the controller's
-decisions (``Controller._commit``), broker crash, restart and clean shutdown, and role changes
-(``Broker.on_leader_and_isr``), plus the kernel's ``step`` to stamp time. After every kernel
-event and around every wrapped call the journals are drained in order, so rows come out in
-the order things happened. Nothing the simulation computes changes.
+A :class:`TraceRecorder` is an observer of a cluster (``Cluster(..., observers=[TraceRecorder])``,
+or any cluster made inside :func:`recording_traces`): called with the cluster before its brokers
+start, it enables the journal of every broker's ``replica.log`` (a Rust ``ReplicaLog``: the
+``rust`` and ``python`` backends) and wraps, on the instances only, the engine calls whose
+effects are not log operations: the controller's decisions (``Controller._commit``), broker
+crash, restart and clean shutdown, and role changes (``Broker.on_leader_and_isr``), plus the
+kernel's ``step`` to stamp time. After every kernel event and around every wrapped call the
+journals are drained in order, so rows come out in the order things happened. Nothing the
+simulation computes changes.
+
+Re-running a run directory with a recorder attached (``epochlab trace export``) is
+``epochlab.fuzz.rerun``: it runs schedules and scenarios, which sit above this package.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import json
 import os
-from pathlib import Path
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from epochlab.errors import ConfigError, TraceError
+from epochlab.errors import ConfigError
 from epochlab.trace.schema import FLAG_LOSE_UNFLUSHED, FLAG_UNCLEAN, KIND_CODES, schema
 
 if TYPE_CHECKING:
     from epochlab.sim.cluster import Cluster
 
-__all__ = ["TraceRecorder", "export_cluster", "export_run_dir"]
+__all__ = ["TraceRecorder", "export_cluster", "recording_traces"]
 
 DROP_UNFLUSHED = 7  # journal code of drop_unflushed (a crash's page-cache loss)
 FIELDS = ("time_ms", "partition", "kind", "broker", "epoch", "offset", "leader", "record_count",
@@ -41,7 +44,7 @@ class TraceRecorder:
         for broker in cluster.brokers.values():
             log = broker.replica.log
             if not hasattr(log, "enable_journal"):
-                raise ConfigError("record_trace needs a Rust ReplicaLog (backend 'rust' or 'python')",
+                raise ConfigError("a trace recorder needs a Rust ReplicaLog (backend 'rust' or 'python')",
                                   where="Cluster", field="backend", expected="rust | python",
                                   got=cluster.backend)
             log.enable_journal()
@@ -205,68 +208,31 @@ class TraceRecorder:
         return pa.Table.from_arrays(columns, schema=target)
 
 
+@contextmanager
+def recording_traces() -> Iterator[list[Cluster]]:
+    """Every ``Cluster`` made inside the block records a trace (a :class:`TraceRecorder` among
+    its observers); the yielded list receives them, in creation order."""
+    from epochlab.sim.cluster import observing_clusters
+
+    made: list[Cluster] = []
+
+    def record(cluster: Cluster) -> TraceRecorder:
+        made.append(cluster)
+        return TraceRecorder(cluster)
+
+    with observing_clusters(record):
+        yield made
+
+
 def export_cluster(cluster: Cluster, path: str | os.PathLike[str] | None = None) -> Any:
-    """The trace of a cluster made with ``record_trace=True`` (written to ``path`` if given)."""
-    recorder = getattr(cluster, "trace_recorder", None)
+    """The trace of a cluster a :class:`TraceRecorder` observed (written to ``path`` if given)."""
+    recorder = next((o for o in cluster.observers if isinstance(o, TraceRecorder)), None)
     if recorder is None:
-        raise ConfigError("the cluster was not made with record_trace=True", where="export_cluster",
-                          field="record_trace", expected="True", got="False")
+        raise ConfigError("the cluster has no TraceRecorder among its observers", where="export_cluster",
+                          field="observers", expected="a TraceRecorder", got="none")
     table = recorder.table()
     if path is not None:
         from epochlab.trace.io import write_trace
 
         write_trace(table, path)
     return table
-
-
-def export_run_dir(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | None = None,
-                   *, backend: str = "rust") -> tuple[Any, Any]:
-    """Re-run the run of ``run_dir`` with recording on and return ``(trace table, run
-    result)``; every run is deterministic, so it is the run the directory describes. A
-    directory with ``schedule.json`` (a replay or a fuzz finding) reruns that schedule; one
-    with ``scenario.toml`` reruns that very scenario (not a built-in of the same name); an
-    older scenario run directory is resolved from its ``config.json``. Written to ``out`` if
-    given; ``result`` has ``label``, ``generation`` and ``seed``."""
-    from epochlab.scenarios import resolve
-    from epochlab.scenarios.loader import load_file
-    from epochlab.scenarios.runner import run_scenario
-    from epochlab.sim.cluster import recording_traces
-
-    directory = Path(run_dir)
-    if (directory / "schedule.json").is_file():
-        from epochlab.fuzz.executor import execute
-        from epochlab.fuzz.schedule import load_schedule
-
-        schedule = load_schedule(directory / "schedule.json")
-        with recording_traces() as clusters:
-            run = execute(schedule, backend=backend)
-        table = export_cluster(clusters[-1], out)
-        return table, _Exported(f"schedule {directory / 'schedule.json'}",
-                                schedule.generation.label, schedule.seed, run)
-    config_path = directory / "config.json"
-    try:
-        config = json.loads(config_path.read_text(encoding="utf-8"))
-        name, generation, seed = config["scenario"], config["generation"], config["seed"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise TraceError(f"{config_path}: not a run directory's config ({exc})", path=str(config_path),
-                         row=0, reason=str(exc)) from None
-    if (directory / "scenario.toml").is_file():
-        scenario = load_file(directory / "scenario.toml")
-    else:
-        source = config.get("source")
-        scenario = resolve(source if source and Path(source).suffix == ".toml"
-                           and Path(source).exists() else name)
-    with recording_traces() as clusters:
-        result = run_scenario(scenario, generation, seed=seed, write=False, backend=backend)
-    table = export_cluster(clusters[-1], out)
-    return table, _Exported(result.scenario.name, result.generation, result.seed, result)
-
-
-@dataclass(frozen=True)
-class _Exported:
-    """What ``export_run_dir`` re-ran: a label, its generation and seed, and the run itself."""
-
-    label: str
-    generation: str
-    seed: int
-    run: Any

@@ -434,7 +434,7 @@ def check_release(version: str, directory: Path | None = None) -> StaleFollowerR
     (``epochlab kafka jars --all-generations``), a JVM carrying another release, or a Kafka
     call of the sequence that fails (the call and Java's exception in the message).
     """
-    from epochlab.kafka.oracle import scratch_directory
+    from epochlab.kafka.classes.oracle import scratch_directory
 
     release_line(version)
     jar_dir(version, resolve=False)
@@ -493,54 +493,6 @@ def check_releases(versions: list[str]) -> list[StaleFollowerResult]:
     if len(versions) == 1 and running_release() in (None, versions[0]):
         return [check_release(versions[0])]
     return [check_in_subprocess(v) for v in versions]
-
-
-# -- epochlab kafka stale-follower ---------------------------------------------------------------
-def _release_argument(text: str) -> str:
-    import argparse
-
-    try:
-        release_line(text)
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(exc.message) from exc
-    return text
-
-
-def add(ksub: Any) -> None:
-    """``epochlab kafka stale-follower``."""
-    from epochlab.kafka.jars import KRAFT_RELEASES
-
-    p = ksub.add_parser("stale-follower", help="the re-elected leader's stale follower LEO, on each KRaft "
-                                               "release's own Partition class",
-                        description="Run the sequence of docs/kafka-findings/README.md "
-                                    "(kraft-reelected-leader-stale-follower-leo) on kafka.cluster.Partition of "
-                                    "each release in-process (one process per release): makeLeader in epoch 0, "
-                                    "two acks=all appends, followers at LEO 2 and 1, makeLeader in epoch 2 "
-                                    "without epoch 1, the other follower catching up; and a control in which "
-                                    "F2 fetches in epoch 2 first. Prints whether the high watermark passed a "
-                                    "record an ISR member lacks. Exit 0 either way; 2 for a usage or "
-                                    "environment problem (a release not resolved: epochlab kafka jars "
-                                    "--all-generations).")
-    p.add_argument("--release", action="append", type=_release_argument, metavar="V",
-                   help="Kafka release, 3.3 or later, repeatable (default: every KRaft release line: "
-                        f"{', '.join(KRAFT_RELEASES)})")
-    p.add_argument("--json", action="store_true", help="print the results as JSON")
-    p.set_defaults(kafka_run=_command)
-
-
-def _command(args: Any) -> int:
-    from epochlab.kafka.jars import KRAFT_RELEASES
-
-    versions = list(dict.fromkeys(args.release or KRAFT_RELEASES))
-    for version in versions:  # every prerequisite before the first JVM starts
-        jar_dir(version, resolve=False)
-    mockito_dir(resolve=False)
-    results = check_releases(versions)
-    if args.json:
-        print(json.dumps([r.to_dict() for r in results], indent=1))
-        return 0
-    print(format_table(results))
-    return 0
 
 
 def format_table(results: list[StaleFollowerResult]) -> str:

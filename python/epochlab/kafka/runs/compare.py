@@ -2,8 +2,8 @@
 
 :func:`model_run` runs the scenario on the simulator in the generation a current Kafka
 implements, with the cluster's timeouts in place of the scenario's
-(:func:`epochlab.kafka.run.cluster_settings`: a cluster started for the scenario has the
-scenario's own, :func:`~epochlab.kafka.run.broker_overrides`; a cluster that serves many
+(:func:`epochlab.kafka.runs.scenario.cluster_settings`: a cluster started for the scenario has the
+scenario's own, :func:`~epochlab.kafka.runs.scenario.broker_overrides`; a cluster that serves many
 scenarios has fixed ones). :func:`summarize_real` / :func:`summarize_model` reduce each run to the same
 shape: records acknowledged, lost (acknowledged and absent from the final surviving log),
 duplicated (twice in it) and read; the leaders and epochs it went through; each replica's
@@ -23,7 +23,7 @@ from collections import Counter
 from typing import Any, Sequence
 
 from epochlab.scenarios.model import Scenario
-from epochlab.scenarios.observe import Snapshot
+from epochlab.observe import Snapshot
 
 __all__ = ["compare", "model_run", "model_scenario", "summarize_model", "summarize_real"]
 
@@ -37,11 +37,11 @@ def model_scenario(scenario: Scenario, settings: dict[str, int],
                    client: str = "librdkafka") -> tuple[Scenario, dict[str, Any]]:
     """The scenario with the cluster's ``settings``, and producers that time requests out as
     the client that ran does: for librdkafka's (``client="librdkafka"``) ``socket.timeout.ms``
-    = :data:`~epochlab.kafka.clients.SOCKET_TIMEOUT_MS` on the client and ``request.timeout.ms``
+    = :data:`~epochlab.kafka.live.clients.SOCKET_TIMEOUT_MS` on the client and ``request.timeout.ms``
     only at the broker; for Kafka's Java producer (``"java"``) the model's own producer, which
     is that client (:class:`~epochlab.sim.config.ProducerConfig`); also what changed (name ->
     [scenario's value, the value used])."""
-    from epochlab.kafka.clients import SOCKET_TIMEOUT_MS
+    from epochlab.kafka.live.clients import SOCKET_TIMEOUT_MS
     from epochlab.sim.config import ClusterConfig
 
     cfg = ClusterConfig.from_dict(scenario.cluster, f"{scenario.where}: cluster")

@@ -1,6 +1,6 @@
 """Differential testing of the model against Kafka's own classes.
 
-The same operation sequence goes to Kafka's class (through JPype, :mod:`epochlab.kafka.oracle`),
+The same operation sequence goes to Kafka's class (through JPype, :mod:`epochlab.kafka.classes.oracle`),
 to the Rust core and to the pure-Python twin; after every operation the result and every
 observable are compared. A disagreement is shrunk (delta debugging over the sequence, replayed
 on fresh instances) to a minimal sequence that still shows it.
@@ -136,7 +136,7 @@ def generate_ops(rng: random.Random, n: int) -> list[Op]:
 class _Model:
     """The Rust core or the twin behind the same operations as the Kafka wrapper; ``rules``
     maps an operation to the cache method of an older generation's rule (``assign`` ->
-    ``assign_kip101``, ``epochlab.kafka.legacy.model_rules``)."""
+    ``assign_kip101``, ``epochlab.kafka.classes.legacy.model_rules``)."""
 
     def __init__(self, module: Any, rules: dict[str, str] | None = None) -> None:
         self.module = module
@@ -231,7 +231,7 @@ def run_ops(ops: Sequence[Op], version: str = DEFAULT_KAFKA_VERSION, directory: 
             component: str = "leader-epoch-cache") -> tuple[int, int, dict[str, Any] | None]:
     """Apply ``ops`` to fresh instances of ``component``; returns (ops applied, mismatches,
     first mismatch)."""
-    from epochlab.kafka.oracle import KafkaLeaderEpochCache, KafkaProducerStateManager, KafkaUnifiedLog
+    from epochlab.kafka.classes.oracle import KafkaLeaderEpochCache, KafkaProducerStateManager, KafkaUnifiedLog
 
     kafka: Any
     models: dict[str, Any]

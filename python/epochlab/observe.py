@@ -1,11 +1,14 @@
-"""What the scenario layer sees of a run: normalised snapshots and a sampled timeline.
+"""What a run is seen as, whoever ran it: step records, normalised snapshots and a sampled
+timeline. The simulator's scenario runner and schedule executor, the live-Kafka runs and the
+reports (step tables, timelines, run directories) all read and write these types, so they live
+below every one of them and import nothing of epochlab.
 
 :func:`snapshot_from` turns an ``epochlab.sim.ClusterState`` (or its ``to_dict()`` form, or a
 hand-written dict in tests) into a :class:`Snapshot`, the one shape the expectations and the
-report read. :class:`Observer` is called after every engine event while the runner advances
+report read. :class:`Observer` is called after every engine event while a run advances
 virtual time; it keeps only what expectations need over the whole run: every ``(offset,
 value)`` each replica ever held, the unavailability intervals and the leader's high watermark
-over time.
+over time. A :class:`StepRecord` is one row of a step table.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-__all__ = ["Observer", "ReplicaView", "Snapshot", "snapshot_from"]
+__all__ = ["Observer", "ReplicaView", "Snapshot", "StepRecord", "snapshot_from"]
 
 Batch = tuple[int, int, int, tuple[int, ...]]
 
@@ -88,6 +91,21 @@ class Snapshot:
         if r is not None:
             return set(r.values())
         return {v for rep in self.replicas for v in rep.values()}
+
+
+@dataclass
+class StepRecord:
+    """One row of the step table: the step (``None`` for the initial state), when it ran, what
+    it returned, and the state at the end of its interval (just before the next step).
+
+    A step is anything with ``describe()`` and ``to_dict()``: a scenario's ``Step``, a
+    schedule's ``Action``, the executor's healing phase, a live run's step."""
+
+    step: Any
+    executed_at_ms: int
+    outcome: str = ""
+    error: str | None = None
+    snapshot: Snapshot | None = None
 
 
 def snapshot_from(state: Any) -> Snapshot:

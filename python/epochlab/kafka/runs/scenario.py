@@ -4,7 +4,7 @@
 broker order so its first broker is the preferred and initial leader, topic configs from the
 scenario's cluster settings), executes the steps at their wall-clock times (``at_ms`` from the
 start of the run, ``after_ms`` after the previous step ended), samples the cluster while time
-passes (:class:`~epochlab.kafka.run_state.RealView`), and judges the scenario's expectations
+passes (:class:`~epochlab.kafka.runs.state.RealView`), and judges the scenario's expectations
 on the real run. Values travel as 8-byte big-endian integers, what ``epochlab inspect`` reads
 back.
 
@@ -25,7 +25,7 @@ controlled_shutdown SIGTERM and wait
 elect_preferred     Admin ``electLeaders(PREFERRED)`` at the controllers
 elect               the replicas reordered with the broker first, ``electLeaders(PREFERRED)``
                     (``UNCLEAN`` with ``unclean``), the order restored
-                    (:mod:`epochlab.kafka.controller_admin`)
+                    (:mod:`epochlab.kafka.live.controller_admin`)
 wait / wait_until   sleep / poll the condition through the Admin API and the data directories
 transactions        ``begin`` / ``commit`` / ``abort`` (commit blocks until it has an outcome)
 crash_consumer      drop the consumer without a commit; ``restart_consumer``: a new one in the
@@ -48,16 +48,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from epochlab.errors import ConfigError
-from epochlab.kafka.clients import History, KafkaAdmin
-from epochlab.kafka.cluster import LocalCluster
-from epochlab.kafka.controller_admin import controller_admin_available
-from epochlab.kafka.faults import firewall_available
-from epochlab.kafka.run_driver import Driver
-from epochlab.kafka.run_state import DiskReplica
+from epochlab.kafka.live.clients import History, KafkaAdmin
+from epochlab.kafka.live.cluster import LocalCluster
+from epochlab.kafka.live.controller_admin import controller_admin_available
+from epochlab.kafka.live.faults import firewall_available
+from epochlab.kafka.runs.driver import Driver
+from epochlab.kafka.runs.state import DiskReplica
+from epochlab.observe import Observer, StepRecord
 from epochlab.scenarios.expectations import Check, Facts, evaluate
 from epochlab.scenarios.model import Scenario
-from epochlab.scenarios.observe import Observer
-from epochlab.scenarios.runner import StepRecord, step_checks
+from epochlab.scenarios.runner import step_checks
 from epochlab.sim.config import ClusterConfig
 
 __all__ = ["BROKER_SETTINGS", "GENERATION", "JAVA_ERROR_NAMES", "NOT_EVALUABLE", "RealRun", "broker_overrides", "cluster_settings",

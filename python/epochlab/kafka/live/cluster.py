@@ -15,10 +15,11 @@ Networking (``network=``):
 
 * ``"netns"`` (the default as root): each node runs in its own network namespace
   ``el<tag>-<id>``, joined by a veth pair to a bridge ``elbr-<tag>`` in the harness's namespace,
-  with its own address ``10.213.K.<id + 10>``; the harness and its confluent-kafka clients reach
-  the nodes through the bridge from ``10.213.K.1`` (the endpoint :data:`CLIENT`). A connection
+  with its own address ``10.213.K.<id + 10>`` (:mod:`epochlab.kafka.live.netns`); the harness
+  and its confluent-kafka clients reach the nodes through the bridge from ``10.213.K.1`` (the
+  endpoint :data:`CLIENT`). A connection
   between two nodes then carries the sender's own address, so a firewall rule can cut a chosen
-  pair (:mod:`epochlab.kafka.faults`). Per-node loopback addresses (127.0.0.x) cannot do that:
+  pair (:mod:`epochlab.kafka.live.faults`). Per-node loopback addresses (127.0.0.x) cannot do that:
   Linux picks 127.0.0.1 as the source of every loopback connection that does not bind one, and
   Kafka's clients never bind, so a rule on ``lo`` could not tell which node sent a packet.
 * ``"loopback"``: every node on 127.0.0.1 with ports of its own; no network partitions. The
@@ -56,9 +57,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from epochlab.errors import ConfigError
+from epochlab.kafka.live import netns
 
 __all__ = ["CLIENT", "FAST_FAILOVER", "JVM_OPTIONS", "LOG_PATTERN", "LocalCluster", "Node", "cluster_for", "live_pid",
-           "log4j2_properties", "netns_available"]
+           "log4j2_properties"]
 
 #: The endpoint name of the harness's own side of the network (where its clients run).
 CLIENT = "client"
@@ -101,11 +103,9 @@ def log4j2_properties(path: Path) -> str:
 
 _PORT_BROKER = 9092
 _PORT_CONTROLLER = 9093
-_SUBNET_PREFIX = "10.213"
 _STATE = "cluster.json"
 _START_ATTEMPTS = 2  # a start that fails after the spawn is tried once more (see LocalCluster.start)
 _STALL_S = 30.0  # a node not yet the JVM, or without its first log line, this long after the spawn is stuck
-_NSENTER = "nsenter"  # util-linux, like setpriv
 
 
 @dataclass
@@ -173,11 +173,6 @@ def cluster_for(cluster_dir: str | os.PathLike[str] | None, directory: str | os.
             cluster.stop()
 
 
-def netns_available() -> bool:
-    """Whether this process may create network namespaces (root, and ``ip`` on PATH)."""
-    return os.geteuid() == 0 and shutil.which("ip") is not None and shutil.which(_NSENTER) is not None
-
-
 def live_pid(pid: int | None, marker: str | None = None) -> bool:
     """Whether ``pid`` is a running (not zombie) process whose command line contains
     ``marker`` (a guard against a reused pid)."""
@@ -219,12 +214,12 @@ class LocalCluster:
         if network not in ("auto", "netns", "loopback"):
             raise ConfigError(f"network: expected auto, netns or loopback, got {network!r}",
                               where="network", field="network", expected="auto|netns|loopback", got=network)
-        if network == "netns" and not netns_available():
+        if network == "netns" and not netns.available():
             raise ConfigError("network namespaces need root, iproute2 (ip) and util-linux (nsenter)", where="network",
                               field="network", expected="root", got=os.geteuid())
         self.dir = Path(directory).resolve()
         self.version = version or DEFAULT_KAFKA_VERSION
-        self.network = ("netns" if netns_available() else "loopback") if network == "auto" else network
+        self.network = ("netns" if netns.available() else "loopback") if network == "auto" else network
         self.overrides = dict(overrides or {})
         self.jvm_options = tuple(jvm_options)
         self.ready_timeout_s = ready_timeout_s
@@ -394,13 +389,13 @@ class LocalCluster:
             raise ConfigError(f"{self.dir} holds a running cluster (nodes {live}): run "
                               f"`epochlab kafka cluster down --dir {self.dir}` first",
                               where=str(state), field="dir", expected="no live cluster", got=live)
-        _remove_network(saved)
+        netns.remove(saved)
 
     def _plan(self) -> None:
         controllers = [100 + i for i in range(self.n_controllers)]
         brokers = [1 + i for i in range(self.n_brokers)]
         if self.network == "netns":
-            self.subnet = _free_subnet()
+            self.subnet = netns.free_subnet()
             self.bridge = f"elbr-{self.tag}"
             self.client_host = f"{self.subnet}.1"
         ports = _free_ports(len(controllers) + len(brokers)) if self.network == "loopback" else []
@@ -408,25 +403,15 @@ class LocalCluster:
             roles = "controller" if node_id >= 100 else "broker"
             if self.network == "netns":
                 host, port = f"{self.subnet}.{node_id + 10}", (_PORT_CONTROLLER if roles == "controller" else _PORT_BROKER)
-                netns, veth = f"el{self.tag}-{node_id}", f"elv{self.tag}-{node_id}"
+                namespace, veth = f"el{self.tag}-{node_id}", f"elv{self.tag}-{node_id}"
             else:
-                host, port, netns, veth = "127.0.0.1", ports[k], None, None
+                host, port, namespace, veth = "127.0.0.1", ports[k], None, None
             self.nodes[node_id] = Node(node_id, roles, host, port, str(self.dir / f"node-{node_id}"),
-                                       netns=netns, veth=veth)
+                                       netns=namespace, veth=veth)
 
     def _make_network(self) -> None:
         assert self.bridge is not None and self.subnet is not None
-        _ip("link", "add", self.bridge, "type", "bridge")
-        _ip("addr", "add", f"{self.client_host}/24", "dev", self.bridge)
-        _ip("link", "set", self.bridge, "up")
-        for n in self.nodes.values():
-            assert n.netns is not None and n.veth is not None
-            _ip("netns", "add", n.netns)
-            _ip("link", "add", n.veth, "type", "veth", "peer", "name", "eth0", "netns", n.netns)
-            _ip("link", "set", n.veth, "master", self.bridge, "up")
-            _ip("-n", n.netns, "link", "set", "lo", "up")
-            _ip("-n", n.netns, "addr", "add", f"{n.host}/24", "dev", "eth0")
-            _ip("-n", n.netns, "link", "set", "eth0", "up")
+        netns.create(self.bridge, self.client_host, self.nodes.values())
 
     def _write_configs(self) -> None:
         voters = ",".join(f"{i}@{self.nodes[i].address}" for i in self.controller_ids)
@@ -485,9 +470,7 @@ class LocalCluster:
             extra = [f"-Dlog4j2.configurationFile={config}"]
         java = ["java", *self.jvm_options, *extra, f"-Depochlab.node={n.node_id}", "-cp", classpath,
                 "kafka.Kafka", str(n.config_path)]
-        # nsenter joins the node's network namespace and execs java: nothing else (``ip netns
-        # exec`` also makes a mount namespace and remounts /sys, which no broker needs)
-        return ([_NSENTER, f"--net=/run/netns/{n.netns}", "--"] + java) if n.netns else java
+        return (netns.enter(n.netns) + java) if n.netns else java
 
     def _spawn(self, node_id: int, jars: Path | None = None) -> None:
         """Start node ``node_id``'s JVM (its own session and process group; setpriv and
@@ -580,7 +563,7 @@ class LocalCluster:
             for n in self.nodes.values():
                 n.pid = None
             if self.nodes:
-                _remove_network(self._state())
+                netns.remove(self._state())
                 self._save()
             _LIVE.discard(self)
 
@@ -722,33 +705,6 @@ def _process_report(pid: int | None) -> str:
     except OSError:
         wchan = "?"
     return f"pid {pid} {comm} state {fields[0]} wchan {wchan} cpu {int(fields[11]) + int(fields[12])} ticks"
-
-
-def _ip(*args: str) -> None:
-    done = subprocess.run(["ip", *args], capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise ConfigError(f"`ip {' '.join(args)}` failed: {done.stderr.strip()}", where="ip",
-                          field="network", expected="exit 0", got=done.returncode)
-
-
-def _remove_network(state: dict[str, Any]) -> None:
-    """Delete the namespaces (with their veths and firewall tables) and the bridge a
-    cluster state names; missing ones are fine."""
-    for n in state.get("nodes", []):
-        if n.get("netns"):
-            subprocess.run(["ip", "netns", "del", n["netns"]], capture_output=True, check=False)
-    if state.get("bridge"):
-        subprocess.run(["ip", "link", "del", state["bridge"]], capture_output=True, check=False)
-
-
-def _free_subnet() -> str:
-    """``10.213.K`` for a K no interface of this machine uses yet."""
-    used = subprocess.run(["ip", "-o", "-4", "addr"], capture_output=True, text=True, check=False).stdout
-    for k in range(1 + os.getpid() % 200, 255):
-        if f" {_SUBNET_PREFIX}.{k}." not in used:
-            return f"{_SUBNET_PREFIX}.{k}"
-    raise ConfigError(f"no free subnet {_SUBNET_PREFIX}.K.0/24 left", where="network", field="subnet",
-                      expected="a free /24", got=None)
 
 
 def _free_ports(count: int) -> list[int]:

@@ -2,11 +2,11 @@
 
 The model's producer is the Java client (``epochlab.sim.producer``: its retries, its request
 timeout that closes the connection, its epoch bumps); the harness's default clients are
-librdkafka's (:mod:`epochlab.kafka.clients`), whose timing differs (``socket.timeout.ms``, a
+librdkafka's (:mod:`epochlab.kafka.live.clients`), whose timing differs (``socket.timeout.ms``, a
 delivery report per message). :class:`JavaRecordingProducer` runs
 ``org.apache.kafka.clients.producer.KafkaProducer`` of the cluster's own release in this
 process's JVM (JPype, :func:`epochlab.kafka.jvm.ensure_jvm`) behind the interface of
-:class:`~epochlab.kafka.clients.RecordingProducer`, so a run can use either (``epochlab kafka run
+:class:`~epochlab.kafka.live.clients.RecordingProducer`, so a run can use either (``epochlab kafka run
 --client java``) and the model compares with the client that ran.
 
 Recording: ``send`` ``invoke`` when the value is handed to ``KafkaProducer.send``; the send's
@@ -33,7 +33,7 @@ import time
 from typing import Any
 
 from epochlab.errors import ConfigError
-from epochlab.kafka.clients import History, end_transaction
+from epochlab.kafka.live.clients import History, end_transaction
 from epochlab.sim.config import ProducerConfig
 
 __all__ = ["RECORD_BYTES", "JavaRecordingProducer", "java_producer_settings"]
@@ -72,7 +72,7 @@ def java_producer_settings(config: ProducerConfig, bootstrap: str, client_id: st
 class JavaRecordingProducer:
     """Kafka's Java producer of release ``version`` for one partition, recording each send and
     its outcome into ``history``. Same methods as
-    :class:`~epochlab.kafka.clients.RecordingProducer` (``send``, ``poll``, ``flush``, the
+    :class:`~epochlab.kafka.live.clients.RecordingProducer` (``send``, ``poll``, ``flush``, the
     transaction calls, ``close``)."""
 
     def __init__(self, bootstrap: str, topic: str, history: History, config: ProducerConfig | None = None,

@@ -17,14 +17,14 @@ release      class (constructor)                                  operations
 
 :class:`LegacyLeaderEpochCache` finds its release's shape by reflection (which classes exist,
 which constructor, which methods) rather than by version number, and answers as
-:class:`epochlab.kafka.oracle.KafkaLeaderEpochCache` does: ``None`` where Kafka answers UNDEFINED,
+:class:`epochlab.kafka.classes.oracle.KafkaLeaderEpochCache` does: ``None`` where Kafka answers UNDEFINED,
 Python ints and tuples elsewhere. A release whose ``endOffsetFor`` answers an offset only
 (0.11: OffsetsForLeaderEpoch v0) answers an ``int``, as the model's ``end_offset_for_kip101``.
 Every call goes to Kafka's class; nothing re-implements a rule. The log end offset that older
 releases read through a Scala function is the one given to :meth:`end_offset_for`.
 
 :func:`run_legacy_ops` is the per-release differential: the operations of
-``epochlab.kafka.differential.generate_ops`` on the release's cache and on the model's rules of
+``epochlab.kafka.classes.differential.generate_ops`` on the release's cache and on the model's rules of
 the generation (``assign_kip101`` for G1/G2, ``end_offset_for_kip101``/``_kip279`` for G1/G2).
 :func:`probe` is the Java 17 check of one release; run it in a process of its own
 (``epochlab kafka probe --version V``), one JVM carrying one release per process.
@@ -296,7 +296,7 @@ def run_legacy_ops(ops: Sequence[Sequence[Any]], version: str, generation: Gener
     are skipped, not counted."""
     import epochlab
     import epochlab.reference
-    from epochlab.kafka.differential import _apply_kafka, _describe, _Model, _plain
+    from epochlab.kafka.classes.differential import _apply_kafka, _describe, _Model, _plain
 
     kafka = LegacyLeaderEpochCache(directory, version)
     rules = model_rules(generation)
@@ -337,7 +337,7 @@ def run_legacy_component(ops: int, seed: int, version: str, generation: Generati
     import random
     from collections import Counter
 
-    from epochlab.kafka.differential import ComponentReport, generate_ops, shrink_ops
+    from epochlab.kafka.classes.differential import ComponentReport, generate_ops, shrink_ops
 
     causes: Counter[str] = Counter()
     report = ComponentReport("leader-epoch-cache")
@@ -375,7 +375,7 @@ def open_cache(version: str, directory: str | Path | None = None) -> Any:
     if _has_class(jpype, _JAVA_CACHE):
         constructors = jpype.JClass(_JAVA_CACHE).class_.getConstructors()
         if any("Scheduler" in str(t.getName()) for c in constructors for t in c.getParameterTypes()):
-            from epochlab.kafka.oracle import KafkaLeaderEpochCache
+            from epochlab.kafka.classes.oracle import KafkaLeaderEpochCache
 
             return KafkaLeaderEpochCache(directory, version)
     return LegacyLeaderEpochCache(directory, version)

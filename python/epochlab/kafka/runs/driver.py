@@ -1,4 +1,4 @@
-"""The step driver of :mod:`epochlab.kafka.run`: executes a scenario's steps on a real cluster.
+"""The step driver of :mod:`epochlab.kafka.runs.scenario`: executes a scenario's steps on a real cluster.
 
 :class:`Driver` keeps the clients (created before the run's clock starts, as the model's
 are), the cuts in force (a scenario's partition and its dropped links change independently,
@@ -15,15 +15,15 @@ import time
 from typing import Any, Callable
 
 from epochlab.errors import ConfigError
-from epochlab.kafka.clients import History, RecordingConsumer, RecordingProducer
-from epochlab.kafka.cluster import CLIENT, LocalCluster
-from epochlab.kafka.controller_admin import ControllerAdmin, controller_admin_available, elect_broker
-from epochlab.kafka.faults import Faults
-from epochlab.kafka.java_clients import JavaRecordingProducer
-from epochlab.kafka.run_state import RealView
+from epochlab.kafka.live.clients import History, RecordingConsumer, RecordingProducer
+from epochlab.kafka.live.cluster import CLIENT, LocalCluster
+from epochlab.kafka.live.controller_admin import ControllerAdmin, controller_admin_available, elect_broker
+from epochlab.kafka.live.faults import Faults
+from epochlab.kafka.live.java_clients import JavaRecordingProducer
+from epochlab.kafka.runs.state import RealView
+from epochlab.observe import Observer, Snapshot, StepRecord
 from epochlab.scenarios.model import Scenario
-from epochlab.scenarios.observe import Observer, Snapshot
-from epochlab.scenarios.runner import StepRecord, state_conditions
+from epochlab.scenarios.runner import state_conditions
 from epochlab.sim.config import ClusterConfig, ConsumerConfig, ProducerConfig
 
 __all__ = ["ACTIONS", "SAMPLE_INTERVAL_S", "Driver"]
@@ -425,7 +425,7 @@ def _elect_preferred(d: Driver, p: dict[str, Any]) -> str:
 
 def _elect(d: Driver, p: dict[str, Any]) -> str:
     """The chosen broker first in the replica order, a preferred (or unclean) election, the
-    scenario's order back (:func:`epochlab.kafka.controller_admin.elect_broker`)."""
+    scenario's order back (:func:`epochlab.kafka.live.controller_admin.elect_broker`)."""
     via = d.forwarding_broker()
     return elect_broker(d.controller_admin(), d.topic, 0, d.replicas, p["broker"], via,
                         bool(p.get("unclean"))).describe() + f" (asked of broker {via})"

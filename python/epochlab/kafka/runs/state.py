@@ -1,8 +1,8 @@
 """What a scenario run on a real cluster looks like to the scenario layer: snapshots.
 
-A :class:`~epochlab.scenarios.observe.Snapshot` of the real cluster joins two sources:
+A :class:`~epochlab.observe.Snapshot` of the real cluster joins two sources:
 
-* the controller's view through the Admin API (:class:`~epochlab.kafka.clients.KafkaAdmin`):
+* the controller's view through the Admin API (:class:`~epochlab.kafka.live.clients.KafkaAdmin`):
   leader, ISR, the leader's epoch and high watermark (ListOffsets at the leader), and the last
   stable offset when the scenario uses transactions;
 * every replica's log read from its broker's data directory while the broker runs (Kafka
@@ -28,9 +28,9 @@ from typing import Any
 
 from epochlab import _core
 from epochlab.errors import KafkaFormatError
-from epochlab.kafka.clients import KafkaAdmin, PartitionState, decode_value
-from epochlab.kafka.cluster import CLIENT, LocalCluster
-from epochlab.scenarios.observe import ReplicaView, Snapshot
+from epochlab.kafka.live.clients import KafkaAdmin, PartitionState, decode_value
+from epochlab.kafka.live.cluster import CLIENT, LocalCluster
+from epochlab.observe import ReplicaView, Snapshot
 
 __all__ = ["DiskReplica", "RealView", "read_replica"]
 
@@ -104,7 +104,7 @@ def read_replica(data_dir: Path, broker: int, topic: str, partition: int = 0) ->
 
 class RealView:
     """Snapshots of one topic's partition 0 on a :class:`LocalCluster`. ``cuts``: the one-way
-    cuts in force (from :class:`~epochlab.kafka.faults.Faults`), to pick brokers whose
+    cuts in force (from :class:`~epochlab.kafka.live.faults.Faults`), to pick brokers whose
     metadata is the controller's."""
 
     def __init__(self, cluster: LocalCluster, topic: str, replicas: tuple[int, ...], with_lso: bool) -> None:

@@ -1,4 +1,4 @@
-"""Faults on the real processes and links of a :class:`~epochlab.kafka.cluster.LocalCluster`.
+"""Faults on the real processes and links of a :class:`~epochlab.kafka.live.cluster.LocalCluster`.
 
 Processes (any network mode):
 
@@ -42,7 +42,7 @@ import time
 from collections.abc import Iterable, Sequence
 
 from epochlab.errors import ConfigError
-from epochlab.kafka.cluster import CLIENT, LocalCluster
+from epochlab.kafka.live.cluster import CLIENT, LocalCluster
 
 __all__ = ["CLIENT", "Faults", "firewall_available"]
 

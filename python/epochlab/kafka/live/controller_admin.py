@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from epochlab.errors import ConfigError
-from epochlab.kafka.cluster import LocalCluster
+from epochlab.kafka.live.cluster import LocalCluster
 
 __all__ = ["ControllerAdmin", "Election", "MIN_RELEASE", "controller_admin_available", "elect_broker"]
 

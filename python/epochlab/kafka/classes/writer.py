@@ -8,7 +8,7 @@ follower, ``roll``, ``close``), the leader-epoch checkpoint by ``LeaderEpochFile
 ``log-start-offset-checkpoint``) by ``OffsetCheckpointFile``, as ``ReplicaManager`` and
 ``LogManager`` write them. Nothing is produced by epochlab's own encoders, so a test that reads
 these directories with ``epochlab.ondisk`` compares our parsers with Kafka's writers, and
-``DumpLogSegments`` (``epochlab.kafka.dumplog``) gives Kafka's own reading of the same bytes.
+``DumpLogSegments`` (``epochlab.kafka.classes.dumplog``) gives Kafka's own reading of the same bytes.
 
 :func:`write_broker_dir` writes one broker's directory with every kind of batch Kafka writes
 (every codec, keys and headers, idempotent and transactional batches, COMMIT and ABORT markers,
@@ -28,7 +28,7 @@ from typing import Any
 
 from epochlab.kafka.jars import DEFAULT_KAFKA_VERSION
 from epochlab.kafka.jvm import ensure_jvm
-from epochlab.kafka.oracle import _drain, kafka_scheduler
+from epochlab.kafka.classes.oracle import _drain, kafka_scheduler
 
 __all__ = ["BrokerDir", "KafkaLogWriter", "write_broker_dir", "write_diverged_replicas"]
 

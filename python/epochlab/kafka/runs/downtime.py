@@ -26,24 +26,22 @@ leader. Each phase is measured from the fault:
   directly from the dead broker to the new one), unknown otherwise.
 
 Real runs read wall-clock times from the nodes' ``server.log`` (log4j 2 lines starting with
-ms since the epoch, :data:`epochlab.kafka.cluster.LOG_PATTERN`) and from the harness's clock,
+ms since the epoch, :data:`epochlab.kafka.live.cluster.LOG_PATTERN`) and from the harness's clock,
 all on this machine's one clock. Model runs are deterministic per seed; the model's heartbeat
 phase at the fault varies with the seed as the real one varies with when the kill lands.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
-import sys
 import time
 import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["PHASES", "SEND_EVERY_MS", "WARMUP_MS", "calibrated_settings", "measure_model", "measure_real",
-           "model_schedule", "parse_log", "summarize", "table_markdown"]
+__all__ = ["PHASES", "SEND_EVERY_MS", "WARMUP_MS", "calibrated_settings", "measure_live", "measure_model",
+           "measure_real", "model_schedule", "parse_log", "summarize", "table_markdown", "with_model"]
 
 #: (component, column) of seed 002's table, in its order.
 PHASES: tuple[tuple[str, str], ...] = (
@@ -94,8 +92,8 @@ def measure_real(cluster: Any, runs: int, progress: Callable[[dict[str, Any]], N
     each in a topic of its own; the killed broker is restarted and back in the ISR before the
     next. One row per run (:data:`PHASES` columns plus what was seen)."""
     from epochlab.errors import ConfigError
-    from epochlab.kafka.clients import KafkaAdmin
-    from epochlab.kafka.faults import Faults
+    from epochlab.kafka.live.clients import KafkaAdmin
+    from epochlab.kafka.live.faults import Faults
 
     if not any(cluster.nodes[i].server_log.exists() for i in cluster.controller_ids):
         raise ConfigError("the cluster's nodes write no server.log (a release before 4.0, or started "
@@ -113,7 +111,7 @@ def measure_real(cluster: Any, runs: int, progress: Callable[[dict[str, Any]], N
 
 
 def _one_real(cluster: Any, admin: Any, faults: Any, index: int) -> dict[str, Any]:
-    from epochlab.kafka.clients import History, RecordingConsumer, RecordingProducer
+    from epochlab.kafka.live.clients import History, RecordingConsumer, RecordingProducer
     from epochlab.sim.config import ConsumerConfig, ProducerConfig
 
     topic = f"downtime-{index}-{uuid.uuid4().hex[:6]}"
@@ -218,7 +216,7 @@ def _recovery(ops: list[dict[str, Any]], fault_ms: float) -> tuple[int | None, i
 def model_schedule(settings: dict[str, int], seed: int, generation: str = "strict-min-isr") -> tuple[Any, int]:
     """The workload of :func:`measure_real` as a fuzz schedule on the model (broker 1 leads
     first and is the one killed), with ``settings`` (scenario setting names, as
-    :func:`epochlab.kafka.run.cluster_settings` reads them from a running cluster);
+    :func:`epochlab.kafka.runs.scenario.cluster_settings` reads them from a running cluster);
     ``(schedule, index of the crash action)``."""
     from epochlab.fuzz.schedule import Schedule
 
@@ -245,7 +243,7 @@ def model_schedule(settings: dict[str, int], seed: int, generation: str = "stric
 
 def measure_model(settings: dict[str, int], runs: int, first_seed: int = 1) -> list[dict[str, Any]]:
     """The model's rows for seeds ``first_seed .. first_seed + runs - 1``."""
-    from epochlab.campaigns.runs import _phases, execute_measured
+    from epochlab.campaigns.runs import execute_measured, failover_phases
 
     rows = []
     for seed in range(first_seed, first_seed + runs):
@@ -253,7 +251,7 @@ def measure_model(settings: dict[str, int], runs: int, first_seed: int = 1) -> l
         run, snapshot = execute_measured(schedule, crash_index)
         history = [op.to_dict() for op in run.cluster.history]
         row: dict[str, Any] = {"run": seed, "leader": snapshot.get("leader")}
-        row.update(_phases(run, snapshot, history, snapshot.get("time_ms", 0)))
+        row.update(failover_phases(run, snapshot, history, snapshot.get("time_ms", 0)))
         row["producer_recovery_ms"], row["consumer_recovery_ms"] = _recovery(history, snapshot.get("time_ms", 0))
         row["offline_ms"] = int(run.cluster.state().controller["unavailable_ms"])
         rows.append(row)
@@ -314,65 +312,39 @@ def table_markdown(real: list[dict[str, Any]], model: list[dict[str, Any]],
     return "\n".join(lines) + "\n"
 
 
-# -- command line ---------------------------------------------------------------------------
+# -- the whole measurement ------------------------------------------------------------------
 
-def add(ksub: Any) -> None:
-    """``epochlab kafka downtime``."""
-    p = ksub.add_parser("downtime", help="seed 002's downtime table measured on a live cluster beside the model's",
-                        description="Kill the partition leader of a live 3-broker KRaft cluster RUNS times under "
-                                    "an acks=all idempotent producer and a consumer, measure detection, "
-                                    "election, metadata propagation, producer and consumer recovery from the "
-                                    "brokers' logs and the clients' history, run the same workload on the model "
-                                    "with the cluster's settings (and again with the controller delay set to "
-                                    "the measured metadata propagation), and print seed 002's table with all "
-                                    "three (docs/kafka-run.md). Exit 2 for a usage or environment problem.")
-    from epochlab.kafka.fuzz import _positive
-
-    p.add_argument("--runs", type=_positive, default=5, help="leader failures on the live cluster (default 5)")
-    p.add_argument("--model-runs", type=_positive, default=50, help="model seeds (default 50)")
-    p.add_argument("--cluster-dir", help="use the running cluster recorded in this directory")
-    p.add_argument("--dir", default="runs/kafka-downtime.cluster",
-                   help="directory of the cluster started for the measurement (default runs/kafka-downtime.cluster)")
-    p.add_argument("--out", help="write rows and summaries as JSON to this file")
-    p.add_argument("--json", action="store_true", help="print rows and summaries as JSON")
-    p.set_defaults(kafka_run=_command)
-
-
-def _command(args: Any) -> int:
-    from epochlab.errors import EpochlabError
-    from epochlab.kafka.cluster import cluster_for
-    from epochlab.kafka.run import cluster_settings
-
-    def show(row: dict[str, Any]) -> None:
-        if not args.json:
-            print(f"run {row['run']}: leader {row['leader']} killed; " +
-                  ", ".join(f"{key} {row[key]}" for _n, key in PHASES), flush=True)
+def measure_live(cluster_dir: str | None, directory: str, runs: int,
+                 progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """The live half of ``epochlab kafka downtime``: ``runs`` leader failures on the cluster
+    ``cluster_dir`` records, or on one started in ``directory`` for the measurement
+    (:func:`epochlab.kafka.live.cluster.cluster_for`): its settings, its rows and the times
+    taken. Raises :class:`~epochlab.errors.EpochlabError` when no cluster can be used."""
+    from epochlab.kafka.live.cluster import cluster_for
+    from epochlab.kafka.runs.scenario import cluster_settings
 
     t0 = time.monotonic()
-    try:
-        with cluster_for(args.cluster_dir, args.dir) as cluster:
-            cluster_s = time.monotonic() - t0
-            settings = cluster_settings(cluster)
-            t1 = time.monotonic()
-            real = measure_real(cluster, args.runs, show)
-            real_s = time.monotonic() - t1
-    except EpochlabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    with cluster_for(cluster_dir, directory) as cluster:
+        cluster_s = time.monotonic() - t0
+        settings = cluster_settings(cluster)
+        t1 = time.monotonic()
+        real = measure_real(cluster, runs, progress)
+        real_s = time.monotonic() - t1
+    return {"settings": settings, "cluster_start_s": None if cluster_dir else round(cluster_s, 1),
+            "real_seconds": round(real_s, 1), "real": real}
+
+
+def with_model(live: dict[str, Any], model_runs: int) -> dict[str, Any]:
+    """:func:`measure_live`'s result with the model's rows beside it (``model_runs`` seeds with
+    the cluster's settings, and again with :func:`calibrated_settings`), their summaries and
+    seed 002's table (``table``)."""
+    settings, real = live["settings"], live["real"]
     t2 = time.monotonic()
-    model = measure_model(settings, args.model_runs)
+    model = measure_model(settings, model_runs)
     calibration = calibrated_settings(settings, real)
-    calibrated = measure_model(calibration, args.model_runs) if calibration is not None else None
-    result = {"settings": settings, "cluster_start_s": None if args.cluster_dir else round(cluster_s, 1),
-              "real_seconds": round(real_s, 1), "model_seconds": round(time.monotonic() - t2, 1),
-              "real": real, "model": model, "real_summary": summarize(real), "model_summary": summarize(model),
-              "calibrated_settings": calibration, "calibrated": calibrated,
-              "calibrated_summary": summarize(calibrated) if calibrated else None,
-              "table": table_markdown(real, model, calibrated)}
-    if args.out:
-        Path(args.out).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
-    if args.json:
-        print(json.dumps(result, indent=2, sort_keys=True))
-    else:
-        print(result["table"], end="")
-    return 0
+    calibrated = measure_model(calibration, model_runs) if calibration is not None else None
+    return {**live, "model_seconds": round(time.monotonic() - t2, 1),
+            "model": model, "real_summary": summarize(real), "model_summary": summarize(model),
+            "calibrated_settings": calibration, "calibrated": calibrated,
+            "calibrated_summary": summarize(calibrated) if calibrated else None,
+            "table": table_markdown(real, model, calibrated)}

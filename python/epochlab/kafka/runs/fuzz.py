@@ -4,8 +4,8 @@ Each run draws a schedule with the random engine (``epochlab.fuzz.generator``) r
 faults a live cluster on this machine can take: crashes and restarts (SIGKILL), partitions and
 isolations (nft rules between the harness's network namespaces), controlled shutdowns, and
 client restarts; link delays, lossy links and lossy crashes need netem or a forgetting
-filesystem (``epochlab.kafka.run.unmappable``), and operator elections of a chosen broker
-(reorder and preferred election, ``epochlab.kafka.controller_admin``) are left out of the live
+filesystem (``epochlab.kafka.runs.scenario.unmappable``), and operator elections of a chosen broker
+(reorder and preferred election, ``epochlab.kafka.live.controller_admin``) are left out of the live
 profile. The schedule becomes a scenario (every action at its
 ``at_ms``, then a heal, a restart of every broker still down, a wait until the ISR is whole and
 in sync and the producer's sends are resolved, and a last read), which ``epochlab kafka run``'s
@@ -31,7 +31,7 @@ from typing import Any
 
 from epochlab.fuzz.generator import FAULT_CLASSES, FuzzProfile, generate_schedule
 from epochlab.fuzz.schedule import Schedule
-from epochlab.kafka.run import GENERATION
+from epochlab.kafka.runs.scenario import GENERATION
 
 __all__ = ["REAL_FAULT_CLASSES", "KafkaFuzzRun", "real_profile", "schedule_scenario", "fuzz_cluster"]
 
@@ -125,12 +125,12 @@ def fuzz_cluster(cluster: Any, runs: int, seed: int, out: Path, actions: int = 1
                  progress: Callable[[KafkaFuzzRun], None] | None = None,
                  client: str = "librdkafka") -> list[KafkaFuzzRun]:
     """Run up to ``runs`` schedules (fewer when ``seconds`` run out) on ``cluster`` with
-    ``client``'s producers (``epochlab.kafka.run.CLIENTS``); each run's directory and
+    ``client``'s producers (``epochlab.kafka.runs.scenario.CLIENTS``); each run's directory and
     ``schedule.json`` go under ``out/run-NNN``; ``out/summary.json`` is rewritten after every
     run, so a stopped campaign keeps what it measured."""
     import random
 
-    from epochlab.kafka.run_cli import execute
+    from epochlab.kafka.runs.pipeline import execute
 
     out.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
@@ -177,7 +177,7 @@ def data_outcome(summary: dict[str, Any]) -> tuple[Any, ...]:
 def model_seeds_matching(scenario: Any, real: dict[str, Any], settings: dict[str, int], seeds: int,
                          client: str = "librdkafka") -> int:
     """Of model seeds ``1..seeds``, how many give ``real``'s :func:`data_outcome`."""
-    from epochlab.kafka.run_compare import model_run, summarize_model
+    from epochlab.kafka.runs.compare import model_run, summarize_model
 
     want = data_outcome(real)
     return sum(data_outcome(summarize_model(model_run(replace(scenario, seed=seed), GENERATION, settings,
@@ -200,83 +200,3 @@ def _write_summary(out: Path, seed: int, profile: FuzzProfile, done: list[KafkaF
     tmp = out / "summary.json.tmp"
     tmp.write_text(json.dumps(summary, sort_keys=True, indent=2, default=str) + "\n")
     tmp.replace(out / "summary.json")
-
-
-def add(ksub: Any) -> None:
-    """``epochlab kafka fuzz``."""
-    p = ksub.add_parser("fuzz", help="fuzzer schedules on a real cluster, each replayed on the model",
-                        description="Draw fuzzer schedules limited to the faults a live cluster here can "
-                                    "take (crash/restart, partitions, controlled shutdown, client "
-                                    "restarts), run each on a real KRaft cluster and on the model, and "
-                                    "report lost acknowledged writes on either side and every outcome "
-                                    "where they differ (docs/kafka-run.md). Exit 1 when a run shows a "
-                                    "violation or a real outcome no model seed gives, 2 for a usage or "
-                                    "environment problem.")
-    p.add_argument("--runs", type=_positive, default=10, help="schedules to run (default 10)")
-    p.add_argument("--seconds", type=_positive, default=None, help="stop starting runs after this long")
-    p.add_argument("--seed", type=int, default=1, help="campaign seed (default 1)")
-    p.add_argument("--actions", type=_positive, default=15, help="actions per schedule (default 15)")
-    p.add_argument("--out", default="runs/kafka-fuzz", help="campaign directory (default runs/kafka-fuzz)")
-    p.add_argument("--cluster-dir", help="use the running cluster recorded in this directory")
-    p.add_argument("--client", choices=("librdkafka", "java"), default="librdkafka",
-                   help="the producers: confluent-kafka's librdkafka (default) or Kafka's own Java client")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p.set_defaults(kafka_run=_command)
-
-
-def _positive(text: str) -> int:
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if not 1 <= value <= 100_000:
-        raise argparse.ArgumentTypeError(f"expected an integer in 1..100000, got {value}")
-    return value
-
-
-def _command(args: Any) -> int:
-    import sys
-
-    from epochlab.errors import EpochlabError
-    from epochlab.kafka.cluster import cluster_for
-    from epochlab.kafka.run import cluster_overrides
-
-    out = Path(args.out)
-
-    def show(run: KafkaFuzzRun) -> None:
-            if args.json:
-                return
-            what = run.error or ("agree" if run.agree else
-                                 f"differ (the real data outcome in {run.model_seeds_matching} of {MODEL_SEEDS} "
-                                 "model seeds): " + "; ".join(d["what"] for d in run.differences))
-            lost = f" real lost {run.real_lost}" if run.real_lost else ""
-            lost += f" model lost {run.model_lost}" if run.model_lost else ""
-            print(f"run {run.index:3d} (seed {run.seed}) {run.seconds:5.1f} s: {what}{lost}", flush=True)
-
-    from epochlab.kafka.faults import firewall_available
-
-    missing = firewall_available() if REAL_FAULT_CLASSES.get("partition") else None
-    if missing is not None:  # before any broker starts: its schedules cut links
-        print(f"error: the live fuzz profile's partitions cannot be applied on this machine: {missing}",
-              file=sys.stderr)
-        return 2
-    try:
-        with cluster_for(args.cluster_dir, out.with_name(out.name + ".cluster"),
-                         cluster_overrides(real_profile().cluster)) as cluster:
-            done = fuzz_cluster(cluster, args.runs, args.seed, out, args.actions, args.seconds, show,
-                                client=args.client)
-    except EpochlabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    summary = json.loads((out / "summary.json").read_text())
-    if args.json:
-        print(json.dumps(summary, sort_keys=True, indent=2))
-    else:
-        print(f"{summary['runs']} runs in {summary['seconds']} s: real violations {summary['real_violations']}, "
-              f"model violations {summary['model_violations']}, disagreements {summary['disagreements']} "
-              f"(of which no model seed gives the real outcome: {summary['unexplained']}), "
-              f"errors {summary['errors']}; summary: {out / 'summary.json'}")
-    bad = summary["real_violations"] or summary["model_violations"] or summary["unexplained"] or summary["errors"]
-    return 1 if bad or not done else 0

@@ -1,0 +1,17 @@
+"""A live Kafka cluster on this machine: the second wing of ``epochlab.kafka``.
+
+- :mod:`~epochlab.kafka.live.cluster`: a local KRaft cluster of real Kafka processes from the
+  resolved jars (``docs/kafka-cluster.md``);
+- :mod:`~epochlab.kafka.live.netns`: each node in its own network namespace when root, joined
+  to the harness by a bridge;
+- :mod:`~epochlab.kafka.live.faults`: faults on its processes and links (kill, pause, controlled
+  shutdown, partitions through nft between the namespaces);
+- :mod:`~epochlab.kafka.live.clients`: librdkafka clients that record the history the checker
+  judges, and the Admin API;
+- :mod:`~epochlab.kafka.live.java_clients`: Kafka's own Java producer as a recording client
+  (JPype, ``epochlab.kafka.jvm``);
+- :mod:`~epochlab.kafka.live.controller_admin`: electing a chosen broker with Kafka's admin
+  classes.
+
+What runs on the cluster, beside the model, is ``epochlab.kafka.runs``.
+"""
