@@ -464,7 +464,10 @@ def markdown(results: dict[str, Any], bugs: tuple[KnownBug, ...] = BUGS) -> str:
     campaigns = _campaigns(results)
     lines = [f"Budget per campaign: {budget['runs']:,} runs or {budget['seconds']:g} s, the first "
              f"reached; campaign seeds {', '.join(map(str, plan['seeds']))}; fuzz profile: "
-             f"{plan['profile']}. The random engine's runs are deterministic per seed, atheris's "
+             f"{plan['profile']}. The random engine's runs are deterministic per seed"
+             + (", the guided engine's too (its first 200 are the random engine's)"
+                if "guided" in plan["engines"] else "")
+             + ", atheris's "
              "follow libFuzzer's seeded search (its first 64 are the random engine's); seconds depend "
              "on the machine's load. `>N`: no match in the N runs (or N seconds) the budget allowed; a "
              "median or max over seeds counts such a seed as larger than any budget.", ""]
