@@ -6,6 +6,8 @@
 * :mod:`~epochlab.campaigns.aggregate` - Spark aggregations per configuration, state, violation
 * :mod:`~epochlab.campaigns.report` - Markdown/HTML report and PNG plots, the seed 002 tables
 * :mod:`~epochlab.campaigns.driver` - a whole campaign: batches, summary, shrinking, report
+* :mod:`~epochlab.campaigns.standalone` - a standalone Spark cluster on this machine (a master
+  and workers from pyspark's own ``spark-class``), started and stopped by a context manager
 * :mod:`~epochlab.campaigns.cli` - ``epochlab campaign``
 
 PySpark is optional (``pip install "epochlab[spark]"``): only ``spark``, ``aggregate`` and
