@@ -4,7 +4,8 @@ a campaign's numbers do not depend on the deployment.
 
 * the small grid campaign of ``tests/test_campaign_spark.py`` on ``local[1]``, ``local[2]`` and
   the cluster: the same ``summary.json`` byte for byte apart from timings and paths;
-* the random fuzz engine on the cluster: the same summary as one process;
+* the random and the guided fuzz engines on the cluster: the same summary (and for the guided
+  engine the same corpus) as one process;
 * leaving the context manager, with an application's executors running, leaves no process of
   the cluster behind (master, workers, executors, their Python workers).
 
@@ -115,6 +116,27 @@ def test_the_fuzz_engine_on_the_cluster_finds_what_one_process_finds(cluster: An
     one = summary()
     assert '"runs": 45' in one
     assert summary(master=url) == one
+
+
+def test_the_guided_engine_on_the_cluster_runs_what_one_process_runs(cluster: Any, tmp_path: Path) -> None:
+    from epochlab.fuzz.guided import BATCH, INITIAL, GuidedSearch
+
+    url, _ = cluster
+
+    def summary(**kw: Any) -> tuple[str, str]:
+        out = tmp_path / f"guided-{len(kw)}"
+        search = GuidedSearch(Generation.KIP_279, seed=4, seconds=None, runs=INITIAL + BATCH + 5,
+                              out=out, **kw)
+        search.run()
+        s = search.summary()
+        for key in ("seconds", "runs_per_second", "jobs", "master"):
+            s.pop(key)
+        for v in s["violations"]:
+            v.pop("seconds_to_first")
+        return (json.dumps(s, sort_keys=True, default=str).replace(str(out), "OUT"),
+                (out / "corpus" / "inputs.jsonl").read_text())
+
+    assert summary(master=url) == summary()
 
 
 def _processes() -> dict[int, tuple[int, str, str]]:
