@@ -37,8 +37,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("epochlab.reference",),
     # the simulator; the invariants over a run; step tables, timelines and run directories
     ("epochlab.sim", "epochlab.checks", "epochlab.report"),
-    # the pieces of the files users write; the epochlab-trace format, replay and recording
-    ("epochlab.formats", "epochlab.trace"),
+    # the pieces of the files users write; the step vocabulary; the epochlab-trace format,
+    # replay and recording
+    ("epochlab.formats", "epochlab.steps", "epochlab.trace"),
     # Kafka's log directories read from disk
     ("epochlab.ondisk",),
     # scenario files and their runs on the simulator

@@ -48,13 +48,14 @@ from typing import Any, Mapping
 
 from epochlab.errors import ConfigError
 from epochlab.generations import Generation
+from epochlab.steps import CAMPAIGN_FAULTS
 
 __all__ = ["AXES", "DEFAULT_GRID", "FAULT_KINDS", "Grid", "RunConfig", "default_grid", "grid_model",
            "load_grid", "parse_grid"]
 
-#: Fault kinds of the campaign workload (``runs.py`` builds them) and their default weights.
-FAULT_KINDS: dict[str, int] = {"leader-crash": 3, "follower-lag": 2, "correlated": 2,
-                               "leader-partition": 2}
+#: Fault kinds of the campaign workload (``runs.py`` builds them) and their default weights:
+#: the step vocabulary's (``epochlab.steps.CAMPAIGN_FAULTS``, with the steps each is made of).
+FAULT_KINDS: dict[str, int] = {k.name: k.weight for k in CAMPAIGN_FAULTS}
 
 #: Axis name -> (allowed values or None for "validated by a function", default values).
 AXES: dict[str, tuple[tuple[Any, ...] | None, list[Any]]] = {

@@ -16,11 +16,13 @@ from typing import Any
 
 from epochlab.fuzz.schedule import OPS, Schedule
 from epochlab.generations import Generation
+from epochlab.steps import time_steps
 
 __all__ = ["scenario_to_schedule"]
 
-_TIME_ONLY = {"wait", "wait_until", "flush", "note"}
-_RENAMED = {"elect_preferred": "elect_preferred"}
+#: The steps that only pass time: the scenario-only time steps of ``epochlab.steps``. Every
+#: other step has the same name and parameters in both formats.
+_TIME_ONLY = {s.name for s in time_steps()}
 
 
 def scenario_to_schedule(scenario: Any, generation: Generation | str | int | None = None,
@@ -37,7 +39,7 @@ def scenario_to_schedule(scenario: Any, generation: Generation | str | int | Non
         step = record.step
         if step is None or step.action in _TIME_ONLY:
             continue
-        op = _RENAMED.get(step.action, step.action)
+        op = step.action
         params = {k: v for k, v in dict(step.params).items() if k in OPS[op] and v is not None}
         for key, value in list(params.items()):
             if isinstance(value, tuple):

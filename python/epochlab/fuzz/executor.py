@@ -38,6 +38,7 @@ from epochlab.fuzz.schedule import Action, Schedule
 from epochlab.generations import Generation
 from epochlab.observe import StepRecord, snapshot_from
 from epochlab.sim.history import HistoryOp, history_to_jsonl
+from epochlab.steps import STEPS
 
 __all__ = ["Run", "RunResult", "execute", "gc_for_many_runs"]
 
@@ -161,61 +162,24 @@ class Run:
             cluster.kernel.run_until(time_ms, None, self.checker.hook())
 
     def apply(self, action: Action) -> None:
-        c, p, op = self.cluster, action.params, action.op
-        if op == "produce":
+        """Perform ``action``: its step's simulator action (``epochlab.steps``), and what the
+        run itself keeps of it: the values a ``count`` stands for, the lossy crash the checker
+        must know of, the faults the healing phase undoes (:meth:`heal_everything`)."""
+        p, op = action.params, action.op
+        if op == "produce":  # ``count``: the next unused integers
             values = p["values"] or tuple(range(self.next_value, self.next_value + p["count"]))
             self.next_value = max(self.next_value, max(values) + 1)
-            self.producers[p["producer"]].send_many(list(values))
-        elif op == "consume":
-            self.consumers[p["consumer"]].poll()
-        elif op == "commit":
-            self.consumers[p["consumer"]].commit()
-        elif op == "crash":
-            # noted after the crash: the checker looks at the broker just before it stops
-            # (Recorder.before_stop) and must not see it as recovering yet
-            lossy = p["lose_unflushed"] and c.brokers[p["broker"]].alive
-            c.crash(p["broker"], lose_unflushed=p["lose_unflushed"])
-            if lossy:
-                self.checker.note_lossy_crash(p["broker"])
-        elif op == "restart":
-            c.restart(p["broker"])
-        elif op == "partition":
-            c.partition([list(g) for g in p["groups"]])
-        elif op == "heal":
-            c.heal()
-        elif op == "isolate":
-            c.isolate(p["broker"])
+            p = {**p, "values": values}
+        # noted after the crash: the checker looks at the broker just before it stops
+        # (Recorder.before_stop) and must not see it as recovering yet
+        lossy = op == "crash" and p["lose_unflushed"] and self.cluster.brokers[p["broker"]].alive
+        STEPS[op].run(self, p)
+        if lossy:
+            self.checker.note_lossy_crash(p["broker"])
         elif op == "slow_follower":
-            c.slow_follower(p["broker"], p["extra_delay_ms"])
             self.slowed.append(p["broker"])
         elif op == "set_link":
-            c.set_link(p["a"], p["b"], delay_ms=p["delay_ms"], drop=p["drop"],
-                       duplicate=p["duplicate"], reorder=p["reorder"])
             self.links.append((p["a"], p["b"]))
-        elif op == "elect":
-            c.elect(p["broker"], unclean=p["unclean"])
-        elif op == "elect_preferred":
-            c.elect_preferred_leader()
-        elif op == "controlled_shutdown":
-            c.controlled_shutdown(p["broker"])
-        elif op == "restart_producer":
-            self.producers[p["producer"]].restart()
-        elif op == "crash_consumer":
-            self.consumers[p["consumer"]].crash()
-        elif op == "list_offsets":
-            self.consumers[p["consumer"]].list_offsets(p["spec"])
-        elif op == "restart_consumer":
-            self.consumers[p["consumer"]].restart()
-        elif op in ("begin_transaction", "commit_transaction", "abort_transaction"):
-            getattr(self.producers[p["producer"]], op)()
-        elif op == "crash_coordinator":
-            c.crash_coordinator()
-        elif op == "restart_coordinator":
-            c.restart_coordinator()
-        elif op == "controller_failover":
-            c.controller_failover()
-        else:  # pragma: no cover - the schedule validator knows every op
-            raise AssertionError(op)
 
     def heal_everything(self) -> None:
         c = self.cluster

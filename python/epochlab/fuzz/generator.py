@@ -31,31 +31,19 @@ from typing import Any, Mapping
 from epochlab.errors import ScheduleError
 from epochlab.fuzz.schedule import DEFAULT_HEALING_MS, Action, Schedule
 from epochlab.generations import Generation
+from epochlab.steps import SWARM_CLASSES
 
 __all__ = ["FAULT_CLASSES", "HEADER_BYTES", "RECORD_BYTES", "TXN_FAULT_CLASSES", "ByteSource",
            "FuzzProfile", "RandomSource", "Source", "decode_schedule", "encode_random_schedule",
            "generate_schedule", "load_profile", "profile_model"]
 
-#: Fault classes and their weight when enabled (how often an action is drawn from them).
-FAULT_CLASSES: dict[str, int] = {
-    "crash": 6,            # crash without loss, restart
-    "lossy-crash": 2,      # crash losing the unflushed tail
-    "partition": 3,        # partition / isolate / heal
-    "controller-link": 3,  # controller channel delayed or cut (ordered, never duplicated)
-    "broker-link": 3,      # fetch traffic delayed, dropped, reordered
-    "slow": 1,             # slow follower
-    "election": 2,         # operator elections, preferred election (clean)
-    "shutdown": 1,         # controlled shutdown
-    "client-restart": 1,   # producer / consumer restarts
-    "unclean": 0,          # operator-forced unclean elections (off unless configured)
-    "coordinator": 0,      # transaction coordinator crash / restart (transactions profile)
-    "txn-delay": 0,        # delayed produce requests and markers (transactions profile)
-    "list-offsets": 0,     # a consumer's ListOffsets, latest or earliest (off unless configured)
-    "controller-failover": 0,  # a new controller takes over (off unless configured)
-    "list-offsets-time": 0,  # a consumer's ListOffsets by timestamp (off unless configured)
-}
+#: Fault classes and their weight when enabled (how often an action is drawn from them): the
+#: step vocabulary's (``epochlab.steps.SWARM_CLASSES``, where each is described; each step
+#: names the classes that draw it). :meth:`_Builder._fault` draws each class's actions.
+FAULT_CLASSES: dict[str, int] = {c.name: c.weight for c in SWARM_CLASSES}
 #: Weights of the transactional fault classes when ``FuzzProfile.transactions`` is on.
-TXN_FAULT_CLASSES: dict[str, int] = {"coordinator": 2, "txn-delay": 4}
+TXN_FAULT_CLASSES: dict[str, int] = {c.name: c.transactions_weight for c in SWARM_CLASSES
+                                     if c.transactions_weight is not None}
 DELAYS = (0, 0, 10, 50, 100, 300, 700, 1500, 3000, 6000)
 #: Bytes of a decoded schedule's header (run seed, configuration and swarm choices) and of each
 #: action record: wide enough for every choice the random engine makes, so that every random

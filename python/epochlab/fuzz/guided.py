@@ -50,6 +50,7 @@ from epochlab.fuzz.campaign import Campaign, Finding, run_seed
 from epochlab.fuzz.executor import execute, gc_for_many_runs
 from epochlab.fuzz.generator import DELAYS, FuzzProfile, RandomSource, builder_for, generate_schedule
 from epochlab.fuzz.schedule import Schedule
+from epochlab.steps import STEPS
 
 __all__ = ["BATCH", "CORPUS_FORMAT", "FRESH_PERCENT", "INITIAL", "Entry", "GuidedSearch", "mutate"]
 
@@ -182,26 +183,18 @@ def _regrow(actions: list[dict[str, Any]], schedule: dict[str, Any], profile: Fu
     actions.extend(a for a in (builder.action(src) for _ in range(count)) if a is not None)
 
 
-#: Fault actions and the action that ends each (a fault's duration is where its end stands).
-FAULTS = ("set_link", "partition", "isolate", "crash", "controlled_shutdown", "slow_follower")
+#: Fault actions that last until an action ends them (``epochlab.steps``: the steps with
+#: ``ends``); a fault's duration is where its end stands.
+FAULTS = tuple(s.name for s in STEPS.values() if s.ends is not None)
 END_AFTER_MS = (1, 20, 100, 500, 2000, 6000)
 
 
 def _end_of(fault: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
-    op = fault["op"]
-    if op == "set_link":  # the link back to the cluster's delays, nothing lost
-        from epochlab.sim.config import ClusterConfig
-
-        config = ClusterConfig.from_dict(cluster, "cluster")
-        delay = config.controller_delay_ms if "controller" in (fault["a"], fault["b"]) \
-            else config.network_delay_ms
-        return {"op": "set_link", "a": fault["a"], "b": fault["b"], "delay_ms": list(delay),
-                "drop": 0.0, "duplicate": 0.0, "reorder": False}
-    if op in ("partition", "isolate"):
-        return {"op": "heal"}
-    if op == "slow_follower":
-        return {"op": "slow_follower", "broker": fault["broker"], "extra_delay_ms": 0}
-    return {"op": "restart", "broker": fault["broker"]}
+    """The action that ends ``fault`` (its step's ``ends``) in a schedule whose cluster
+    settings are ``cluster``."""
+    ends = STEPS[fault["op"]].ends
+    assert ends is not None, fault["op"]
+    return ends(fault, cluster)
 
 
 def _end_fault(actions: list[dict[str, Any]], schedule: dict[str, Any], rng: random.Random,

@@ -53,6 +53,7 @@ from typing import Any
 from epochlab.errors import ConfigError, ScheduleError
 from epochlab.generations import Generation
 from epochlab.sim.messages import is_list_spec
+from epochlab.steps import schedule_steps
 
 __all__ = ["FORMAT", "OPS", "READ_VERSIONS", "V2_OPS", "VERSION", "Action", "Schedule",
            "load_schedule", "schedule_model"]
@@ -63,56 +64,16 @@ READ_VERSIONS = (1, 2)
 DEFAULT_HEALING_MS = 60000
 MAX_VALUES = 1000
 
-#: op -> {parameter: (type tag, required, default)}. Types: ``broker``, ``node``, ``producer``,
-#: ``consumer``, ``bool``, ``int`` (>= 0), ``pos_int`` (>= 1), ``fraction``, ``spec``
-#: (``"latest"`` or ``"earliest"``), ``delay``
-#: (``[lo, hi]``), ``groups`` (list of lists of nodes), ``values`` (ints >= 0).
-OPS: dict[str, dict[str, tuple[str, bool, Any]]] = {
-    "produce": {"producer": ("producer", True, None), "count": ("pos_int", False, None),
-                "values": ("values", False, None)},
-    "consume": {"consumer": ("consumer", True, None)},
-    "commit": {"consumer": ("consumer", True, None)},
-    "crash": {"broker": ("broker", True, None), "lose_unflushed": ("bool", False, False)},
-    "restart": {"broker": ("broker", True, None)},
-    "partition": {"groups": ("groups", True, None)},
-    "heal": {},
-    "isolate": {"broker": ("broker", True, None)},
-    "slow_follower": {"broker": ("broker", True, None), "extra_delay_ms": ("int", True, None)},
-    "set_link": {"a": ("node", True, None), "b": ("node", True, None),
-                 "delay_ms": ("delay", False, None), "drop": ("fraction", False, 0.0),
-                 "duplicate": ("fraction", False, 0.0), "reorder": ("bool", False, False)},
-    "elect": {"broker": ("broker", True, None), "unclean": ("bool", False, False)},
-    "elect_preferred": {},
-    "controlled_shutdown": {"broker": ("broker", True, None)},
-    "restart_producer": {"producer": ("producer", True, None)},
-    "crash_consumer": {"consumer": ("consumer", True, None)},
-    "restart_consumer": {"consumer": ("consumer", True, None)},
-    "begin_transaction": {"producer": ("producer", True, None)},
-    "commit_transaction": {"producer": ("producer", True, None)},
-    "abort_transaction": {"producer": ("producer", True, None)},
-    "crash_coordinator": {},
-    "restart_coordinator": {},
-    "list_offsets": {"consumer": ("consumer", True, None), "spec": ("spec", False, "latest")},
-    "controller_failover": {},
-}
+#: op -> {parameter: (type tag, required, default)}, from the step vocabulary
+#: (``epochlab.steps``: its schedule steps, in its order; the type tags are
+#: ``epochlab.steps.Param``'s).
+OPS: dict[str, dict[str, tuple[str, bool, Any]]] = {s.name: s.schedule_spec() for s in schedule_steps()}
 
 #: Operations that need schedule format version 2.
-V2_OPS = frozenset({"begin_transaction", "commit_transaction", "abort_transaction",
-                    "crash_coordinator", "restart_coordinator", "list_offsets",
-                    "controller_failover"})
+V2_OPS = frozenset(s.name for s in schedule_steps() if s.version is not None and s.version >= 2)
 
 #: Fault classes for swarm testing and reports: op -> class.
-FAULT_CLASS: dict[str, str] = {
-    "produce": "client", "consume": "client", "commit": "client",
-    "crash": "crash", "restart": "crash", "partition": "partition", "heal": "partition",
-    "isolate": "partition", "slow_follower": "slow", "set_link": "link", "elect": "election",
-    "elect_preferred": "election", "controlled_shutdown": "shutdown",
-    "restart_producer": "client-restart", "crash_consumer": "client-restart",
-    "restart_consumer": "client-restart", "begin_transaction": "client",
-    "commit_transaction": "client", "abort_transaction": "client",
-    "crash_coordinator": "coordinator", "restart_coordinator": "coordinator",
-    "list_offsets": "list-offsets", "controller_failover": "controller-failover",
-}
+FAULT_CLASS: dict[str, str] = {s.name: s.fault_class for s in schedule_steps() if s.fault_class is not None}
 
 
 @cache

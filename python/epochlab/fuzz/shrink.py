@@ -16,14 +16,14 @@ input itself when nothing smaller fails the same way.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from epochlab.fuzz.executor import RunResult, execute
 from epochlab.fuzz.schedule import Action, Schedule
 
-__all__ = ["ShrinkResult", "shrink"]
+__all__ = ["SIMPLIFICATIONS", "ShrinkResult", "shrink"]
 
 
 @dataclass
@@ -97,35 +97,67 @@ def _drop_chunks(state: dict[str, Any], fails: Callable[[Schedule], bool]) -> bo
     return progress
 
 
+def _simpler_produce(p: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    if p.get("count") not in (None, 1):
+        yield {"count": 1}
+    if p.get("values") and len(p["values"]) > 1:
+        yield {"values": p["values"][:1]}
+
+
+def _simpler_crash(p: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    if p["lose_unflushed"]:
+        yield {"lose_unflushed": False}
+
+
+def _simpler_set_link(p: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    for key, plain in (("drop", 0.0), ("duplicate", 0.0), ("reorder", False)):
+        if p[key] != plain:
+            yield {key: plain}
+    if p["delay_ms"] is not None and p["delay_ms"][1] > 5:
+        yield {"delay_ms": (min(p["delay_ms"][0], 1), max(5, p["delay_ms"][1] // 2))}
+
+
+def _simpler_slow_follower(p: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    if p["extra_delay_ms"] > 0:
+        yield {"extra_delay_ms": p["extra_delay_ms"] // 2}
+
+
+def _simpler_partition(p: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    groups = [list(g) for g in p["groups"]]
+    for gi, group in enumerate(groups):
+        for node in group:
+            smaller = [list(g) for g in groups]
+            smaller[gi] = [x for x in group if x != node]
+            smaller = [g for g in smaller if g]
+            if smaller:
+                yield {"groups": tuple(tuple(g) for g in smaller)}
+
+
+def _simpler_elect(p: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    if p["unclean"]:
+        yield {"unclean": False}
+
+
+#: step -> the simpler parameters to try for an action of it, in order (each a change of the
+#: action's parameters). A step without an entry has nothing that can be smaller: its
+#: ``epochlab.steps`` entry says ``shrinks=False`` (``tests/test_steps.py`` holds the two
+#: equal).
+SIMPLIFICATIONS: dict[str, Callable[[Mapping[str, Any]], Iterator[dict[str, Any]]]] = {
+    "produce": _simpler_produce,
+    "crash": _simpler_crash,
+    "set_link": _simpler_set_link,
+    "slow_follower": _simpler_slow_follower,
+    "partition": _simpler_partition,
+    "elect": _simpler_elect,
+}
+
+
 def _simpler(action: Action) -> Iterator[Action]:
-    p = action.params
-    def variant(**changes: Any) -> Action:
-        return Action(action.at_ms, action.op, {**p, **changes})
-    if action.op == "produce" and p.get("count") not in (None, 1):
-        yield variant(count=1)
-    if action.op == "produce" and p.get("values") and len(p["values"]) > 1:
-        yield variant(values=p["values"][:1])
-    if action.op == "crash" and p["lose_unflushed"]:
-        yield variant(lose_unflushed=False)
-    if action.op == "set_link":
-        for key, plain in (("drop", 0.0), ("duplicate", 0.0), ("reorder", False)):
-            if p[key] != plain:
-                yield variant(**{key: plain})
-        if p["delay_ms"] is not None and p["delay_ms"][1] > 5:
-            yield variant(delay_ms=(min(p["delay_ms"][0], 1), max(5, p["delay_ms"][1] // 2)))
-    if action.op == "slow_follower" and p["extra_delay_ms"] > 0:
-        yield variant(extra_delay_ms=p["extra_delay_ms"] // 2)
-    if action.op == "partition":
-        groups = [list(g) for g in p["groups"]]
-        for gi, group in enumerate(groups):
-            for node in group:
-                smaller = [list(g) for g in groups]
-                smaller[gi] = [x for x in group if x != node]
-                smaller = [g for g in smaller if g]
-                if smaller:
-                    yield variant(groups=tuple(tuple(g) for g in smaller))
-    if action.op == "elect" and p["unclean"]:
-        yield variant(unclean=False)
+    simplify = SIMPLIFICATIONS.get(action.op)
+    if simplify is None:
+        return
+    for changes in simplify(action.params):
+        yield Action(action.at_ms, action.op, {**action.params, **changes})
 
 
 def _simplify(state: dict[str, Any], fails: Callable[[Schedule], bool]) -> bool:

@@ -6,10 +6,11 @@ A :class:`Scenario` is plain, validated data. It is built either from a TOML fil
 validation, so a scenario written in Python fails exactly like the equivalent file would
 (``ScenarioError`` with ``where="<python>"``).
 
-The vocabulary lives here, as tables: :data:`ACTIONS` (what a step may do and its parameters),
-:data:`CONDITIONS` (what ``wait_until`` may wait for) and :data:`EXPECTATIONS` (what a scenario
-may claim about the run). ``docs/scenario-format.md`` describes every entry. The file's
-pydantic model, :func:`scenario_model`, is built from these tables.
+The vocabulary lives here, as tables: :data:`ACTIONS` (what a step may do and its parameters,
+the step vocabulary of :mod:`epochlab.steps` as a scenario reads it), :data:`CONDITIONS` (what
+``wait_until`` may wait for) and :data:`EXPECTATIONS` (what a scenario may claim about the
+run). ``docs/scenario-format.md`` describes every entry. The file's pydantic model,
+:func:`scenario_model`, is built from these tables.
 
 Example::
 
@@ -31,6 +32,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Mapping
 
+from epochlab.steps import Param, scenario_steps
+
 __all__ = [
     "ACTIONS",
     "CONDITIONS",
@@ -43,93 +46,15 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Param:
-    """One parameter of an action, condition or expectation.
-
-    ``type`` is a tag checked by the loader: ``int`` (>= 0), ``pos_int`` (>= 1), ``bool``,
-    ``str``, ``fraction`` (0.0 ..= 1.0), ``broker`` (an id of the cluster), ``brokers`` (list of
-    them), ``node`` (broker id, ``"controller"`` or a client name), ``groups`` (list of lists of
-    nodes), ``delay`` (``[lo, hi]`` ms), ``values`` (list of record values, ints >= 0),
-    ``offsets`` (list of ints >= 0), ``records`` (list of ``[offset, value]``), ``producer`` /
-    ``consumer`` (a declared client name), ``errors`` (an error name or a list of them),
-    ``condition`` (a table of :data:`CONDITIONS`), ``step_ref`` (a step label or 0-based index),
-    ``measure`` (``"longest"`` or ``"total"``), ``replica_offset`` (``[broker, offset]``).
-    """
-
-    name: str
-    type: str
-    required: bool = False
-    default: Any = None
-    doc: str = ""
-
-
 def _p(name: str, type_: str, doc: str = "", *, required: bool = False, default: Any = None) -> Param:
     return Param(name, type_, required, default, doc)
 
 
-#: action name -> parameters. Every step also takes ``at_ms`` or ``after_ms`` and ``label``.
-ACTIONS: dict[str, tuple[Param, ...]] = {
-    "produce": (
-        _p("producer", "producer", "who sends", required=True),
-        _p("values", "values", "record values to send, in order"),
-        _p("count", "pos_int", "send this many fresh values (next unused integers)"),
-    ),
-    "flush": (
-        _p("producer", "producer", required=True),
-        _p("timeout_ms", "int", "give up after this long", default=30000),
-    ),
-    "consume": (_p("consumer", "consumer", "one poll", required=True),),
-    "commit": (_p("consumer", "consumer", required=True),),
-    "list_offsets": (
-        _p("consumer", "consumer", "who asks the leader (the answer comes later)", required=True),
-        _p("spec", "spec", '"latest" (the HW; the LSO for read_committed), "earliest", or a '
-           'timestamp in ms: the first offset whose record (stamped with the leader\'s append '
-           'time) is at least that old', default="latest"),
-    ),
-    "crash": (
-        _p("broker", "broker", required=True),
-        _p("lose_unflushed", "bool", "power loss: the unflushed suffix is gone", default=False),
-    ),
-    "restart": (_p("broker", "broker", required=True),),
-    "partition": (_p("groups", "groups", "nodes that can still talk to each other", required=True),),
-    "heal": (),
-    "isolate": (_p("broker", "broker", required=True),),
-    "slow_follower": (
-        _p("broker", "broker", required=True),
-        _p("extra_delay_ms", "int", required=True),
-    ),
-    "set_link": (
-        _p("a", "node", required=True),
-        _p("b", "node", required=True),
-        _p("delay_ms", "delay", "[lo, hi] per message"),
-        _p("drop", "fraction", default=0.0),
-        _p("duplicate", "fraction", default=0.0),
-    ),
-    "elect": (
-        _p("broker", "broker", required=True),
-        _p("unclean", "bool", default=False),
-    ),
-    "elect_preferred": (),
-    "controlled_shutdown": (_p("broker", "broker", required=True),),
-    "wait": (_p("ms", "int", "let virtual time pass", required=True),),
-    "wait_until": (
-        _p("condition", "condition", required=True),
-        _p("timeout_ms", "pos_int", required=True),
-        _p("required", "bool", "a timeout fails the run's verdict", default=True),
-    ),
-    "restart_producer": (_p("producer", "producer", required=True),),
-    "begin_transaction": (_p("producer", "producer", "needs transactional.id", required=True),),
-    "commit_transaction": (_p("producer", "producer", "asynchronous: see transactions_done",
-                              required=True),),
-    "abort_transaction": (_p("producer", "producer", required=True),),
-    "crash_coordinator": (),
-    "restart_coordinator": (),
-    "controller_failover": (),
-    "crash_consumer": (_p("consumer", "consumer", required=True),),
-    "restart_consumer": (_p("consumer", "consumer", required=True),),
-    "note": (_p("text", "str", required=True),),
-}
+#: action name -> parameters, from the step vocabulary (``epochlab.steps``: every step, the
+#: time steps ``wait``, ``wait_until``, ``flush`` and ``note`` included, in a scenario's order
+#: and with a scenario's parameters). Every step also takes ``at_ms`` or ``after_ms`` and
+#: ``label``.
+ACTIONS: dict[str, tuple[Param, ...]] = {s.name: s.scenario_spec() for s in scenario_steps()}
 
 #: ``wait_until`` condition keys; all given keys must hold at once.
 CONDITIONS: dict[str, Param] = {

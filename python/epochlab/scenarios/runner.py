@@ -27,6 +27,7 @@ from epochlab.errors import EpochlabError
 from epochlab.observe import Observer, Snapshot, StepRecord, snapshot_from
 from epochlab.scenarios.expectations import Check, Facts, evaluate
 from epochlab.scenarios.model import Scenario, Step
+from epochlab.steps import STEPS
 
 __all__ = ["RunResult", "default_run_dir", "run_scenario", "write_run_dir"]
 
@@ -136,6 +137,9 @@ class _Driver:
         self.cluster = cluster
         self.clients = clients
         self.observer = Observer()
+        # what a step's simulator action reaches (epochlab.steps.Step.run)
+        self.producers = clients.producers
+        self.consumers = clients.consumers
 
     def sample(self) -> None:
         self.observer.sample(snapshot_from(self.cluster.state()))
@@ -176,25 +180,10 @@ class _Driver:
         return records
 
 
-def _produce(d: _Driver, p: dict[str, Any]) -> str:
-    d.clients.producers[p["producer"]].send_many(list(p["values"]))
-    return f"sent {len(p['values'])}"
-
-
 def _flush(d: _Driver, p: dict[str, Any]) -> str:
     done = d.clients.producers[p["producer"]].flush(p["timeout_ms"])
     d.sample()
     return "all sends completed" if done else f"sends still pending after {p['timeout_ms']} ms"
-
-
-def _consume(d: _Driver, p: dict[str, Any]) -> str:
-    got = d.clients.consumers[p["consumer"]].poll()
-    return "polled " + (" ".join(f"{o}:m{v}" for o, v in got) if got else "nothing")
-
-
-def _list_offsets(d: _Driver, p: dict[str, Any]) -> str:
-    d.clients.consumers[p["consumer"]].list_offsets(p["spec"])
-    return f"asked the leader for the {p['spec']} offset"
 
 
 def _wait_until(d: _Driver, p: dict[str, Any]) -> str:
@@ -257,54 +246,44 @@ def _sends_done(d: _Driver, producer: str) -> bool:
     return done >= invoked
 
 
-def _simple(call: Callable[[_Driver, dict[str, Any]], Any], text: str = "") -> Callable[..., str]:
-    def run(d: _Driver, p: dict[str, Any]) -> str:
-        call(d, p)
-        return text
-    return run
-
-
 def _wait(d: _Driver, p: dict[str, Any]) -> str:
     d.advance(p["ms"])
     return f"waited {p['ms']} ms"
 
 
-def _set_link(d: _Driver, p: dict[str, Any]) -> None:
-    kwargs: dict[str, Any] = {"drop": p["drop"], "duplicate": p["duplicate"]}
-    if p.get("delay_ms") is not None:
-        kwargs["delay_ms"] = tuple(p["delay_ms"])
-    d.cluster.set_link(p["a"], p["b"], **kwargs)
+def _note(d: _Driver, p: dict[str, Any]) -> str:
+    return ""
 
 
-_ACTIONS: dict[str, Callable[[_Driver, dict[str, Any]], str]] = {
-    "produce": _produce,
+#: The scenario-only time steps (``epochlab.steps``: those without a simulator action).
+_TIME_STEPS: dict[str, Callable[[_Driver, dict[str, Any]], str]] = {
     "flush": _flush,
-    "consume": _consume,
-    "list_offsets": _list_offsets,
-    "commit": _simple(lambda d, p: d.clients.consumers[p["consumer"]].commit()),
-    "crash": _simple(lambda d, p: d.cluster.crash(p["broker"], lose_unflushed=p["lose_unflushed"])),
-    "restart": _simple(lambda d, p: d.cluster.restart(p["broker"])),
-    "partition": _simple(lambda d, p: d.cluster.partition(p["groups"])),
-    "heal": _simple(lambda d, p: d.cluster.heal()),
-    "isolate": _simple(lambda d, p: d.cluster.isolate(p["broker"])),
-    "slow_follower": _simple(lambda d, p: d.cluster.slow_follower(p["broker"], p["extra_delay_ms"])),
-    "set_link": _simple(_set_link),
-    "elect": _simple(lambda d, p: d.cluster.elect(p["broker"], unclean=p["unclean"])),
-    "elect_preferred": _simple(lambda d, p: d.cluster.elect_preferred_leader()),
-    "controlled_shutdown": _simple(lambda d, p: d.cluster.controlled_shutdown(p["broker"])),
     "wait": _wait,
     "wait_until": _wait_until,
-    "restart_producer": _simple(lambda d, p: d.clients.producers[p["producer"]].restart()),
-    "begin_transaction": _simple(lambda d, p: d.clients.producers[p["producer"]].begin_transaction()),
-    "commit_transaction": _simple(lambda d, p: d.clients.producers[p["producer"]].commit_transaction()),
-    "abort_transaction": _simple(lambda d, p: d.clients.producers[p["producer"]].abort_transaction()),
-    "crash_coordinator": _simple(lambda d, p: d.cluster.crash_coordinator()),
-    "restart_coordinator": _simple(lambda d, p: d.cluster.restart_coordinator()),
-    "controller_failover": _simple(lambda d, p: d.cluster.controller_failover()),
-    "crash_consumer": _simple(lambda d, p: d.clients.consumers[p["consumer"]].crash()),
-    "restart_consumer": _simple(lambda d, p: d.clients.consumers[p["consumer"]].restart()),
-    "note": _simple(lambda d, p: None),
+    "note": _note,
 }
+
+#: A step's outcome in ``steps.json`` from what its simulator action returned (default: "").
+_OUTCOMES: dict[str, Callable[[Any, dict[str, Any]], str]] = {
+    "produce": lambda _, p: f"sent {len(p['values'])}",
+    "consume": lambda got, _: "polled " + (" ".join(f"{o}:m{v}" for o, v in got) if got else "nothing"),
+    "list_offsets": lambda _, p: f"asked the leader for the {p['spec']} offset",
+}
+
+
+def _perform(name: str) -> Callable[[_Driver, dict[str, Any]], str]:
+    """The step's simulator action, and its outcome."""
+    outcome = _OUTCOMES.get(name)
+
+    def run(d: _Driver, p: dict[str, Any]) -> str:
+        got = STEPS[name].run(d, p)
+        return outcome(got, p) if outcome is not None else ""
+    return run
+
+
+#: step name -> what performs it on the simulator: every step of the vocabulary.
+_ACTIONS: dict[str, Callable[[_Driver, dict[str, Any]], str]] = {
+    s.name: _TIME_STEPS[s.name] if s.time_only else _perform(s.name) for s in STEPS.values()}
 
 
 def step_checks(records: list[StepRecord], error_status: str = "unsupported") -> list[Check]:

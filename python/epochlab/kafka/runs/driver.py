@@ -3,8 +3,9 @@
 :class:`Driver` keeps the clients (created before the run's clock starts, as the model's
 are), the cuts in force (a scenario's partition and its dropped links change independently,
 as in the model: ``heal`` removes the partition, not the links), the history and the sampled
-timeline. Each action is one function in :data:`ACTIONS`; ``docs/kafka-run.md`` has the
-table of what each does on the cluster.
+timeline. Each action is one function of this module, which the step's entry in
+``epochlab.steps`` names (``live``), gathered in :data:`ACTIONS`; ``docs/kafka-run.md`` has
+the table of what each does on the cluster.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from epochlab.observe import Observer, Snapshot, StepRecord
 from epochlab.scenarios.model import Scenario
 from epochlab.scenarios.runner import state_conditions
 from epochlab.sim.config import ClusterConfig, ConsumerConfig, ProducerConfig
+from epochlab.steps import STEPS
 
 __all__ = ["ACTIONS", "SAMPLE_INTERVAL_S", "Driver"]
 
@@ -282,19 +284,19 @@ def _prime_group(bootstrap: str, topic: str, group: str, timeout_s: float = 30.0
         c.close()
 
 
-def _produce(d: Driver, p: dict[str, Any]) -> str:
+def produce(d: Driver, p: dict[str, Any]) -> str:
     prod = d.producer(p["producer"])
     for v in p["values"]:
         prod.send(v)
     return f"sent {len(p['values'])}"
 
 
-def _flush(d: Driver, p: dict[str, Any]) -> str:
+def flush(d: Driver, p: dict[str, Any]) -> str:
     left = d.producer(p["producer"]).flush(p["timeout_ms"] / 1000)
     return "all sends completed" if not left else f"{left} sends still pending after {p['timeout_ms']} ms"
 
 
-def _consume(d: Driver, p: dict[str, Any]) -> str:
+def consume(d: Driver, p: dict[str, Any]) -> str:
     name = p["consumer"]
     c = d.consumer(name)
     cfg = d.consumer_cfgs[name]
@@ -307,29 +309,29 @@ def _consume(d: Driver, p: dict[str, Any]) -> str:
     return "polled " + (" ".join(f"{o}:m{v}" for o, v in got) if got else "nothing")
 
 
-def _list_offsets(d: Driver, p: dict[str, Any]) -> str:
+def list_offsets(d: Driver, p: dict[str, Any]) -> str:
     got = d.consumer(p["consumer"]).list_offsets(p["spec"])
     return f"the {p['spec']} offset is {got}" if got is not None else f"no {p['spec']} offset within 60 s"
 
 
-def _commit(d: Driver, p: dict[str, Any]) -> str:
+def commit(d: Driver, p: dict[str, Any]) -> str:
     return "committed" if d.consumer(p["consumer"]).commit() else "nothing to commit / commit failed"
 
 
-def _crash_consumer(d: Driver, p: dict[str, Any]) -> str:
+def crash_consumer(d: Driver, p: dict[str, Any]) -> str:
     c = d.consumers.pop(p["consumer"], None)
     if c is not None:
         c.close()  # librdkafka's auto-commit is off: closing commits nothing
     return "dropped without a commit"
 
 
-def _restart_consumer(d: Driver, p: dict[str, Any]) -> str:
-    _crash_consumer(d, p)
+def restart_consumer(d: Driver, p: dict[str, Any]) -> str:
+    crash_consumer(d, p)
     d.consumer(p["consumer"])  # a known name: the history records ``info restart``
     return "new session, from the committed offset"
 
 
-def _restart_producer(d: Driver, p: dict[str, Any]) -> str:
+def restart_producer(d: Driver, p: dict[str, Any]) -> str:
     old = d.producers.pop(p["producer"], None)
     if isinstance(old, JavaRecordingProducer):
         old.close(0)  # what it still had in flight ends as the model's PRODUCER_RESTARTED does
@@ -342,7 +344,7 @@ def _restart_producer(d: Driver, p: dict[str, Any]) -> str:
 # A crash or controlled shutdown of a broker that is down, or a restart of one that runs, does
 # nothing, as in the model (Broker.crash, request_controlled_shutdown, Cluster.restart):
 # fuzzer schedules can contain them.
-def _crash(d: Driver, p: dict[str, Any]) -> str:
+def crash(d: Driver, p: dict[str, Any]) -> str:
     if not d.cluster.is_running(p["broker"]):
         return "already down"
     pid = d.faults.kill(p["broker"])
@@ -350,7 +352,7 @@ def _crash(d: Driver, p: dict[str, Any]) -> str:
     return f"SIGKILL pid {pid}, its sockets aborted"
 
 
-def _restart(d: Driver, p: dict[str, Any]) -> str:
+def restart(d: Driver, p: dict[str, Any]) -> str:
     b = p["broker"]
     waited = ""
     if b in d.shutting_down:  # a controlled shutdown the controller held: let it end first
@@ -365,7 +367,7 @@ def _restart(d: Driver, p: dict[str, Any]) -> str:
     return f"{waited}started, pid {d.faults.restart(b)}"
 
 
-def _controlled_shutdown(d: Driver, p: dict[str, Any]) -> str:
+def controlled_shutdown(d: Driver, p: dict[str, Any]) -> str:
     """SIGTERM, then wait for the JVM to exit, at most :data:`SHUTDOWN_STEP_S`. A KRaft
     controller moves the broker's leaderships at once but lets it exit only when every active
     broker's metadata has reached the offset of that change (``BrokerHeartbeatManager``:
@@ -391,7 +393,7 @@ SHUTDOWN_STEP_S = 5.0
 SHUTDOWN_LIMIT_S = 60.0
 
 
-def _set_link(d: Driver, p: dict[str, Any]) -> str:
+def set_link(d: Driver, p: dict[str, Any]) -> str:
     pairs = {(x, y) for x in d.endpoint(p["a"]) for y in d.endpoint(p["b"]) if x != y}
     pairs |= {(y, x) for x, y in pairs}
     if p["drop"] == 1.0:
@@ -402,13 +404,13 @@ def _set_link(d: Driver, p: dict[str, Any]) -> str:
     return "cut" if p["drop"] == 1.0 else "restored"
 
 
-def _isolate(d: Driver, p: dict[str, Any]) -> str:
+def isolate(d: Driver, p: dict[str, Any]) -> str:
     b = p["broker"]
     others = [x for x in d.brokers if x != b]
     return d.set_partition([[b], [*others, "controller", *d.producer_cfgs, *d.consumer_cfgs]]) or "isolated"
 
 
-def _elect_preferred(d: Driver, p: dict[str, Any]) -> str:
+def elect_preferred(d: Driver, p: dict[str, Any]) -> str:
     """A preferred election asked of a broker connected to the controller (a client would send
     it to a broker picked at random, maybe one cut off from the controller); before Kafka 3.7,
     through confluent-kafka's Admin client."""
@@ -423,7 +425,7 @@ def _elect_preferred(d: Driver, p: dict[str, Any]) -> str:
     return "preferred election requested"
 
 
-def _elect(d: Driver, p: dict[str, Any]) -> str:
+def elect(d: Driver, p: dict[str, Any]) -> str:
     """The chosen broker first in the replica order, a preferred (or unclean) election, the
     scenario's order back (:func:`epochlab.kafka.live.controller_admin.elect_broker`)."""
     via = d.forwarding_broker()
@@ -431,7 +433,7 @@ def _elect(d: Driver, p: dict[str, Any]) -> str:
                         bool(p.get("unclean"))).describe() + f" (asked of broker {via})"
 
 
-def _wait_until(d: Driver, p: dict[str, Any]) -> str:
+def wait_until(d: Driver, p: dict[str, Any]) -> str:
     cond = p["condition"]
     start = d.now_ms()
 
@@ -475,28 +477,36 @@ def _txn(call: str) -> Callable[[Driver, dict[str, Any]], str]:
     return run
 
 
-ACTIONS: dict[str, Callable[[Driver, dict[str, Any]], str]] = {
-    "produce": _produce,
-    "flush": _flush,
-    "consume": _consume,
-    "commit": _commit,
-    "list_offsets": _list_offsets,
-    "crash": _crash,
-    "restart": _restart,
-    "partition": lambda d, p: d.set_partition(p["groups"]) or "partitioned",
-    "heal": lambda d, p: d.set_partition(None) or "healed",
-    "isolate": _isolate,
-    "set_link": _set_link,
-    "elect_preferred": _elect_preferred,
-    "elect": _elect,
-    "controlled_shutdown": _controlled_shutdown,
-    "wait": lambda d, p: d.idle_until(d.now_ms() + p["ms"]) or f"waited {p['ms']} ms",
-    "wait_until": _wait_until,
-    "restart_producer": _restart_producer,
-    "begin_transaction": _txn("begin"),
-    "commit_transaction": _txn("commit"),
-    "abort_transaction": _txn("abort"),
-    "crash_consumer": _crash_consumer,
-    "restart_consumer": _restart_consumer,
-    "note": lambda d, p: "",
-}
+def partition(d: Driver, p: dict[str, Any]) -> str:
+    return d.set_partition(p["groups"]) or "partitioned"
+
+
+def heal(d: Driver, p: dict[str, Any]) -> str:
+    return d.set_partition(None) or "healed"
+
+
+def wait(d: Driver, p: dict[str, Any]) -> str:
+    return d.idle_until(d.now_ms() + p["ms"]) or f"waited {p['ms']} ms"
+
+
+def note(d: Driver, p: dict[str, Any]) -> str:
+    return ""
+
+
+begin_transaction = _txn("begin")
+commit_transaction = _txn("commit")
+abort_transaction = _txn("abort")
+
+
+def _mapped() -> dict[str, Callable[[Driver, dict[str, Any]], str]]:
+    """The steps a live cluster takes (``epochlab.steps``: ``live`` names one of this module's
+    functions) -> that function."""
+    functions = globals()
+    missing = [f"{s.name}: {s.live}" for s in STEPS.values() if isinstance(s.live, str) and s.live not in functions]
+    if missing:
+        raise ImportError(f"epochlab.steps names live actions this module lacks: {', '.join(missing)}")
+    return {s.name: functions[s.live] for s in STEPS.values() if isinstance(s.live, str)}
+
+
+#: step name -> what performs it on the live cluster, for every step the vocabulary maps.
+ACTIONS: dict[str, Callable[[Driver, dict[str, Any]], str]] = _mapped()

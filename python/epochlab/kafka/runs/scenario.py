@@ -59,6 +59,7 @@ from epochlab.scenarios.expectations import Check, Facts, evaluate
 from epochlab.scenarios.model import Scenario
 from epochlab.scenarios.runner import step_checks
 from epochlab.sim.config import ClusterConfig
+from epochlab.steps import STEPS, Unmapped
 
 __all__ = ["BROKER_SETTINGS", "GENERATION", "JAVA_ERROR_NAMES", "NOT_EVALUABLE", "RealRun", "broker_overrides", "cluster_settings",
            "restore", "run_on_cluster", "unmappable"]
@@ -98,8 +99,7 @@ def unmappable(scenario: Scenario, cluster: LocalCluster | None = None) -> list[
         elif step.action == "elect" and cluster is not None and not controller_admin_available(cluster):
             why.append(f"{where}: electing a chosen broker needs Kafka's Admin client at the controllers "
                        f"(Kafka 3.7+, KIP-919); this cluster runs {cluster.version}")
-        elif step.action in ("slow_follower", "crash_coordinator", "restart_coordinator",
-                             "controller_failover"):
+        elif step.action in _NO_MAPPING:
             why.append(f"{where}: {_NO_MAPPING[step.action]}")
     cfg = ClusterConfig.from_dict(scenario.cluster, f"{scenario.where}: cluster")
     if cfg.kafka_release is not None:
@@ -121,13 +121,9 @@ def unmappable(scenario: Scenario, cluster: LocalCluster | None = None) -> list[
     return why
 
 
-_NO_MAPPING = {
-    "slow_follower": "a delayed follower needs netem (SIGSTOP would be a different fault)",
-    "crash_coordinator": "the group/transaction coordinator is a broker chosen by Kafka, not a node",
-    "restart_coordinator": "the group/transaction coordinator is a broker chosen by Kafka, not a node",
-    "controller_failover": "not mapped yet: it needs a controller quorum and a kill of its active "
-                           "member (a KRaft failover; the model's step is ZooKeeper's in G0-G4)",
-}
+#: The steps no live cluster takes, whatever their parameters, and why (``epochlab.steps``:
+#: ``live`` is ``Unmapped``).
+_NO_MAPPING = {s.name: s.live.reason for s in STEPS.values() if isinstance(s.live, Unmapped)}
 
 
 @dataclass
