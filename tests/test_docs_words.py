@@ -3,8 +3,8 @@ repository (``docs/architecture.md``, "Style").
 
 Comments, docstrings and documents name no work session, tracker issue or note kept elsewhere
 (history is a commit hash, a figure a row of ``docs/measurements.md``); the architecture and
-measurements documents exist; every relative link of the README and of ``docs/*.md`` reaches a
-file of the repository, and a link into a document's section reaches one of its headings."""
+measurements documents exist; every relative link of the README, ``docs/*.md`` and
+``docs/guides/*.md`` reaches a file of the repository, and a link into a document's section reaches one of its headings."""
 
 from __future__ import annotations
 
@@ -50,7 +50,8 @@ def test_the_architecture_and_measurements_documents_exist() -> None:
 
 
 def _documents() -> list[Path]:
-    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+            *sorted((ROOT / "docs" / "guides").glob("*.md"))]
 
 
 def _links(path: Path) -> list[tuple[int, str]]:
