@@ -309,14 +309,30 @@ class Campaign:
         self.progress(f"  shrunk {len(schedule.actions)} -> {len(shrunk.schedule.actions)} actions "
                       f"in {shrunk.runs} runs: {finding.directory / 'schedule.json'}")
 
-    def summary(self) -> dict[str, Any]:
-        return {"engine": self.engine, "generation": self.generation.label, "seed": self.seed,
-                "jobs": self.jobs if self.master is None else None, "master": self.master,
-                "build": _build(), "runs": self.total_runs, "seconds": round(self.elapsed, 3),
-                "runs_per_second": round(self.total_runs / self.elapsed, 2) if self.elapsed else None,
-                "violations": [f.to_dict() for f in self.findings.values()],
-                "allowed_by_configuration": dict(sorted(self.allowed.items())),
-                "profile": self.profile.to_dict()}
+    def summary(self, deployment: bool = True) -> dict[str, Any]:
+        """The summary; ``deployment=False`` leaves out what depends on where and how fast it
+        ran (seconds, runs/s, jobs, master) and gives the schedules' paths relative to
+        ``out``: what must be the same on one process, ``jobs`` processes and Spark."""
+        out = {"engine": self.engine, "generation": self.generation.label, "seed": self.seed,
+               "jobs": self.jobs if self.master is None else None, "master": self.master,
+               "build": _build(), "runs": self.total_runs, "seconds": round(self.elapsed, 3),
+               "runs_per_second": round(self.total_runs / self.elapsed, 2) if self.elapsed else None,
+               "violations": [f.to_dict() for f in self.findings.values()],
+               "allowed_by_configuration": dict(sorted(self.allowed.items())),
+               "profile": self.profile.to_dict()}
+        return out if deployment else self._without_deployment(out)
+
+    def _without_deployment(self, summary: dict[str, Any]) -> dict[str, Any]:
+        for key in ("seconds", "runs_per_second", "jobs", "master"):
+            summary.pop(key)
+        violations = []
+        for v in summary["violations"]:
+            v = {k: x for k, x in v.items() if k != "seconds_to_first"}
+            if v.get("schedule") and self.out is not None:
+                v["schedule"] = str(Path(v["schedule"]).relative_to(self.out))
+            violations.append(v)
+        summary["violations"] = violations
+        return summary
 
     def write_summary(self) -> None:
         assert self.out is not None

@@ -514,12 +514,12 @@ class GuidedSearch(Campaign):
     def _saved_signatures(self) -> set[str]:
         return {f["signature"] for f in self._saved_findings}
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self, deployment: bool = True) -> dict[str, Any]:
         out = super().summary()
         out["violations"] = self._saved_findings + out["violations"]
         out["corpus"] = {"entries": len(self.corpus), "features": len(self.hits),
                          "rounds": self._round, "batch": BATCH}
-        return out
+        return out if deployment else self._without_deployment(out)
 
 
 class _PoolRounds:
