@@ -151,16 +151,17 @@ class Node:
 @contextlib.contextmanager
 def cluster_for(cluster_dir: str | os.PathLike[str] | None, directory: str | os.PathLike[str],
                 overrides: dict[str, str] | None = None, keep: bool = False,
-                version: str | None = None) -> Iterator[LocalCluster]:
+                version: str | None = None, proxied_listeners: int = 0) -> Iterator[LocalCluster]:
     """The cluster a command works on: the running one recorded in ``cluster_dir`` (left
     running), or a new three-broker cluster of Kafka ``version`` (default: the project's
     release) started under ``directory`` (its start time printed
     to stderr) and stopped when the block ends, also on an error or Ctrl-C; ``keep`` leaves it
-    running (detached) and says how to stop it."""
+    running (detached) and says how to stop it; ``proxied_listeners``: see :class:`LocalCluster`."""
     if cluster_dir:
         yield LocalCluster.attach(cluster_dir)
         return
-    cluster = LocalCluster(directory, brokers=3, overrides=overrides, detach=keep, version=version)
+    cluster = LocalCluster(directory, brokers=3, overrides=overrides, detach=keep, version=version,
+                           proxied_listeners=proxied_listeners)
     t0 = time.monotonic()
     cluster.start()  # a failed start stops what it started and raises
     print(f"cluster started in {time.monotonic() - t0:.1f} s", file=sys.stderr)
@@ -193,7 +194,10 @@ class LocalCluster:
     ``version``: the Kafka release (its jars must be resolved, see :func:`jar_dir`);
     ``network``: ``"auto"`` (netns as root, else loopback), ``"netns"`` or ``"loopback"``;
     ``overrides``: extra ``server.properties`` entries for every node (after
-    :data:`FAST_FAILOVER`); ``detach``: leave the JVMs running when this process exits.
+    :data:`FAST_FAILOVER`); ``detach``: leave the JVMs running when this process exits;
+    ``proxied_listeners``: that many extra broker listeners whose advertised address is a
+    link proxy (:func:`epochlab.kafka.live.proxy.client_listeners`, netns only), for clients
+    whose links to the brokers a run delays.
     Raises :class:`ConfigError` for bad arguments, a directory holding a live cluster, or a
     cluster that is not ready within ``ready_timeout_s`` (with the tail of each dead node's
     log).
@@ -202,7 +206,8 @@ class LocalCluster:
     def __init__(self, directory: str | os.PathLike[str], brokers: int = 3, controllers: int = 1,
                  version: str | None = None, network: str = "auto",
                  overrides: dict[str, str] | None = None, jvm_options: tuple[str, ...] = JVM_OPTIONS,
-                 ready_timeout_s: float = 90.0, grace_s: float = 15.0, detach: bool = False) -> None:
+                 ready_timeout_s: float = 90.0, grace_s: float = 15.0, detach: bool = False,
+                 proxied_listeners: int = 0) -> None:
         from epochlab.kafka.jars import DEFAULT_KAFKA_VERSION
 
         if not 1 <= brokers <= 89:
@@ -217,6 +222,10 @@ class LocalCluster:
         if network == "netns" and not netns.available():
             raise ConfigError("network namespaces need root, iproute2 (ip) and util-linux (nsenter)", where="network",
                               field="network", expected="root", got=os.geteuid())
+        if not 0 <= proxied_listeners <= 20:
+            raise ConfigError(f"proxied_listeners: expected 0 to 20, got {proxied_listeners}", where="proxied_listeners",
+                              field="proxied_listeners", expected="0..20", got=proxied_listeners)
+        self.proxied_listeners = proxied_listeners
         self.dir = Path(directory).resolve()
         self.version = version or DEFAULT_KAFKA_VERSION
         self.network = ("netns" if netns.available() else "loopback") if network == "auto" else network
@@ -436,6 +445,11 @@ class LocalCluster:
                 props.update({"listeners": f"PLAINTEXT://{n.address}",
                               "advertised.listeners": f"PLAINTEXT://{n.address}",
                               "inter.broker.listener.name": "PLAINTEXT", "broker.rack": str(n.node_id)})
+                if self.network == "netns" and self.proxied_listeners:
+                    from epochlab.kafka.live.proxy import client_listeners
+
+                    for key, value in client_listeners(n.node_id, n.host, self.proxied_listeners).items():
+                        props[key] = f"{props[key]},{value}"  # listeners, advertised, protocol map
             props.update(FAST_FAILOVER)
             props.update(self.overrides)
             n.config_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
@@ -614,7 +628,7 @@ class LocalCluster:
                 "cluster_id": self.cluster_id, "tag": self.tag, "subnet": self.subnet,
                 "bridge": self.bridge, "client_host": self.client_host,
                 "bootstrap_servers": self.bootstrap_servers, "owner_pid": os.getpid(),
-                "detached": self.detach,
+                "detached": self.detach, "proxied_listeners": self.proxied_listeners,
                 "start_attempts": self.start_attempts, "nodes": [asdict(n) for _, n in sorted(self.nodes.items())]}
 
     def _save(self) -> None:
@@ -638,6 +652,7 @@ class LocalCluster:
                 version=saved["version"], network="loopback", detach=True)
         c.network, c.cluster_id, c.tag = saved["network"], saved["cluster_id"], saved["tag"]
         c.subnet, c.bridge, c.client_host = saved["subnet"], saved["bridge"], saved["client_host"]
+        c.proxied_listeners = saved.get("proxied_listeners", 0)
         c.nodes = {n["node_id"]: Node(**n) for n in saved["nodes"]}
         return c
 

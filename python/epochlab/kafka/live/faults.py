@@ -43,6 +43,7 @@ from collections.abc import Iterable, Sequence
 
 from epochlab.errors import ConfigError
 from epochlab.kafka.live.cluster import CLIENT, LocalCluster
+from epochlab.kafka.live.proxy import LinkProxies
 
 __all__ = ["CLIENT", "Faults", "firewall_available"]
 
@@ -77,6 +78,9 @@ class Faults:
         self.cluster = cluster
         self.cuts: set[tuple[Endpoint, Endpoint]] = set()
         self._tables: set[int] = set()
+        #: the run's proxied links (:class:`epochlab.kafka.live.proxy.LinkProxies`): their
+        #: connections carry the proxy's address, so the cuts are enforced there too
+        self.proxies: LinkProxies | None = None
 
     # -- processes --------------------------------------------------------------------------
     def kill(self, node_id: int) -> int:
@@ -228,3 +232,5 @@ class Faults:
                 raise ConfigError(f"nft in {netns} failed: {done.stderr.strip()}", where="nft",
                                   field="network", expected="exit 0", got=done.returncode)
             self._tables.add(node_id)
+        if self.proxies is not None:
+            self.proxies.apply_cuts(self.cuts)
