@@ -21,6 +21,8 @@ from epochlab.kafka.live.cluster import CLIENT, LocalCluster
 from epochlab.kafka.live.controller_admin import ControllerAdmin, controller_admin_available, elect_broker
 from epochlab.kafka.live.faults import Faults
 from epochlab.kafka.live.java_clients import JavaRecordingProducer
+from epochlab.kafka.live.proxy import LinkProxies, client_proxy_port, latency_of
+from epochlab.kafka.runs.links import node_ids, proxy_plan
 from epochlab.kafka.runs.state import RealView
 from epochlab.observe import Observer, Snapshot, StepRecord
 from epochlab.scenarios.model import Scenario
@@ -47,6 +49,10 @@ class Driver:
         self.view = RealView(cluster, topic, replicas, with_lso=uses_txn)
         self.brokers = ClusterConfig.from_dict(scenario.cluster, f"{scenario.where}: cluster").brokers
         self.faults = Faults(cluster)
+        node_links, proxied = proxy_plan(scenario, cluster.broker_ids, cluster.controller_ids)
+        #: the links the scenario delays, proxied from the start of the run (started by :meth:`run`)
+        self.proxies = LinkProxies(cluster, node_links, proxied) if node_links or proxied else None
+        self.faults.proxies = self.proxies
         self.partition_cuts: set[tuple[Any, Any]] = set()
         self.link_cuts: set[tuple[Any, Any]] = set()
         self.groups: list[list[Any]] | None = None
@@ -125,6 +131,8 @@ class Driver:
         return set().union(*sides) if sum(1 for s in sides if s) > 1 else set()
 
     def run(self) -> None:
+        if self.proxies is not None:
+            self.proxies.start()  # before the clients: they bootstrap through it
         self.start_clients()
         warm, self.history = self.history, History()  # the run's clock starts now
         self.history.idempotent |= warm.idempotent
@@ -183,18 +191,23 @@ class Driver:
         self.producers.clear()
         if self.cuts():
             self.faults.set_cuts(set())
+        if self.proxies is not None:
+            self.proxies.stop()
 
     # -- clients ----------------------------------------------------------------------------
     def bootstrap_for(self, client: str) -> str:
         """All brokers, or during a partition that splits the clients, the brokers of the
         client's group (a client's only way to be "on one side": they share one address)."""
         brokers = self.cluster.broker_ids
+        proxied = self.proxies.clients.get(client) if self.proxies is not None else None
         if self.groups is not None and self._clients_split():
             side = next((g for g in self.groups if client in g), None)
             if side is not None:
                 brokers = [b for b in side if isinstance(b, int)] or brokers
                 self.notes.append(f"{client} created during a partition that separates the clients: it "
                                   f"bootstraps from brokers {brokers} only")
+        if proxied is not None and self.proxies is not None:  # its listener, advertised at the proxy
+            return ",".join(f"{self.proxies.host}:{client_proxy_port(proxied, b)}" for b in brokers)
         return ",".join(self.cluster.nodes[b].address for b in brokers)
 
     def producer(self, name: str) -> Any:
@@ -394,6 +407,8 @@ SHUTDOWN_LIMIT_S = 60.0
 
 
 def set_link(d: Driver, p: dict[str, Any]) -> str:
+    """Cut or restore the pair (``drop`` 1 / 0); with ``delay_ms`` also set the proxied
+    links' latency, both streams (the model's link delay holds both ways)."""
     pairs = {(x, y) for x in d.endpoint(p["a"]) for y in d.endpoint(p["b"]) if x != y}
     pairs |= {(y, x) for x, y in pairs}
     if p["drop"] == 1.0:
@@ -401,7 +416,39 @@ def set_link(d: Driver, p: dict[str, Any]) -> str:
     else:
         d.link_cuts -= pairs
     d.faults.set_cuts(d.cuts())
-    return "cut" if p["drop"] == 1.0 else "restored"
+    outcome = "cut" if p["drop"] == 1.0 else "restored"
+    if p.get("delay_ms") is not None:
+        assert d.proxies is not None  # planned from the scenario (epochlab.kafka.runs.links)
+        latency, jitter = latency_of(p["delay_ms"])
+        links = _links_between(d, p["a"], p["b"]) | _links_between(d, p["b"], p["a"])
+        for link in sorted(links, key=str):
+            for stream in ("upstream", "downstream"):
+                d.proxies.set_latency(link, stream, latency, jitter, reason="link")
+        outcome += f", {len(links)} proxied connection(s) delayed {latency} +- {jitter} ms each way"
+    return outcome
+
+
+def _links_between(d: Driver, initiator: Any, acceptor: Any) -> set[tuple[Any, int]]:
+    """The proxied directed links from scenario node ``initiator`` to ``acceptor``."""
+    assert d.proxies is not None
+    cl = d.cluster
+    targets = node_ids(acceptor, cl.broker_ids, cl.controller_ids)
+    if initiator in d.proxies.clients:
+        return {(initiator, b) for b in targets if b in cl.broker_ids}
+    return {(x, y) for x in node_ids(initiator, cl.broker_ids, cl.controller_ids) for y in targets if x != y}
+
+
+def slow_follower(d: Driver, p: dict[str, Any]) -> str:
+    """Delay what the follower sends on its connections to every other broker (its fetch
+    requests) by ``extra_delay_ms``, on top of any link delay; 0 removes it. The model adds
+    the delay to each fetch request the broker sends (``Network.send``, ``kind == "fetch"``)."""
+    assert d.proxies is not None  # planned from the scenario (epochlab.kafka.runs.links)
+    f, extra = p["broker"], int(p["extra_delay_ms"])
+    links = [(f, b) for b in d.cluster.broker_ids if b != f]
+    for link in links:
+        d.proxies.set_latency(link, "upstream", extra, reason="slow")
+    return f"fetches of broker {f} to brokers {[b for _, b in links]} delayed {extra} ms" if extra else \
+        f"broker {f}'s fetches no longer slowed"
 
 
 def isolate(d: Driver, p: dict[str, Any]) -> str:

@@ -21,6 +21,9 @@ partition / heal    nft cuts between the groups (the scenario's unlisted nodes f
                     group, as in the model) / remove the partition's cuts (dropped links stay)
 isolate             the broker cut from every other node and the harness
 set_link drop 1/0   cut / uncut the pair (both ways)
+set_link delay_ms   Toxiproxy latency on the pair's proxied connections, both directions
+                    (:mod:`epochlab.kafka.live.proxy`, planned by :mod:`epochlab.kafka.runs.links`)
+slow_follower       Toxiproxy latency on what the follower sends to the other brokers
 controlled_shutdown SIGTERM and wait
 elect_preferred     Admin ``electLeaders(PREFERRED)`` at the controllers
 elect               the replicas reordered with the broker first, ``electLeaders(PREFERRED)``
@@ -35,9 +38,10 @@ list_offsets        ``RecordingConsumer.list_offsets`` (librdkafka's ``query_wat
 =================== ==========================================================================
 
 Not mapped (the scenario is *not runnable on real Kafka*, :func:`unmappable` says why):
-``crash`` with ``lose_unflushed`` (a SIGKILL keeps the page cache), ``set_link`` with a delay,
-a fractional drop or duplicates (the kernel here has no netem), ``slow_follower``, the
-coordinator actions; ``elect`` on a release before 3.7.
+``crash`` with ``lose_unflushed`` (a SIGKILL keeps the page cache), ``set_link`` with a
+fractional drop or duplicates (the kernel here has no netem), the coordinator actions;
+``elect`` on a release before 3.7. Link delays and slow followers need Toxiproxy
+(``scripts/kafka-proxy-setup``), refused up front when it is missing.
 """
 
 from __future__ import annotations
@@ -52,7 +56,9 @@ from epochlab.kafka.live.clients import History, KafkaAdmin
 from epochlab.kafka.live.cluster import LocalCluster
 from epochlab.kafka.live.controller_admin import controller_admin_available
 from epochlab.kafka.live.faults import firewall_available
+from epochlab.kafka.live.proxy import proxy_missing
 from epochlab.kafka.runs.driver import Driver
+from epochlab.kafka.runs.links import delayed_clients, uses_proxy
 from epochlab.kafka.runs.state import DiskReplica
 from epochlab.observe import Observer, StepRecord
 from epochlab.scenarios.expectations import Check, Facts, evaluate
@@ -86,8 +92,8 @@ def unmappable(scenario: Scenario, cluster: LocalCluster | None = None) -> list[
             why.append(f"{where}: a power loss needs a filesystem that drops unsynced writes; SIGKILL "
                        "keeps the page cache")
         elif step.action == "set_link":
-            if p.get("delay_ms") is not None:
-                why.append(f"{where}: link delays need netem, which this kernel lacks")
+            if p.get("delay_ms") is not None and "coordinator" in (p["a"], p["b"]):
+                why.append(f"{where}: the coordinator is a broker chosen by Kafka, its link cannot be proxied")
             if p.get("duplicate"):
                 why.append(f"{where}: duplicated packets need netem")
             if p.get("drop") not in (0.0, 1.0, 0, 1):
@@ -105,10 +111,13 @@ def unmappable(scenario: Scenario, cluster: LocalCluster | None = None) -> list[
     if cfg.kafka_release is not None:
         why.append(f"kafka.release {cfg.kafka_release}: the model follows that release's rules; a real "
                    "cluster runs its own release's")
-    uses_links = any(s.action in ("partition", "heal", "isolate", "set_link") for s in scenario.steps)
+    uses_links = any(s.action in ("partition", "heal", "isolate", "set_link", "slow_follower") for s in scenario.steps)
     link_tools = firewall_available() if uses_links else None
     if link_tools is not None:  # refused before any broker starts, naming what installs it
         why.append(f"its link faults cannot be applied on this machine: {link_tools}")
+    proxy_tools = proxy_missing() if uses_proxy(scenario) and link_tools is None else None
+    if proxy_tools is not None:  # delays and slow followers go through Toxiproxy (epochlab.kafka.live.proxy)
+        why.append(f"its delayed links cannot be applied on this machine: {proxy_tools}")
     if cluster is not None:
         missing = [b for b in cfg.brokers if b not in cluster.broker_ids]
         if missing:
@@ -118,6 +127,10 @@ def unmappable(scenario: Scenario, cluster: LocalCluster | None = None) -> list[
                        f"(this cluster's have none; start one for the scenario: {RACK_AWARE_SELECTOR})")
         if uses_links and link_tools is None and cluster.network != "netns":
             why.append("link faults need the cluster's netns network (root and nft)")
+        clients = delayed_clients(scenario)
+        if len(clients) > cluster.proxied_listeners:
+            why.append(f"delaying the links of clients {clients} needs brokers with {len(clients)} proxied "
+                       f"listener(s) (this cluster's have {cluster.proxied_listeners}; start one for the scenario)")
     return why
 
 
