@@ -39,6 +39,12 @@ def test_a_model_delay_range_becomes_latency_and_jitter() -> None:
     assert latency_of([0, 5]) == (2, 2)
 
 
+def test_the_proxy_names_the_harness_endpoint_as_the_cluster_does() -> None:
+    from epochlab.kafka.live import cluster, proxy
+
+    assert proxy.CLIENT == cluster.CLIENT
+
+
 def test_proxy_ports_do_not_collide() -> None:
     client_ports = {client_proxy_port(i, b) for i in range(1, 21) for b in range(1, 90)}
     nodes = [*range(1, 90), *range(100, 109)]

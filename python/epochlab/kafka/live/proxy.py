@@ -68,6 +68,10 @@ API_PORT = 8474
 #: A broker's ``PROXIED<i>`` listener binds ``<its address>:<_LISTENER_BASE + i>``.
 _LISTENER_BASE = 9100
 
+#: The harness's endpoint in cuts: ``epochlab.kafka.live.cluster.CLIENT`` (the cluster module
+#: imports this one for its listeners, so the name is repeated here; a test checks they agree).
+CLIENT = "client"
+
 Link = tuple[Any, Any]  # (initiator, acceptor): node ids, or a client name as initiator
 
 
@@ -361,8 +365,6 @@ class LinkProxies:
         vocabulary: node ids and ``"client"``) on the proxied links, in the proxy's namespace."""
         if not self.started:
             return
-        from epochlab.kafka.live.cluster import CLIENT
-
         ins, outs = [], []
         for (s, r), port in sorted(self.links().items(), key=str):
             end = CLIENT if s in self.clients else s
