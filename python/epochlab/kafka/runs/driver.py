@@ -117,6 +117,7 @@ class Driver:
             self.controller_admin()  # its JVM starts in seconds: not inside the run's windows
         late = {n for s in self.scenario.steps if s.action == "partition"
                 for n in self._split_clients(s.params["groups"])}
+        late |= self._later_sessions()
         for name in self.producer_cfgs:
             if name not in late:
                 self.producer(name)
@@ -124,6 +125,22 @@ class Driver:
             if name not in late:
                 _prime_group(self.cluster.bootstrap_servers, self.topic, f"{self.topic}-{name}")
                 self.consumer(name).committed(30.0)
+
+    def _later_sessions(self) -> set[str]:
+        """Transactional producers that share their ``transactional.id`` with a producer
+        listed before them: a new session of the same id (seed 001's zombie fencing). Its
+        ``init_transactions`` fences the earlier session (InitProducerId bumps the epoch), so
+        it is created at first use; the model's transactional producer also asks for its
+        producer id only at its first transaction (``sim/producer.py``, ``_drain``)."""
+        seen: set[str] = set()
+        out: set[str] = set()
+        for name, cfg in self.producer_cfgs.items():
+            tid = cfg.transactional_id
+            if tid is not None:
+                if tid in seen:
+                    out.add(name)
+                seen.add(tid)
+        return out
 
     def _split_clients(self, groups: list[list[Any]]) -> set[str]:
         names = set(self.producer_cfgs) | set(self.consumer_cfgs)

@@ -77,6 +77,10 @@ GENERATION = "strict-min-isr"
 JAVA_ERROR_NAMES = {
     "_TRANSPORT": "NETWORK_EXCEPTION",        # the connection broke with the request in flight
     "_TIMED_OUT": "REQUEST_TIMED_OUT",        # no response within request.timeout.ms
+    # a transactional producer fenced by a newer session: librdkafka folds the broker's
+    # INVALID_PRODUCER_EPOCH and PRODUCER_FENCED into one local error (rdkafka_txnmgr.c,
+    # rd_kafka_txn_normalize_err); the Java client throws ProducerFencedException
+    "_FENCED": "PRODUCER_FENCED",
 }
 #: Expectation kinds the real run cannot judge, and why.
 NOT_EVALUABLE = {"event_seen": "a real run has no engine event log (the brokers' server.log is not mapped "
