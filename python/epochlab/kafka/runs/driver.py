@@ -194,22 +194,33 @@ class Driver:
                           "the election", where="elect", field="broker", expected="a connected broker", got=None)
 
     def close(self) -> None:
-        if self._controller_admin is not None:
-            self._controller_admin.close()
-            self._controller_admin = None
-        for c in self.consumers.values():
-            c.close()
-        for p in self.producers.values():
-            if isinstance(p, JavaRecordingProducer):
-                p.close(5)  # its I/O thread would go on retrying
-            else:
-                p.flush(5)
-        self.consumers.clear()
-        self.producers.clear()
-        if self.cuts():
-            self.faults.set_cuts(set())
-        if self.proxies is not None:
-            self.proxies.stop()
+        """Close the clients, remove the cuts, stop the link proxies (the last two also when
+        closing a client fails)."""
+        from confluent_kafka import KafkaException
+
+        try:
+            if self._controller_admin is not None:
+                self._controller_admin.close()
+                self._controller_admin = None
+            for c in self.consumers.values():
+                c.close()
+            for p in self.producers.values():
+                if isinstance(p, JavaRecordingProducer):
+                    p.close(5)  # its I/O thread would go on retrying
+                else:
+                    try:
+                        p.flush(5)
+                    except KafkaException:  # a fenced transactional producer is fatal: nothing to flush
+                        pass
+            self.consumers.clear()
+            self.producers.clear()
+        finally:
+            try:
+                if self.cuts():
+                    self.faults.set_cuts(set())
+            finally:
+                if self.proxies is not None:
+                    self.proxies.stop()
 
     # -- clients ----------------------------------------------------------------------------
     def bootstrap_for(self, client: str) -> str:
