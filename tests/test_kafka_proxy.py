@@ -144,6 +144,8 @@ def test_a_latency_toxic_delays_each_direction(toxiproxy: Toxiproxy, echo: int) 
     toxiproxy.add_toxic("echo", "up", "latency", "upstream", {"latency": 300, "jitter": 0})
     assert _round_trip_s(port, bytes(range(256)) * 64) >= 0.6
     assert {t["name"] for t in toxiproxy.toxics("echo")} == {"down", "up"}
+    toxiproxy.update_toxic("echo", "up", {"latency": 500, "jitter": 0})
+    assert {t["name"]: t["attributes"]["latency"] for t in toxiproxy.toxics("echo")} == {"down": 300, "up": 500}
     assert toxiproxy.remove_toxic("echo", "up") and not toxiproxy.remove_toxic("echo", "up")
     assert [t["name"] for t in toxiproxy.toxics("echo")] == ["down"]
 

@@ -216,6 +216,11 @@ class Toxiproxy:
         self._call("POST", f"/proxies/{proxy}/toxics", {"name": name, "type": kind, "stream": stream,
                                                         "toxicity": 1.0, "attributes": dict(attributes)})
 
+    def update_toxic(self, proxy: str, name: str, attributes: Mapping[str, Any]) -> None:
+        """Change the attributes of ``proxy``'s toxic ``name`` in place (one request; the
+        chunks it holds keep the delay they were given)."""
+        self._call("POST", f"/proxies/{proxy}/toxics/{name}", {"attributes": dict(attributes)})
+
     def remove_toxic(self, proxy: str, name: str) -> bool:
         """Remove toxic ``name`` of ``proxy``; False when it had none of that name."""
         try:
@@ -384,9 +389,15 @@ class LinkProxies:
         if link not in self.links():
             raise ConfigError(f"no proxied link {link[0]} -> {link[1]} (proxied: {sorted(self.links(), key=str)})",
                               where="proxy", field="link", expected="a proxied link", got=link)
-        name, toxic = self.proxy_name(link), f"{reason}-{stream}"
-        self.api.remove_toxic(name, toxic)
-        self.latency.pop((link, stream, reason), None)
+        name, toxic, key = self.proxy_name(link), f"{reason}-{stream}", (link, stream, reason)
+        # one API request per change (a step's latency is in force tens of ms sooner)
         if latency_ms > 0 or jitter_ms > 0:
-            self.api.add_toxic(name, toxic, "latency", stream, {"latency": int(latency_ms), "jitter": int(jitter_ms)})
-            self.latency[(link, stream, reason)] = int(latency_ms)
+            attributes = {"latency": int(latency_ms), "jitter": int(jitter_ms)}
+            if key in self.latency:
+                self.api.update_toxic(name, toxic, attributes)
+            else:
+                self.api.add_toxic(name, toxic, "latency", stream, attributes)
+            self.latency[key] = int(latency_ms)
+        elif key in self.latency:
+            self.api.remove_toxic(name, toxic)
+            del self.latency[key]
