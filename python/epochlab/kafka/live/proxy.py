@@ -325,7 +325,7 @@ class LinkProxies:
         connections that went through the proxy (they reconnect directly). Safe to call twice."""
         self.api.stop()
         subprocess.run(["ip", "netns", "del", self.netns], capture_output=True, check=False)
-        for s in sorted({s for s, _ in self.node_links}):
+        for s in sorted(self.cluster.nodes):  # every node: a run that died may have left rules
             n = self.cluster.nodes[s]
             if n.netns:
                 subprocess.run(["ip", "netns", "exec", n.netns, "nft", "delete", "table", "ip", _NAT],
