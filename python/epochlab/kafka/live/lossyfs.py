@@ -58,10 +58,13 @@ from typing import Any
 
 from epochlab.errors import ConfigError
 
-__all__ = ["PAGE_BYTES", "SETUP", "LossyDisk", "LossyOperations", "available", "main"]
+__all__ = ["FSTYPE", "PAGE_BYTES", "SETUP", "LossyDisk", "LossyOperations", "available", "main", "mounts_under",
+           "unmount_all"]
 
 #: The granularity of what is saved before an overwrite (the kernel's page size).
 PAGE_BYTES = 4096
+#: The type ``/proc/self/mounts`` shows for a mount of this filesystem.
+FSTYPE = "fuse.lossyfs"
 #: The script that installs what this filesystem needs (fuse3 from apt, mfusepy from PyPI).
 SETUP = "bash scripts/kafka-fuse-setup"
 
@@ -144,6 +147,24 @@ class LossyOperations:
             self.durable.clear()
             return reverted
 
+    def sync(self) -> int:
+        """``sync(1)``: every file's changes made durable. Returns the number of files."""
+        with self.mutex:
+            self._live()
+            synced = 0
+            for path in self.durable:
+                try:
+                    fd = os.open(self._full(path), os.O_RDONLY)
+                except FileNotFoundError:
+                    continue
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                synced += 1
+            self.durable.clear()
+            return synced
+
     def _move(self, old: str, new: str) -> None:
         prefix = old.rstrip("/") + "/"
         for key in [k for k in self.durable if k == new or k.startswith(new.rstrip("/") + "/")]:
@@ -191,7 +212,7 @@ class LossyOperations:
             return os.pwrite(fh, data, offset)
 
     def truncate(self, path: str, length: int, fh: int | None = None) -> int:
-        fd = fh if fh is not None else os.open(self._full(path), os.O_WRONLY)
+        fd = fh if fh is not None else os.open(self._full(path), os.O_RDWR)  # read: pages saved first
         try:
             with self.mutex:
                 self._live()
@@ -297,7 +318,8 @@ def _backing_flags(flags: int) -> int:
 
 def _serve_control(ops: LossyOperations, name: str) -> None:
     """Answer one-line commands on the abstract unix socket ``name``: ``cut-power`` ->
-    ``reverted N``; ``status`` -> ``powered N`` (N files with unsynced changes)."""
+    ``reverted N``; ``sync`` -> ``synced N``; ``status`` -> ``powered N`` or ``cut N`` (N files
+    with unsynced changes)."""
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind("\0" + name)
     server.listen(4)
@@ -307,6 +329,11 @@ def _serve_control(ops: LossyOperations, name: str) -> None:
             command = conn.recv(64).decode(errors="replace").strip()
             if command == "cut-power":
                 reply = f"reverted {ops.cut_power()}"
+            elif command == "sync":
+                try:
+                    reply = f"synced {ops.sync()}"
+                except OSError as exc:
+                    reply = f"error {exc}"
             elif command == "status":
                 with ops.mutex:
                     reply = f"{'powered' if ops.powered else 'cut'} {len(ops.durable)}"
@@ -324,6 +351,11 @@ def main(argv: list[str] | None = None) -> int:
     import mfusepy
 
     backing, mountpoint, control = args
+    if os.environ.get("EPOCHLAB_LOSSYFS_DEBUG"):  # every error answered, to the daemon's log
+        import logging
+
+        logging.basicConfig(level=logging.DEBUG, format="%(asctime)s %(message)s")
+        logging.getLogger("fuse").setLevel(logging.DEBUG)
     ops = LossyOperations(backing)
     threading.Thread(target=_serve_control, args=(ops, control), daemon=True).start()
     mfusepy.FUSE(ops, mountpoint, foreground=True, fsname="lossyfs", subtype="lossyfs")
@@ -347,6 +379,11 @@ class LossyDisk:
         self.log = Path(log)
         self.control = f"epochlab-lossyfs-{uuid.uuid4().hex[:12]}"
         self.proc: subprocess.Popen[bytes] | None = None
+
+    @classmethod
+    def for_node(cls, node_dir: str | os.PathLike[str]) -> LossyDisk:
+        """A cluster node's disk: ``NODE/disk`` mounted at its log directory ``NODE/data``."""
+        return cls(Path(node_dir) / "disk", Path(node_dir) / "data", Path(node_dir) / "lossyfs.log")
 
     @property
     def mounted(self) -> bool:
@@ -399,6 +436,14 @@ class LossyDisk:
                               where="lossyfs", field="control", expected="reverted N", got=reply)
         return int(reply.split()[1])
 
+    def sync(self) -> int:
+        """Make every change so far durable (``sync(1)``); the number of files it concerned."""
+        reply = self._ask("sync")
+        if not reply.startswith("synced "):
+            raise ConfigError(f"the lossy filesystem at {self.mountpoint} answered {reply!r} to sync",
+                              where="lossyfs", field="control", expected="synced N", got=reply)
+        return int(reply.split()[1])
+
     def unmount(self) -> None:
         """``fusermount3 -u`` (lazily if still busy after 5 s), then wait for the daemon."""
         if self.proc is None:
@@ -408,6 +453,8 @@ class LossyDisk:
             done = subprocess.run(["fusermount3", "-u", str(self.mountpoint)], capture_output=True, check=False)
             if done.returncode == 0:
                 break
+            with open(self.log, "ab") as log:
+                log.write(b"unmount: " + done.stderr)
             if time.monotonic() > deadline:
                 subprocess.run(["fusermount3", "-u", "-z", str(self.mountpoint)], capture_output=True, check=False)
                 break
@@ -426,6 +473,27 @@ class LossyDisk:
         self.unmount()
         self.mount()
         return reverted
+
+
+def mounts_under(directory: str | os.PathLike[str]) -> list[str]:
+    """The mount points of this filesystem at or below ``directory``."""
+    root = os.path.realpath(directory)
+    try:
+        lines = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return []
+    points = [line.split()[1].encode().decode("unicode_escape") for line in lines if len(line.split()) > 2
+              and line.split()[2] == FSTYPE]
+    return [p for p in points if p == root or p.startswith(root.rstrip("/") + "/")]
+
+
+def unmount_all(directory: str | os.PathLike[str]) -> None:
+    """Unmount every mount of this filesystem at or below ``directory`` (lazily: a mount left
+    by a process that died may still be busy); its daemon exits with it."""
+    if shutil.which("fusermount3") is None:
+        return
+    for point in mounts_under(directory):
+        subprocess.run(["fusermount3", "-u", "-z", point], capture_output=True, check=False)
 
 
 if __name__ == "__main__":
