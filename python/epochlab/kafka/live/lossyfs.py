@@ -43,6 +43,7 @@ The daemon runs as ``python -m epochlab.kafka.live.lossyfs BACKING MOUNTPOINT CO
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import shutil
 import signal
@@ -61,6 +62,7 @@ from epochlab.errors import ConfigError
 __all__ = ["FSTYPE", "PAGE_BYTES", "SETUP", "LossyDisk", "LossyOperations", "available", "main", "mounts_under",
            "unmount_all"]
 
+_log = logging.getLogger("epochlab.lossyfs")
 #: The granularity of what is saved before an overwrite (the kernel's page size).
 PAGE_BYTES = 4096
 #: The type ``/proc/self/mounts`` shows for a mount of this filesystem.
@@ -143,6 +145,7 @@ class LossyOperations:
                     os.fsync(fd)
                 finally:
                     os.close(fd)
+                _log.debug("cut: %s back to %d bytes, %d pages restored", path, rec.size, len(rec.pages))
                 reverted += 1
             self.durable.clear()
             return reverted
@@ -228,7 +231,8 @@ class LossyOperations:
         with self.mutex:
             self._live()
             (os.fdatasync if datasync else os.fsync)(fh)
-            self.durable.pop(path, None)
+            rec = self.durable.pop(path, None)
+            _log.debug("fsync %s (%s)", path, "had unsynced changes" if rec else "clean")
         return 0
 
     def flush(self, path: str, fh: int) -> int:
@@ -352,10 +356,9 @@ def main(argv: list[str] | None = None) -> int:
 
     backing, mountpoint, control = args
     if os.environ.get("EPOCHLAB_LOSSYFS_DEBUG"):  # every error answered, to the daemon's log
-        import logging
-
         logging.basicConfig(level=logging.DEBUG, format="%(asctime)s %(message)s")
         logging.getLogger("fuse").setLevel(logging.DEBUG)
+        _log.setLevel(logging.DEBUG)
     ops = LossyOperations(backing)
     threading.Thread(target=_serve_control, args=(ops, control), daemon=True).start()
     mfusepy.FUSE(ops, mountpoint, foreground=True, fsname="lossyfs", subtype="lossyfs")
@@ -394,8 +397,12 @@ class LossyDisk:
         if why is not None:
             raise ConfigError(f"a lossy filesystem cannot be mounted: {why}", where="lossyfs", field="fuse",
                               expected="FUSE", got=why)
-        self.backing.mkdir(parents=True, exist_ok=True)
-        self.mountpoint.mkdir(parents=True, exist_ok=True)
+        try:
+            self.backing.mkdir(parents=True, exist_ok=True)
+            self.mountpoint.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"the lossy filesystem cannot be mounted at {self.mountpoint}: {exc}",
+                              where="lossyfs", field="mount", expected="a directory", got=str(exc)) from exc
         self.control = f"epochlab-lossyfs-{uuid.uuid4().hex[:12]}"
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen([sys.executable, "-m", "epochlab.kafka.live.lossyfs", str(self.backing),

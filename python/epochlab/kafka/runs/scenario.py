@@ -189,8 +189,11 @@ def cluster_overrides(cluster: dict[str, Any], where: str = "cluster") -> dict[s
         out["replica.selector.class"] = RACK_AWARE_SELECTOR
     if cfg.flush_interval_ms is not None:
         # a topic's flush.ms acts only when LogManager's "kafka-log-flusher" task runs
-        # (flushDirtyLogs, every log.flush.scheduler.interval.ms, default Long.MAX_VALUE: never)
+        # (flushDirtyLogs, every log.flush.scheduler.interval.ms, default Long.MAX_VALUE: never),
+        # and that task first runs log.initial.task.delay.ms (30 s) after the broker started;
+        # the model's flush timer runs from the start
         out["log.flush.scheduler.interval.ms"] = str(FLUSH_CHECK_MS)
+        out["log.initial.task.delay.ms"] = "0"
     return out
 
 
