@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,7 @@ def test_a_checkpoint_written_like_kafka_survives_rename_and_all(disk: lossyfs.L
     os.replace(tmp, target)
     dfd = os.open(disk.mountpoint, os.O_RDONLY | os.O_DIRECTORY)
     try:
+        assert stat.S_ISDIR(os.fstat(dfd).st_mode)
         os.fsync(dfd)
     finally:
         os.close(dfd)

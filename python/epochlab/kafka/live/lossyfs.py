@@ -177,7 +177,8 @@ class LossyOperations:
 
     # -- files ------------------------------------------------------------------------------
     def getattr(self, path: str, fh: int | None = None) -> dict[str, Any]:
-        st = os.fstat(fh) if fh is not None else os.lstat(self._full(path))
+        # fh 0: no handle of ours (a directory: there is no opendir here, libfuse passes 0)
+        st = os.fstat(fh) if fh else os.lstat(self._full(path))
         out = {k: getattr(st, k) for k in ("st_mode", "st_nlink", "st_uid", "st_gid", "st_size", "st_ino",
                                           "st_blocks", "st_blksize")}
         out.update(st_atime=st.st_atime_ns, st_mtime=st.st_mtime_ns, st_ctime=st.st_ctime_ns)
@@ -215,7 +216,7 @@ class LossyOperations:
             return os.pwrite(fh, data, offset)
 
     def truncate(self, path: str, length: int, fh: int | None = None) -> int:
-        fd = fh if fh is not None else os.open(self._full(path), os.O_RDWR)  # read: pages saved first
+        fd = fh if fh else os.open(self._full(path), os.O_RDWR)  # read: pages saved first
         try:
             with self.mutex:
                 self._live()
@@ -223,7 +224,7 @@ class LossyOperations:
                 self._save(path, fd, min(size, length), max(size, length))
                 os.ftruncate(fd, length)
         finally:
-            if fh is None:
+            if not fh:
                 os.close(fd)
         return 0
 
