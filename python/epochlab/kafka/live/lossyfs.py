@@ -321,10 +321,20 @@ def _backing_flags(flags: int) -> int:
     return flags & ~(os.O_TRUNC | os.O_APPEND)
 
 
-def _serve_control(ops: LossyOperations, name: str) -> None:
+@dataclass
+class _Daemon:
+    """The daemon's state: the operations of the current mount, and whether the next unmount
+    is a power cycle (mount again at once, with every file as the cut left it)."""
+
+    ops: LossyOperations
+    remount: bool = False
+
+
+def _serve_control(daemon: _Daemon, name: str) -> None:
     """Answer one-line commands on the abstract unix socket ``name``: ``cut-power`` ->
-    ``reverted N``; ``sync`` -> ``synced N``; ``status`` -> ``powered N`` or ``cut N`` (N files
-    with unsynced changes)."""
+    ``reverted N`` (the next unmount ends the daemon); ``power-cycle`` -> ``reverted N`` (the
+    same cut; the next unmount is followed by a fresh mount in this process); ``sync`` ->
+    ``synced N``; ``status`` -> ``powered N`` or ``cut N`` (N files with unsynced changes)."""
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind("\0" + name)
     server.listen(4)
@@ -332,7 +342,9 @@ def _serve_control(ops: LossyOperations, name: str) -> None:
         conn, _ = server.accept()
         with conn:
             command = conn.recv(64).decode(errors="replace").strip()
-            if command == "cut-power":
+            ops = daemon.ops
+            if command in ("cut-power", "power-cycle"):
+                daemon.remount = command == "power-cycle"
                 reply = f"reverted {ops.cut_power()}"
             elif command == "sync":
                 try:
@@ -360,10 +372,15 @@ def main(argv: list[str] | None = None) -> int:
         logging.basicConfig(level=logging.DEBUG, format="%(asctime)s %(message)s")
         logging.getLogger("fuse").setLevel(logging.DEBUG)
         _log.setLevel(logging.DEBUG)
-    ops = LossyOperations(backing)
-    threading.Thread(target=_serve_control, args=(ops, control), daemon=True).start()
-    mfusepy.FUSE(ops, mountpoint, foreground=True, fsname="lossyfs", subtype="lossyfs")
-    return 0
+    daemon = _Daemon(LossyOperations(backing))
+    threading.Thread(target=_serve_control, args=(daemon, control), daemon=True).start()
+    while True:
+        mfusepy.FUSE(daemon.ops, mountpoint, foreground=True, fsname="lossyfs", subtype="lossyfs")
+        if not daemon.remount:
+            return 0
+        # the power is back: a new mount (the kernel's page cache went with the old one)
+        daemon.remount = False
+        daemon.ops = LossyOperations(backing)
 
 
 class LossyDisk:
@@ -456,6 +473,16 @@ class LossyDisk:
         """``fusermount3 -u`` (lazily if still busy after 5 s), then wait for the daemon."""
         if self.proc is None:
             return
+        self._fusermount_u()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+    def _fusermount_u(self) -> None:
+        """Unmount, retrying while busy, lazily after 5 s."""
         deadline = time.monotonic() + 5
         while os.path.ismount(self.mountpoint):
             done = subprocess.run(["fusermount3", "-u", str(self.mountpoint)], capture_output=True, check=False)
@@ -467,20 +494,26 @@ class LossyDisk:
                 subprocess.run(["fusermount3", "-u", "-z", str(self.mountpoint)], capture_output=True, check=False)
                 break
             time.sleep(0.1)
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=10)
-        self.proc = None
 
-    def power_cycle(self) -> int:
-        """A power loss and the machine back on: :meth:`cut_power`, unmount (the kernel's
-        page cache for the mount goes with it), mount again. Returns what ``cut_power`` did."""
-        reverted = self.cut_power()
+    def power_cycle(self, timeout_s: float = 15.0) -> int:
+        """A power loss and the machine back on: the cut of :meth:`cut_power`, an unmount (the
+        kernel's page cache for the mount goes with it, and what it writes back on the way is
+        refused) and a fresh mount by the same daemon (no process start: about 0.1 s). Returns
+        the number of files changed back."""
+        reply = self._ask("power-cycle")
+        if not reply.startswith("reverted "):
+            raise ConfigError(f"the lossy filesystem at {self.mountpoint} answered {reply!r} to power-cycle",
+                              where="lossyfs", field="control", expected="reverted N", got=reply)
+        self._fusermount_u()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and self.mounted:
+            if os.path.ismount(self.mountpoint) and self._ask("status", quiet=True).startswith("powered"):
+                return int(reply.split()[1])
+            time.sleep(0.01)
         self.unmount()
-        self.mount()
-        return reverted
+        raise ConfigError(f"the lossy filesystem did not come back at {self.mountpoint} within {timeout_s:.0f} s "
+                          f"after its power cut (its log: {self.log})", where="lossyfs", field="mount",
+                          expected="mounted", got=str(self.mountpoint))
 
 
 def mounts_under(directory: str | os.PathLike[str]) -> list[str]:
