@@ -16,7 +16,8 @@ filesystem (libfuse 3 through ``mfusepy``) over a backing directory, the "disk":
   as of its last fsync (a file created and never fsynced: empty), the backing files are
   fsynced, and from then on the filesystem refuses every change with EIO (the disk is gone):
   what the kernel writes back afterwards (a killed process's dirty ``mmap`` pages, written on
-  unmount) is lost too. The mount is then unmounted and mounted afresh, which also drops the
+  unmount) is lost too. The mount is then unmounted and mounted afresh (by the same daemon,
+  :meth:`LossyDisk.power_cycle`, 30-40 ms), which also drops the
   kernel's page cache for it, and the broker restarts on what a disk would hold.
 
 What is lost, and what is not (decided here, as LazyFS does it):
@@ -36,8 +37,9 @@ What is lost, and what is not (decided here, as LazyFS does it):
   rename (``Utils.atomicMoveWithFallback``, see ``docs/kafka-run.md``), so they never show it.
 
 The daemon runs as ``python -m epochlab.kafka.live.lossyfs BACKING MOUNTPOINT CONTROL``,
-``CONTROL`` an abstract unix socket name answering ``cut-power`` and ``status``;
-:class:`LossyDisk` starts, controls and stops it.
+``CONTROL`` an abstract unix socket name answering ``cut-power``, ``power-cycle``, ``sync``
+and ``status``; :class:`LossyDisk` starts, controls and stops it. The debug log of every
+error answered and every fsync: ``EPOCHLAB_LOSSYFS_DEBUG=1`` in the daemon's environment.
 """
 
 from __future__ import annotations
