@@ -13,8 +13,7 @@ filesystem (libfuse 3 through ``mfusepy``) over a backing directory, the "disk":
   ``msync``) fsyncs the backing file and forgets what was saved: its current contents are
   durable.
 * **Power cut** (:meth:`LossyDisk.cut_power`): every file goes back to its contents and size
-  as of its last fsync (a file created and never fsynced: empty), the backing files are
-  fsynced, and from then on the filesystem refuses every change with EIO (the disk is gone):
+  as of its last fsync (a file created and never fsynced: empty), and from then on the filesystem refuses every change with EIO (the disk is gone):
   what the kernel writes back afterwards (a killed process's dirty ``mmap`` pages, written on
   unmount) is lost too. The mount is then unmounted and mounted afresh (by the same daemon,
   :meth:`LossyDisk.power_cycle`, 30-40 ms), which also drops the
@@ -144,7 +143,6 @@ class LossyOperations:
                     os.ftruncate(fd, rec.size)
                     for page, data in rec.pages.items():
                         os.pwrite(fd, data[: max(0, rec.size - page * PAGE_BYTES)], page * PAGE_BYTES)
-                    os.fsync(fd)
                 finally:
                     os.close(fd)
                 _log.debug("cut: %s back to %d bytes, %d pages restored", path, rec.size, len(rec.pages))
