@@ -62,7 +62,7 @@ def _run(args: argparse.Namespace) -> int:
     from epochlab.kafka.live.cluster import cluster_for
     from epochlab.kafka.runs.pipeline import execute
     from epochlab.kafka.runs.links import delayed_clients
-    from epochlab.kafka.runs.scenario import broker_overrides, unmappable
+    from epochlab.kafka.runs.scenario import broker_overrides, lossy_brokers, unmappable
     from epochlab.scenarios import resolve
 
     try:
@@ -78,7 +78,8 @@ def _run(args: argparse.Namespace) -> int:
     try:
         with cluster_for(args.cluster_dir, out.with_name(out.name + ".cluster"), broker_overrides(scenario),
                          keep=args.keep_cluster, version=args.kafka_version,
-                         proxied_listeners=len(delayed_clients(scenario))) as cluster:
+                         proxied_listeners=len(delayed_clients(scenario)),
+                         lossy_brokers=lossy_brokers(scenario)) as cluster:
             code, payload = execute(scenario, cluster, args.compare, out, client=args.client)
     except EpochlabError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -3,7 +3,8 @@
 Processes (any network mode):
 
 * :meth:`Faults.kill` - SIGKILL: a crash; the page cache survives, so nothing written is lost
-  (a lossy crash needs a filesystem that drops unsynced writes, not done here).
+  (a power cut is :meth:`LocalCluster.power_loss` after it, for a broker whose log directory is
+  on the lossy filesystem: :mod:`epochlab.kafka.live.lossyfs`).
 * :meth:`Faults.drop_sockets` - abort the TCP sockets a killed node's kernel still holds (a
   machine crash rather than a process crash: nothing it wrote arrives after a heal).
 * :meth:`Faults.restart` - start a killed or shut-down node again, same data, same command line.

@@ -390,6 +390,9 @@ def crash(d: Driver, p: dict[str, Any]) -> str:
         return "already down"
     pid = d.faults.kill(p["broker"])
     d.faults.drop_sockets(p["broker"])  # the model's crash takes the machine's sockets along
+    if p.get("lose_unflushed"):  # a power cut: the disk keeps only what was fsynced
+        files = d.cluster.power_loss(p["broker"])
+        return f"SIGKILL pid {pid}, its sockets aborted, power cut: {files} files back to their last fsync"
     return f"SIGKILL pid {pid}, its sockets aborted"
 
 

@@ -37,11 +37,16 @@ list_offsets        ``RecordingConsumer.list_offsets`` (librdkafka's ``query_wat
                     retried until answered; it blocks, the model's answer comes later)
 =================== ==========================================================================
 
+``crash`` with ``lose_unflushed`` is a power cut: the broker's log directory is on the lossy
+filesystem (:mod:`epochlab.kafka.live.lossyfs`, decided up front by :func:`lossy_brokers`), the
+step SIGKILLs the JVM, aborts its sockets, then cuts the filesystem's power (every write not
+fsynced is lost) and mounts it again before a restart.
+
 Not mapped (the scenario is *not runnable on real Kafka*, :func:`unmappable` says why):
-``crash`` with ``lose_unflushed`` (a SIGKILL keeps the page cache), ``set_link`` with a
-fractional drop or duplicates (the kernel here has no netem), the coordinator actions;
-``elect`` on a release before 3.7. Link delays and slow followers need Toxiproxy
-(``scripts/kafka-proxy-setup``), refused up front when it is missing.
+``set_link`` with a fractional drop or duplicates (the kernel here has no netem), the
+coordinator actions; ``elect`` on a release before 3.7. Link delays and slow followers need
+Toxiproxy (``scripts/kafka-proxy-setup``), power cuts the lossy filesystem
+(``scripts/kafka-fuse-setup``), each refused up front when missing.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ from typing import Any
 
 from epochlab.errors import ConfigError
 from epochlab.kafka.live.clients import History, KafkaAdmin
+from epochlab.kafka.live import lossyfs
 from epochlab.kafka.live.cluster import LocalCluster
 from epochlab.kafka.live.controller_admin import controller_admin_available
 from epochlab.kafka.live.faults import firewall_available
@@ -68,7 +74,7 @@ from epochlab.sim.config import ClusterConfig
 from epochlab.steps import STEPS, Unmapped
 
 __all__ = ["BROKER_SETTINGS", "GENERATION", "JAVA_ERROR_NAMES", "NOT_EVALUABLE", "RealRun", "broker_overrides", "cluster_settings",
-           "restore", "run_on_cluster", "unmappable"]
+           "lossy_brokers", "restore", "run_on_cluster", "unmappable"]
 
 #: The protocol generation a current Kafka release (4.x) implements.
 GENERATION = "strict-min-isr"
@@ -90,11 +96,15 @@ NOT_EVALUABLE = {"event_seen": "a real run has no engine event log (the brokers'
 def unmappable(scenario: Scenario, cluster: LocalCluster | None = None) -> list[str]:
     """Why ``scenario`` cannot run faithfully on a real cluster (empty: it can)."""
     why = []
+    lossy_fs = lossyfs.available() if lossy_brokers(scenario) else None
     for step in scenario.steps:
         p, where = step.params, f"step {step.index + 1} ({step.describe()})"
         if step.action == "crash" and p.get("lose_unflushed"):
-            why.append(f"{where}: a power loss needs a filesystem that drops unsynced writes; SIGKILL "
-                       "keeps the page cache")
+            if lossy_fs is not None:
+                why.append(f"{where}: a power loss needs the lossy filesystem: {lossy_fs}")
+            elif cluster is not None and p["broker"] not in cluster.lossy_mounted:
+                why.append(f"{where}: broker {p['broker']}'s log directory is not on a lossy filesystem this "
+                           "process mounted (let `epochlab kafka run` start the cluster, without --cluster-dir)")
         elif step.action == "set_link":
             if p.get("delay_ms") is not None and "coordinator" in (p["a"], p["b"]):
                 why.append(f"{where}: the coordinator is a broker chosen by Kafka, its link cannot be proxied")
@@ -175,6 +185,13 @@ BROKER_SETTINGS = {
 }
 
 
+def lossy_brokers(scenario: Scenario) -> tuple[int, ...]:
+    """The brokers a ``crash`` with ``lose_unflushed`` hits: their log directories go on the
+    lossy filesystem."""
+    return tuple(sorted({s.params["broker"] for s in scenario.steps
+                         if s.action == "crash" and s.params.get("lose_unflushed")}))
+
+
 def broker_overrides(scenario: Scenario) -> dict[str, str]:
     """``server.properties`` entries that give a cluster the scenario's broker settings (the
     model's defaults where it sets none), for a cluster started for this scenario."""
@@ -187,7 +204,19 @@ def cluster_overrides(cluster: dict[str, Any], where: str = "cluster") -> dict[s
     out = {prop: str(getattr(cfg, name)) for name, prop in BROKER_SETTINGS.items()}
     if cfg.replica_selector_class is not None:  # KIP-392; the brokers' racks are their ids
         out["replica.selector.class"] = RACK_AWARE_SELECTOR
+    if cfg.flush_interval_ms is not None:
+        # a topic's flush.ms acts only when LogManager's "kafka-log-flusher" task runs
+        # (flushDirtyLogs, every log.flush.scheduler.interval.ms, default Long.MAX_VALUE: never),
+        # and that task first runs log.initial.task.delay.ms (30 s) after the broker started;
+        # the model's flush timer runs from the start
+        out["log.flush.scheduler.interval.ms"] = str(FLUSH_CHECK_MS)
+        out["log.initial.task.delay.ms"] = "0"
     return out
+
+
+#: How often the brokers check whether a log's ``flush.ms`` has passed, when the scenario
+#: sets ``flush.interval.ms``: a log is fsynced within this long after its interval.
+FLUSH_CHECK_MS = 100
 
 
 #: the class ``replica.selector.class = "RackAwareReplicaSelector"`` names
