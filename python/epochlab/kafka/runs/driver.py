@@ -20,7 +20,7 @@ from epochlab.kafka.live.clients import History, RecordingConsumer, RecordingPro
 from epochlab.kafka.live.cluster import CLIENT, LocalCluster
 from epochlab.kafka.live.controller_admin import ControllerAdmin, controller_admin_available, elect_broker
 from epochlab.kafka.live.faults import Faults
-from epochlab.kafka.live.java_clients import JavaRecordingProducer
+from epochlab.kafka.live.java_clients import JavaRecordingConsumer, JavaRecordingProducer
 from epochlab.kafka.runs.state import RealView
 from epochlab.observe import Observer, Snapshot, StepRecord
 from epochlab.scenarios.model import Scenario
@@ -40,7 +40,8 @@ class Driver:
     def __init__(self, scenario: Scenario, cluster: LocalCluster, topic: str, replicas: tuple[int, ...],
                  client: str = "librdkafka") -> None:
         self.scenario, self.cluster, self.topic, self.replicas = scenario, cluster, topic, replicas
-        #: the producers' client: ``librdkafka`` (confluent-kafka) or ``java`` (Kafka's own)
+        #: the clients' family, producers and consumers alike: ``librdkafka`` (confluent-kafka)
+        #: or ``java`` (Kafka's own, of the cluster's release)
         self.client = client
         uses_txn = any(c.get("transactional.id") or c.get("transactional_id")
                        for c in scenario.producers.values())
@@ -56,7 +57,7 @@ class Driver:
         self.consumer_cfgs = {n: ConsumerConfig.from_dict(c, f"{where}: consumers.{n}")
                               for n, c in scenario.consumers.items()}
         self.producers: dict[str, RecordingProducer] = {}
-        self.consumers: dict[str, RecordingConsumer] = {}
+        self.consumers: dict[str, RecordingConsumer | JavaRecordingConsumer] = {}
         self.last_commit: dict[str, float] = {}
         self.history = History()
         self.observer = Observer()
@@ -208,15 +209,20 @@ class Driver:
                                                          self.producer_cfgs[name], name=name, value_format="int64")
         return self.producers[name]
 
-    def consumer(self, name: str) -> RecordingConsumer:
+    def consumer(self, name: str) -> RecordingConsumer | JavaRecordingConsumer:
         if name not in self.consumers:
             cfg = self.consumer_cfgs[name]
-            # the scenario's settings, every one of them, with librdkafka's own auto-commit off
-            # (the driver commits as the Java consumer does, in poll)
+            # the scenario's settings, every one of them, with the client's own auto-commit off
+            # (the driver commits as the Java consumer does, in poll: the same for both clients)
             real_cfg = dataclasses.replace(cfg, enable_auto_commit=False)
-            self.consumers[name] = RecordingConsumer(self.bootstrap_for(name), self.topic, self.history, real_cfg,
-                                                     name=name, group_id=f"{self.topic}-{name}",
-                                                     value_format="int64")
+            if self.client == "java":
+                self.consumers[name] = JavaRecordingConsumer(self.bootstrap_for(name), self.topic, self.history,
+                                                             real_cfg, name=name, group_id=f"{self.topic}-{name}",
+                                                             version=self.cluster.version)
+            else:
+                self.consumers[name] = RecordingConsumer(self.bootstrap_for(name), self.topic, self.history,
+                                                         real_cfg, name=name, group_id=f"{self.topic}-{name}",
+                                                         value_format="int64")
             self.last_commit[name] = time.monotonic()
         return self.consumers[name]
 
@@ -321,7 +327,7 @@ def commit(d: Driver, p: dict[str, Any]) -> str:
 def crash_consumer(d: Driver, p: dict[str, Any]) -> str:
     c = d.consumers.pop(p["consumer"], None)
     if c is not None:
-        c.close()  # librdkafka's auto-commit is off: closing commits nothing
+        c.close()  # the client's own auto-commit is off: closing commits nothing
     return "dropped without a commit"
 
 
