@@ -59,6 +59,9 @@ class Driver:
         self.producers: dict[str, RecordingProducer] = {}
         self.consumers: dict[str, RecordingConsumer | JavaRecordingConsumer] = {}
         self.last_commit: dict[str, float] = {}
+        #: consumers a ``crash_consumer`` stopped: down until ``restart_consumer``, as the
+        #: model's (``sim.consumer.Consumer.crash``: poll, commit and list_offsets do nothing)
+        self.crashed_consumers: set[str] = set()
         self.history = History()
         self.observer = Observer()
         self.timeline: list[tuple[int, int | None, int | None, tuple[int, ...], bool]] = []
@@ -304,6 +307,8 @@ def flush(d: Driver, p: dict[str, Any]) -> str:
 
 def consume(d: Driver, p: dict[str, Any]) -> str:
     name = p["consumer"]
+    if name in d.crashed_consumers:
+        return "polled nothing (the consumer is down)"
     c = d.consumer(name)
     cfg = d.consumer_cfgs[name]
     # The Java consumer auto-commits inside poll(), the position before this poll's fetch,
@@ -316,11 +321,15 @@ def consume(d: Driver, p: dict[str, Any]) -> str:
 
 
 def list_offsets(d: Driver, p: dict[str, Any]) -> str:
+    if p["consumer"] in d.crashed_consumers:
+        return "nothing asked (the consumer is down)"
     got = d.consumer(p["consumer"]).list_offsets(p["spec"])
     return f"the {p['spec']} offset is {got}" if got is not None else f"no {p['spec']} offset within 60 s"
 
 
 def commit(d: Driver, p: dict[str, Any]) -> str:
+    if p["consumer"] in d.crashed_consumers:
+        return "nothing to commit (the consumer is down)"
     return "committed" if d.consumer(p["consumer"]).commit() else "nothing to commit / commit failed"
 
 
@@ -328,11 +337,13 @@ def crash_consumer(d: Driver, p: dict[str, Any]) -> str:
     c = d.consumers.pop(p["consumer"], None)
     if c is not None:
         c.close()  # the client's own auto-commit is off: closing commits nothing
+    d.crashed_consumers.add(p["consumer"])
     return "dropped without a commit"
 
 
 def restart_consumer(d: Driver, p: dict[str, Any]) -> str:
     crash_consumer(d, p)
+    d.crashed_consumers.discard(p["consumer"])
     d.consumer(p["consumer"])  # a known name: the history records ``info restart``
     return "new session, from the committed offset"
 
@@ -342,7 +353,7 @@ def restart_producer(d: Driver, p: dict[str, Any]) -> str:
     if isinstance(old, JavaRecordingProducer):
         old.close(0)  # what it still had in flight ends as the model's PRODUCER_RESTARTED does
     elif old is not None:
-        old.flush(0)
+        old.abandon()  # likewise: purged, every outstanding send gets its outcome
     d.producer(p["producer"])
     return "new producer session"
 
