@@ -50,3 +50,28 @@ def test_an_unknown_client_is_refused_before_anything_runs(tmp_path: Path) -> No
     with pytest.raises(ConfigError, match="--client: expected one of librdkafka, java, both"):
         fuzz_cluster(None, 1, 1, tmp_path / "out", client="rdkafka")
     assert not (tmp_path / "out").exists()
+
+
+def test_reexamine_counts_the_model_seeds_that_give_a_kept_outcome(tmp_path: Path) -> None:
+    """A kept run whose "real" outcome is the model's own on seed 1: seed 1 reproduces it, the
+    same with a changed outcome (one more acknowledged value) does not, and the cluster
+    overrides reach the model (a malformed one is refused there)."""
+    from dataclasses import replace
+
+    from epochlab.fuzz.generator import generate_schedule
+    from epochlab.kafka.runs.compare import model_run, summarize_model
+    from epochlab.kafka.runs.fuzz import GENERATION, reexamine, schedule_scenario
+
+    schedule = generate_schedule(7, GENERATION, real_profile(6))
+    scenario = schedule_scenario(schedule, "kept")
+    real = dict(summarize_model(model_run(replace(scenario, seed=1), GENERATION, {}, "java")), settings={})
+    assert real["acked"], "the schedule acknowledges something"
+    (tmp_path / "real.json").write_text(json.dumps(real, default=str))
+    schedule.save(tmp_path / "schedule.json")
+    assert reexamine(tmp_path, "java", seeds=1) == 1
+    assert reexamine(tmp_path, "java", {"broker_startup_ms": [2000, 3800]}, seeds=1) == 1  # the default
+    with pytest.raises(ConfigError, match="broker_startup_ms"):
+        reexamine(tmp_path, "java", {"broker_startup_ms": [5000, 10]}, seeds=1)
+    changed = dict(real, acked={p: {**a, "999": 99} for p, a in real["acked"].items()})
+    (tmp_path / "real.json").write_text(json.dumps(changed, default=str))
+    assert reexamine(tmp_path, "java", seeds=1) == 0

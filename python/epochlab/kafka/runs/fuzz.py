@@ -40,8 +40,8 @@ from epochlab.fuzz.generator import FAULT_CLASSES, FuzzProfile, generate_schedul
 from epochlab.fuzz.schedule import Schedule
 from epochlab.kafka.runs.scenario import GENERATION
 
-__all__ = ["FUZZ_CLIENTS", "REAL_FAULT_CLASSES", "KafkaFuzzRun", "real_profile", "reproduced", "schedule_scenario",
-           "fuzz_cluster"]
+__all__ = ["FUZZ_CLIENTS", "REAL_FAULT_CLASSES", "KafkaFuzzRun", "real_profile", "reexamine", "reproduced",
+           "schedule_scenario", "fuzz_cluster"]
 
 #: ``--client`` choices: one client family, or each schedule with both.
 FUZZ_CLIENTS = ("librdkafka", "java", "both")
@@ -219,6 +219,21 @@ def model_seeds_matching(scenario: Any, real: dict[str, Any], settings: dict[str
     return sum(data_outcome(summarize_model(model_run(replace(scenario, seed=seed), GENERATION, settings,
                                                       client))) == want
                for seed in range(1, seeds + 1))
+
+
+def reexamine(directory: Path, client: str, cluster: dict[str, Any] | None = None, seeds: int = MODEL_SEEDS) -> int:
+    """Of model seeds ``1..seeds``, how many give the real data outcome kept in a run
+    ``directory`` (``real.json``, ``schedule.json``), the model standing for ``client`` with the
+    cluster's settings as the run had them plus ``cluster`` (scenario names: for instance the
+    broker start time this machine showed, ``{"broker_startup_ms": [9000, 16000]}``): whether a
+    timing the model's defaults do not reach explains a run no default seed reproduces."""
+    from epochlab.fuzz.schedule import load_schedule
+
+    real = json.loads((directory / "real.json").read_text())
+    scenario = schedule_scenario(load_schedule(directory / "schedule.json"), directory.name)
+    if cluster:
+        scenario = replace(scenario, cluster={**scenario.cluster, **cluster})
+    return model_seeds_matching(scenario, real, real["settings"], seeds, client)
 
 
 def _write_summary(out: Path, seed: int, profile: FuzzProfile, done: list[KafkaFuzzRun], seconds: float,
