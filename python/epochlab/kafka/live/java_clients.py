@@ -376,8 +376,10 @@ class JavaRecordingConsumer:
         return None
 
     def read_to_end(self, timeout_s: float = 30.0) -> list[tuple[int, int]]:
-        """Poll until the position reaches the partition's end offset (as it is when each
-        poll returns nothing) or ``timeout_s`` passes; every pair read."""
+        """Poll until the consumer's position reaches the partition's end offset (as it is
+        when each poll returns nothing; the LSO for ``read_committed``) or ``timeout_s``
+        passes; every pair read. The position is ``KafkaConsumer.position``, past a trailing
+        transaction marker (the fetcher moves over control batches)."""
         deadline = time.monotonic() + timeout_s
         out: list[tuple[int, int]] = []
         while time.monotonic() < deadline:
@@ -387,9 +389,10 @@ class JavaRecordingConsumer:
                 continue
             try:
                 high = int(self._consumer.endOffsets(self._tps, self._ms(5)).get(self._tp))
+                position = int(self._consumer.position(self._tp, self._ms(5)))
             except self._jpype.JException:  # no leader right now: poll again
                 continue
-            if high >= 0 and (self.position or 0) >= high:
+            if high >= 0 and position >= high:
                 break
         return out
 
