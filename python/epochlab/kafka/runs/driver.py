@@ -20,7 +20,7 @@ from epochlab.kafka.live.clients import History, RecordingConsumer, RecordingPro
 from epochlab.kafka.live.cluster import CLIENT, LocalCluster
 from epochlab.kafka.live.controller_admin import ControllerAdmin, controller_admin_available, elect_broker
 from epochlab.kafka.live.faults import Faults
-from epochlab.kafka.live.java_clients import JavaRecordingProducer
+from epochlab.kafka.live.java_clients import JavaRecordingConsumer, JavaRecordingProducer
 from epochlab.kafka.live.proxy import LinkProxies, client_proxy_port, latency_of
 from epochlab.kafka.runs.links import node_ids, proxy_plan
 from epochlab.kafka.runs.state import RealView
@@ -42,7 +42,8 @@ class Driver:
     def __init__(self, scenario: Scenario, cluster: LocalCluster, topic: str, replicas: tuple[int, ...],
                  client: str = "librdkafka") -> None:
         self.scenario, self.cluster, self.topic, self.replicas = scenario, cluster, topic, replicas
-        #: the producers' client: ``librdkafka`` (confluent-kafka) or ``java`` (Kafka's own)
+        #: the clients' family, producers and consumers alike: ``librdkafka`` (confluent-kafka)
+        #: or ``java`` (Kafka's own, of the cluster's release)
         self.client = client
         uses_txn = any(c.get("transactional.id") or c.get("transactional_id")
                        for c in scenario.producers.values())
@@ -62,8 +63,11 @@ class Driver:
         self.consumer_cfgs = {n: ConsumerConfig.from_dict(c, f"{where}: consumers.{n}")
                               for n, c in scenario.consumers.items()}
         self.producers: dict[str, RecordingProducer] = {}
-        self.consumers: dict[str, RecordingConsumer] = {}
+        self.consumers: dict[str, RecordingConsumer | JavaRecordingConsumer] = {}
         self.last_commit: dict[str, float] = {}
+        #: consumers a ``crash_consumer`` stopped: down until ``restart_consumer``, as the
+        #: model's (``sim.consumer.Consumer.crash``: poll, commit and list_offsets do nothing)
+        self.crashed_consumers: set[str] = set()
         self.history = History()
         self.observer = Observer()
         self.timeline: list[tuple[int, int | None, int | None, tuple[int, ...], bool]] = []
@@ -249,15 +253,20 @@ class Driver:
                                                          self.producer_cfgs[name], name=name, value_format="int64")
         return self.producers[name]
 
-    def consumer(self, name: str) -> RecordingConsumer:
+    def consumer(self, name: str) -> RecordingConsumer | JavaRecordingConsumer:
         if name not in self.consumers:
             cfg = self.consumer_cfgs[name]
-            # the scenario's settings, every one of them, with librdkafka's own auto-commit off
-            # (the driver commits as the Java consumer does, in poll)
+            # the scenario's settings, every one of them, with the client's own auto-commit off
+            # (the driver commits as the Java consumer does, in poll: the same for both clients)
             real_cfg = dataclasses.replace(cfg, enable_auto_commit=False)
-            self.consumers[name] = RecordingConsumer(self.bootstrap_for(name), self.topic, self.history, real_cfg,
-                                                     name=name, group_id=f"{self.topic}-{name}",
-                                                     value_format="int64")
+            if self.client == "java":
+                self.consumers[name] = JavaRecordingConsumer(self.bootstrap_for(name), self.topic, self.history,
+                                                             real_cfg, name=name, group_id=f"{self.topic}-{name}",
+                                                             version=self.cluster.version)
+            else:
+                self.consumers[name] = RecordingConsumer(self.bootstrap_for(name), self.topic, self.history,
+                                                         real_cfg, name=name, group_id=f"{self.topic}-{name}",
+                                                         value_format="int64")
             self.last_commit[name] = time.monotonic()
         return self.consumers[name]
 
@@ -339,6 +348,8 @@ def flush(d: Driver, p: dict[str, Any]) -> str:
 
 def consume(d: Driver, p: dict[str, Any]) -> str:
     name = p["consumer"]
+    if name in d.crashed_consumers:
+        return "polled nothing (the consumer is down)"
     c = d.consumer(name)
     cfg = d.consumer_cfgs[name]
     # The Java consumer auto-commits inside poll(), the position before this poll's fetch,
@@ -351,23 +362,29 @@ def consume(d: Driver, p: dict[str, Any]) -> str:
 
 
 def list_offsets(d: Driver, p: dict[str, Any]) -> str:
+    if p["consumer"] in d.crashed_consumers:
+        return "nothing asked (the consumer is down)"
     got = d.consumer(p["consumer"]).list_offsets(p["spec"])
     return f"the {p['spec']} offset is {got}" if got is not None else f"no {p['spec']} offset within 60 s"
 
 
 def commit(d: Driver, p: dict[str, Any]) -> str:
+    if p["consumer"] in d.crashed_consumers:
+        return "nothing to commit (the consumer is down)"
     return "committed" if d.consumer(p["consumer"]).commit() else "nothing to commit / commit failed"
 
 
 def crash_consumer(d: Driver, p: dict[str, Any]) -> str:
     c = d.consumers.pop(p["consumer"], None)
     if c is not None:
-        c.close()  # librdkafka's auto-commit is off: closing commits nothing
+        c.close()  # the client's own auto-commit is off: closing commits nothing
+    d.crashed_consumers.add(p["consumer"])
     return "dropped without a commit"
 
 
 def restart_consumer(d: Driver, p: dict[str, Any]) -> str:
     crash_consumer(d, p)
+    d.crashed_consumers.discard(p["consumer"])
     d.consumer(p["consumer"])  # a known name: the history records ``info restart``
     return "new session, from the committed offset"
 
@@ -377,7 +394,7 @@ def restart_producer(d: Driver, p: dict[str, Any]) -> str:
     if isinstance(old, JavaRecordingProducer):
         old.close(0)  # what it still had in flight ends as the model's PRODUCER_RESTARTED does
     elif old is not None:
-        old.flush(0)
+        old.abandon()  # likewise: purged, every outstanding send gets its outcome
     d.producer(p["producer"])
     return "new producer session"
 

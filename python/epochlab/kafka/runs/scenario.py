@@ -13,8 +13,9 @@ Mapping (``docs/kafka-run.md`` has the table and what differs from the model):
 =================== ==========================================================================
 action              real operation
 =================== ==========================================================================
-produce / flush     ``RecordingProducer.send`` per value / ``flush``
-consume / commit    ``RecordingConsumer.poll`` (fetches until quiet) / synchronous commit;
+produce / flush     the producer's ``send`` per value / ``flush`` (``RecordingProducer`` or
+                    ``JavaRecordingProducer``, consumers likewise, with ``--client``)
+consume / commit    the consumer's ``poll`` (fetches until quiet) / synchronous commit;
                     auto-commit as the Java client does it: in ``poll``, once per interval
 crash / restart     SIGKILL and abort its sockets (a machine crash) / start again
 partition / heal    nft cuts between the groups (the scenario's unlisted nodes form one more
@@ -33,8 +34,9 @@ wait / wait_until   sleep / poll the condition through the Admin API and the dat
 transactions        ``begin`` / ``commit`` / ``abort`` (commit blocks until it has an outcome)
 crash_consumer      drop the consumer without a commit; ``restart_consumer``: a new one in the
                     same group, from the committed offset
-list_offsets        ``RecordingConsumer.list_offsets`` (librdkafka's ``query_watermark_offsets``,
-                    retried until answered; it blocks, the model's answer comes later)
+list_offsets        the consumer's ``list_offsets`` (librdkafka's ``query_watermark_offsets``, the
+                    Java ``endOffsets``/``beginningOffsets``, retried until answered; it blocks,
+                    the model's answer comes later)
 =================== ==========================================================================
 
 ``crash`` with ``lose_unflushed`` is a power cut: the broker's log directory is on the lossy
@@ -248,14 +250,14 @@ def _topic_configs(cfg: ClusterConfig) -> dict[str, str]:
     return out
 
 
-#: The producer clients a live run can use.
+#: The client families a live run can use, for its producers and consumers alike.
 CLIENTS = ("librdkafka", "java")
 
 
 def run_on_cluster(scenario: Scenario, cluster: LocalCluster, generation: str = GENERATION,
                    client: str = "librdkafka") -> RealRun:
     """Run ``scenario`` on ``cluster`` (running, with the scenario's brokers) in a topic of its
-    own, its producers ``client``'s (:data:`CLIENTS`; consumers are librdkafka's); raises
+    own, its producers and consumers ``client``'s (:data:`CLIENTS`); raises
     :class:`ConfigError` when :func:`unmappable` has reasons."""
     if client not in CLIENTS:
         raise ConfigError(f"--client: expected one of {', '.join(CLIENTS)}, got {client!r}", where="--client",
