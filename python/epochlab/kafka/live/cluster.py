@@ -151,19 +151,23 @@ class Node:
 @contextlib.contextmanager
 def cluster_for(cluster_dir: str | os.PathLike[str] | None, directory: str | os.PathLike[str],
                 overrides: dict[str, str] | None = None, keep: bool = False,
-                version: str | None = None) -> Iterator[LocalCluster]:
+                version: str | None = None, mode: str | None = None) -> Iterator[LocalCluster]:
     """The cluster a command works on: the running one recorded in ``cluster_dir`` (left
     running), or a new three-broker cluster of Kafka ``version`` (default: the project's
-    release) started under ``directory`` (its start time printed
+    release) in ``mode`` (``zk`` or ``kraft``; default ZooKeeper before 4.0,
+    :func:`epochlab.kafka.live.zookeeper.make_cluster`) started under ``directory`` (its start time printed
     to stderr) and stopped when the block ends, also on an error or Ctrl-C; ``keep`` leaves it
     running (detached) and says how to stop it."""
     if cluster_dir:
         yield LocalCluster.attach(cluster_dir)
         return
-    cluster = LocalCluster(directory, brokers=3, overrides=overrides, detach=keep, version=version)
+    from epochlab.kafka.live.zookeeper import make_cluster
+
+    cluster = make_cluster(directory, brokers=3, overrides=overrides, detach=keep, version=version, mode=mode)
     t0 = time.monotonic()
     cluster.start()  # a failed start stops what it started and raises
-    print(f"cluster started in {time.monotonic() - t0:.1f} s", file=sys.stderr)
+    print(f"cluster ({cluster.mode} mode, Kafka {cluster.version}) started in {time.monotonic() - t0:.1f} s",
+          file=sys.stderr)
     try:
         yield cluster
     finally:
@@ -196,8 +200,11 @@ class LocalCluster:
     :data:`FAST_FAILOVER`); ``detach``: leave the JVMs running when this process exits.
     Raises :class:`ConfigError` for bad arguments, a directory holding a live cluster, or a
     cluster that is not ready within ``ready_timeout_s`` (with the tail of each dead node's
-    log).
+    log). A release's ZooKeeper-mode cluster is :class:`~epochlab.kafka.live.zookeeper.ZkCluster`.
     """
+
+    #: how the cluster keeps its metadata: ``"kraft"`` here, ``"zk"`` in ``ZkCluster``
+    mode = "kraft"
 
     def __init__(self, directory: str | os.PathLike[str], brokers: int = 3, controllers: int = 1,
                  version: str | None = None, network: str = "auto",
@@ -334,8 +341,7 @@ class LocalCluster:
             self._register()
             self.started_at_s = time.monotonic()
             spawned = True
-            for node_id in sorted(self.nodes, reverse=True):  # controllers (100+) first
-                self._spawn(node_id, jars)
+            self._spawn_all(jars)
             self._save()
             self.wait_ready(self.ready_timeout_s)
             self.ready_after_s = time.monotonic() - self.started_at_s
@@ -348,6 +354,12 @@ class LocalCluster:
         except BaseException:
             self.stop(grace_s=0)
             raise
+
+    def _spawn_all(self, jars: Path) -> None:
+        """Spawn every node, the controllers (100+) first (a ZooKeeper-mode cluster, which
+        waits between them, overrides it: :mod:`epochlab.kafka.live.zookeeper`)."""
+        for node_id in sorted(self.nodes, reverse=True):
+            self._spawn(node_id, jars)
 
     def _start_report(self, error: ConfigError) -> str:
         """What a failed start leaves to read: the error, each node's process (its program,
@@ -610,7 +622,7 @@ class LocalCluster:
 
     # -- state file -------------------------------------------------------------------------
     def _state(self) -> dict[str, Any]:
-        return {"dir": str(self.dir), "version": self.version, "network": self.network,
+        return {"dir": str(self.dir), "version": self.version, "mode": self.mode, "network": self.network,
                 "cluster_id": self.cluster_id, "tag": self.tag, "subnet": self.subnet,
                 "bridge": self.bridge, "client_host": self.client_host,
                 "bootstrap_servers": self.bootstrap_servers, "owner_pid": os.getpid(),
@@ -632,6 +644,10 @@ class LocalCluster:
         except (OSError, ValueError) as exc:
             raise ConfigError(f"no cluster recorded in {state_path}: {exc}", where=str(state_path),
                               field="dir", expected="a cluster directory", got=str(directory)) from exc
+        if saved.get("mode") == "zk" and cls is LocalCluster:
+            from epochlab.kafka.live.zookeeper import ZkCluster
+
+            return ZkCluster.attach(directory)
         brokers = sum(1 for n in saved["nodes"] if n["roles"] == "broker")
         controllers = len(saved["nodes"]) - brokers
         c = cls(saved["dir"], brokers=max(1, brokers), controllers=max(1, controllers),
