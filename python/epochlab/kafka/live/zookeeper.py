@@ -59,8 +59,9 @@ from epochlab.errors import ConfigError
 from epochlab.kafka.live import netns
 from epochlab.kafka.live.cluster import JVM_OPTIONS, LocalCluster, Node, live_pid
 
-__all__ = ["KRAFT_FROM", "MODES", "ZK_UNTIL", "ZOOKEEPER_PORT", "ZkCluster", "cluster_modes", "default_mode",
-           "make_cluster", "release_tuple", "zoo_cfg", "zk_properties"]
+__all__ = ["BROKER_EXTRAS", "KRAFT_FROM", "MODES", "ZK_CLIENT_SUBSTITUTE", "ZK_UNTIL", "ZOOKEEPER_PORT", "ZkCluster",
+           "broker_extras", "broker_extras_dir", "check_mode", "cluster_modes", "default_mode", "log4j1_properties",
+           "make_cluster", "release_tuple", "zk_properties", "zoo_cfg"]
 
 MODES = ("zk", "kraft")
 #: The first release line without ZooKeeper mode (KIP-500 finished: 4.0 removed it).
@@ -234,9 +235,10 @@ class ZkCluster(LocalCluster):
         ``config/log4j.properties`` configures) in place of ``slf4j-nop``, writing INFO to
         ``server.log`` and the state-change logger to ``state-change.log`` as Kafka's own
         configuration does."""
-        logging = broker_extras_dir(jars)
-        classpath = ":".join([str(p) for p in sorted(logging.glob("*.jar"))] +
-                             [str(p) for p in sorted(jars.glob("*.jar")) if not p.name.startswith("slf4j-nop")])
+        extras = broker_extras_dir(jars)
+        replaced = ("slf4j-nop", "zookeeper-") if any(extras.glob("zookeeper-*.jar")) else ("slf4j-nop",)
+        classpath = ":".join([str(p) for p in sorted(extras.glob("*.jar"))] +
+                             [str(p) for p in sorted(jars.glob("*.jar")) if not p.name.startswith(replaced)])
         config = Path(n.dir) / "log4j.properties"
         config.write_text(log4j1_properties(Path(n.dir)))
         java = ["java", *self.jvm_options, f"-Dlog4j.configuration=file:{config}", f"-Depochlab.node={n.node_id}",
@@ -382,15 +384,34 @@ class ZkCluster(LocalCluster):
 #: makes the cluster id: ``NoClassDefFoundError`` on Java 17 without it, measured on 0.11.0.0).
 BROKER_EXTRAS = ("org.slf4j:slf4j-reload4j:1.7.36", "ch.qos.reload4j:reload4j:1.2.25",
                  "javax.xml.bind:jaxb-api:2.3.1")
+#: The ZooKeeper client a broker whose release ships ZooKeeper 3.4.13 or 3.4.14 (Kafka 2.0 -
+#: 2.3) runs with instead: those clients cannot connect on Java 14+. ZOOKEEPER-2184 (3.4.13)
+#: keeps the connect string's addresses unresolved and re-resolves them through
+#: ``StaticHostProvider.getHostString``, which parses ``InetSocketAddress.toString()``; Java 14
+#: changed that to ``host/<unresolved>:port``, so the client tries to connect to an unresolved
+#: address forever (``java.nio.channels.UnresolvedAddressException``, measured with 2.1.1;
+#: apache/zookeeper pull request 1509 changed the parsing in 2020, after the last 3.4 release).
+#: 3.4.10, the last 3.4 client before ZOOKEEPER-2184 (the one 0.11.0.0 ships), resolves the
+#: addresses once and speaks the same protocol; the ZooKeeper server stays the release's own.
+ZK_CLIENT_SUBSTITUTE = "org.apache.zookeeper:zookeeper:3.4.10"
+_BROKEN_ZK_CLIENTS = ("zookeeper-3.4.13.jar", "zookeeper-3.4.14.jar")
 EXTRAS = "zk-broker"
 
 
+def broker_extras(jars: Path) -> tuple[str, ...]:
+    """The artifacts a ZooKeeper-mode broker of the release in ``jars`` adds to its class path:
+    :data:`BROKER_EXTRAS`, and :data:`ZK_CLIENT_SUBSTITUTE` in place of a 3.4.13 / 3.4.14 client."""
+    broken = any((jars / name).is_file() for name in _BROKEN_ZK_CLIENTS)
+    return BROKER_EXTRAS + ((ZK_CLIENT_SUBSTITUTE,) if broken else ())
+
+
 def broker_extras_dir(jars: Path) -> Path:
-    """``jars/zk-broker`` with :data:`BROKER_EXTRAS`, resolved with Maven the first time
+    """``jars/zk-broker`` with :func:`broker_extras`, resolved with Maven the first time
     (atomic: a failed copy leaves no folder). The release folder keeps ``slf4j-nop`` for the
     oracle's JVMs; only a broker's class path takes these."""
     folder = jars / EXTRAS
-    if folder.is_dir() and len(list(folder.glob("*.jar"))) == len(BROKER_EXTRAS):
+    wanted = broker_extras(jars)
+    if folder.is_dir() and len(list(folder.glob("*.jar"))) == len(wanted):
         return folder
     mvn = shutil.which("mvn")
     if mvn is None:
@@ -400,7 +421,7 @@ def broker_extras_dir(jars: Path) -> Path:
 
     partial = jars / f".{EXTRAS}.partial.{os.getpid()}"
     shutil.rmtree(partial, ignore_errors=True)
-    for artifact in BROKER_EXTRAS:
+    for artifact in wanted:
         cmd = [mvn, "-q", "-B", "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy",
                f"-Dartifact={artifact}", f"-DoutputDirectory={partial}"]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=str(jars))
