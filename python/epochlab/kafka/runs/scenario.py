@@ -279,7 +279,8 @@ def restore(cluster: LocalCluster, timeout_s: float = 60.0) -> None:
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            if admin.broker_ids(timeout_s=2) == cluster.broker_ids:
+            # a ZooKeeper-mode cluster's metadata also lists its controller broker (node 100)
+            if set(cluster.broker_ids) <= set(admin.broker_ids(timeout_s=2)):
                 return
         except Exception:  # noqa: BLE001 - not answering yet
             pass
