@@ -1,0 +1,62 @@
+"""A ZooKeeper-mode cluster of an older release, live: started, one seed scenario run with
+``--compare`` in the release's generation, and everything stopped, ZooKeeper included.
+
+Kafka 2.7.2 (generation kip-320) is the release that starts fastest here in ZooKeeper mode
+(12 - 18 s for ZooKeeper, the controller broker and three brokers; docs/kafka-cluster.md). The
+scenario, seed-002-manual-commit-reprocessing, exercises ZooKeeper mode's group coordinator, a
+commit and a consumer crash on the real brokers. Skipped with the reason when root, nft,
+confluent-kafka or the release's jars are missing; the CLI test runs the command a user runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("confluent_kafka", reason="needs confluent-kafka (pip install confluent-kafka)")
+
+from epochlab.kafka.jars import resolved  # noqa: E402
+
+VERSION = "2.7.2"
+SCENARIO = "seed-002-manual-commit-reprocessing"
+
+if not resolved(VERSION):
+    pytest.skip(f"Kafka {VERSION}'s jars are not resolved (epochlab kafka jars --version {VERSION})",
+                allow_module_level=True)
+
+from epochlab.cli import main  # noqa: E402
+from epochlab.kafka.live.cluster import LocalCluster, live_pid  # noqa: E402
+from epochlab.kafka.live.faults import firewall_available  # noqa: E402
+
+if firewall_available() is not None:
+    pytest.skip(f"a live ZooKeeper-mode run needs it: {firewall_available()}", allow_module_level=True)
+
+
+def test_seed_scenario_on_a_zookeeper_mode_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    cluster_dir = out.with_name("run.cluster")
+    code = main(["kafka", "run", SCENARIO, "--kafka-version", VERSION, "--compare", "--json", "--out", str(out)])
+    captured = capsys.readouterr()
+    payload = json.loads(captured.out)
+    assert f"(zk mode, Kafka {VERSION}) started" in captured.err
+    assert payload["real"]["mode"] == "zk" and payload["real"]["kafka_version"] == VERSION
+    assert payload["model"]["generation"] == "kip-320"
+    assert payload["real"]["expectations_hold"], payload["real"]["checks"]
+    assert payload["agree"], [d["text"] for d in payload["differences"]]
+    assert code == 0
+    assert "(zk mode)" in (out / "README.md").read_text()
+    # everything the command started is gone: brokers, the controller broker and ZooKeeper
+    state = json.loads((cluster_dir / "cluster.json").read_text())
+    assert state["mode"] == "zk" and state["zookeeper"]["pid"] is None
+    assert all(n["pid"] is None for n in state["nodes"])
+    node_dirs = [n["dir"] for n in state["nodes"]] + [state["zookeeper"]["dir"]]
+    for pid in os.listdir("/proc"):
+        if pid.isdigit() and live_pid(int(pid), "java"):
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+            assert not any(d in cmdline for d in node_dirs), f"a JVM of the run survived: {cmdline[:200]}"
+    namespaces = [n["netns"] for n in state["nodes"] if n["netns"]]
+    assert namespaces and not set(namespaces) & set(os.listdir("/run/netns") if os.path.isdir("/run/netns") else [])
+    assert LocalCluster.attach(cluster_dir).mode == "zk"
