@@ -224,6 +224,9 @@ def run_on_cluster(scenario: Scenario, cluster: LocalCluster, generation: str = 
         topic, min_insync_replicas=cfg.min_insync_replicas,
         unclean_leader_election_enable=bool(cfg.unclean_leader_election_enable),
         configs=_topic_configs(cfg), replica_assignment=[list(cfg.replicas or cfg.brokers)])
+    settle = getattr(cluster, "settle_topic", None)
+    if settle is not None:  # ZooKeeper mode: each broker learns of the topic on its own
+        settle(topic)
     driver = Driver(scenario, cluster, topic, tuple(cfg.replicas or cfg.brokers), client=client)
     t0 = time.monotonic()
     try:
