@@ -46,6 +46,7 @@ zk 10.213.7.110:2181
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import socket
@@ -359,28 +360,30 @@ class ZkCluster(LocalCluster):
     # -- stop -------------------------------------------------------------------------------
     def stop(self, grace_s: float | None = None) -> None:
         """The brokers, then the controller broker (:meth:`LocalCluster.stop`), then ZooKeeper:
-        SIGTERM, SIGKILL after 5 s. Safe to call twice."""
+        SIGTERM, SIGKILL after up to 5 s (at once with ``grace_s=0``). Safe to call twice."""
         with self._lock:
             super().stop(grace_s)
-            zk = self.zookeeper
-            if zk is not None and self.zookeeper_running() and zk.pid is not None:
-                grace = self.grace_s if grace_s is None else grace_s
-                for sig in ((signal.SIGTERM, signal.SIGKILL) if grace > 0 else (signal.SIGKILL,)):
-                    try:
-                        import os
-
-                        os.killpg(zk.pid, sig)
-                    except ProcessLookupError:
-                        break
-                    deadline = time.monotonic() + min(5.0, grace) if sig == signal.SIGTERM else time.monotonic() + 10
-                    while self.zookeeper_running() and time.monotonic() < deadline:
-                        time.sleep(0.05)
-                    if not self.zookeeper_running():
-                        break
-            if zk is not None and not self.zookeeper_running():
-                zk.pid = None
+            grace = self.grace_s if grace_s is None else grace_s
+            if grace > 0:
+                self._signal_zookeeper(signal.SIGTERM, min(5.0, grace))
+            self._signal_zookeeper(signal.SIGKILL, 10.0)
+            if self.zookeeper is not None and not self.zookeeper_running():
+                self.zookeeper.pid = None
             if self.nodes:
                 self._save()
+
+    def _signal_zookeeper(self, sig: int, wait_s: float) -> None:
+        """Send ``sig`` to ZooKeeper's process group and wait up to ``wait_s`` for it to exit."""
+        zk = self.zookeeper
+        if zk is None or zk.pid is None or not self.zookeeper_running():
+            return
+        try:
+            os.killpg(zk.pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait_s
+        while self.zookeeper_running() and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     # -- state file -------------------------------------------------------------------------
     def _state(self) -> dict[str, Any]:
@@ -450,8 +453,6 @@ def broker_extras_dir(jars: Path) -> Path:
     if mvn is None:
         raise ConfigError("Maven (mvn) is needed to resolve the broker's log binding and is not on PATH",
                           where="mvn", field="mvn", expected="Apache Maven 3", got=None)
-    import os
-
     partial = jars / f".{EXTRAS}.partial.{os.getpid()}"
     shutil.rmtree(partial, ignore_errors=True)
     for artifact in wanted:
