@@ -3,7 +3,10 @@ downtime``, each on a local KRaft cluster beside the model (``docs/kafka-run.md`
 pipelines are in ``epochlab.kafka.runs``; these handlers parse, call and print.
 
 ``kafka run SCENARIO [--compare] [--json] [--out DIR] [--cluster-dir DIR] [--keep-cluster]
-[--kafka-version V] [--client librdkafka|java]``: the scenario on a real cluster
+[--kafka-version V] [--mode zk|kraft] [--client librdkafka|java]``: the scenario on a real
+cluster (ZooKeeper mode by default for a release before 4.0,
+:mod:`epochlab.kafka.live.zookeeper`; the model then runs in that release's generation,
+:func:`epochlab.kafka.runs.era.live_generation`)
 (:func:`epochlab.kafka.runs.pipeline.execute`, its run directory default
 ``runs/kafka-<scenario>``). Without ``--cluster-dir`` a three-broker cluster with the
 scenario's broker settings (:func:`~epochlab.kafka.runs.scenario.broker_overrides`) is
