@@ -42,6 +42,7 @@ coordinator actions; ``elect`` on a release before 3.7.
 
 from __future__ import annotations
 
+import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -235,7 +236,9 @@ def run_on_cluster(scenario: Scenario, cluster: LocalCluster, generation: str = 
         final_disk, inspect = driver.view.disk(), _inspect(cluster, topic, driver.view.replicas)
     finally:
         driver.close()
-        restore(cluster)
+        # after Ctrl-C the cluster's own handler has stopped every node: nothing to bring back
+        if not isinstance(sys.exc_info()[1], KeyboardInterrupt):
+            restore(cluster)
     snap = driver.records[-1].snapshot
     assert snap is not None
     history = [{**op, "error": JAVA_ERROR_NAMES.get(op["error"], op["error"])} for op in driver.history.dicts()]
