@@ -150,3 +150,11 @@ def test_cli_refuses_before_any_broker_starts(tmp_path: Path, capsys: pytest.Cap
                  "--out", str(out)]) == 2
     assert "ZooKeeper-mode cluster has no controller listener" in capsys.readouterr().out
     assert not out.exists() and not out.with_name("run.cluster").exists()
+
+
+def test_the_shutdown_and_preferred_election_scenario_maps_from_2_2() -> None:
+    from epochlab.scenarios.loader import load_file
+
+    scenario = load_file(Path(__file__).parent / "fixtures" / "scenarios" / "zk-shutdown-preferred.toml")
+    assert era_refusals(scenario, "2.7.2", "zk") == []
+    assert any("KIP-460" in w for w in era_refusals(scenario, "2.1.1", "zk"))
