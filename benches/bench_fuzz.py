@@ -6,7 +6,6 @@ checked after every engine event, healing phase and history/liveness checks incl
 Implementations compared in one run (``Cluster(..., backend=...)``):
 
 * ``rust``: the replica protocol and the log in the Rust core (the default);
-* ``python``: the replica state machine in Python over the Rust log;
 * ``reference``: the replica protocol and the log in pure Python (``epochlab.reference``).
 
 The summary line of group ``fuzz-run`` gives the mean time per run of each and the ratio
@@ -27,7 +26,7 @@ SCHEDULES = [generate_schedule(seed, "kip-320", FuzzProfile(actions=100)) for se
 
 
 @pytest.mark.benchmark(group="fuzz-run")
-@pytest.mark.parametrize("impl", ["rust", "python", "reference"])
+@pytest.mark.parametrize("impl", ["rust", "reference"])
 def test_runs_per_second(benchmark: Any, record_ratio: Any, impl: str) -> None:
     try:
         execute(SCHEDULES[0], backend=impl)
@@ -87,7 +86,7 @@ def _loop_counts(schedule: Any, impl: str) -> tuple[int, int]:
 
 
 @pytest.mark.benchmark(group="fuzz-loop latest")
-@pytest.mark.parametrize("impl", ["rust", "python", "reference"])
+@pytest.mark.parametrize("impl", ["rust", "reference"])
 def test_fuzz_loop_latest_generation(benchmark: Any, record_ratio: Any, impl: str) -> None:
     """The fuzz loop (docs/measurements.md, "The fuzz loop"): runs/s on the latest generation (swarm faults, 100 actions),
     with engine events and Python/Rust crossings per run printed beside it."""

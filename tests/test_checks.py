@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 
-from epochlab import RecordBatch
+from epochlab.reference import RecordBatch  # the reference backend's log takes its own batches
 from epochlab.checks import ALLOWED, PROTOCOL, StateChecker, check_history, check_liveness
 from epochlab.generations import Generation
 from epochlab.sim import Cluster, ClusterConfig, ProducerConfig
 
 
 def _cluster(generation: Generation = Generation.DIVERGING_EPOCH, values: int = 4) -> tuple[Cluster, StateChecker]:
-    # backend "python": the replica state machine in Python, whose attributes a test may bend
+    # backend "reference": the replica state machine in Python, whose attributes a test may bend
     c = Cluster(ClusterConfig(min_insync_replicas=2, unclean_leader_election_enable=False), generation,
-                seed=1, backend="python")
+                seed=1, backend="reference")
     checker = StateChecker(c)
     p = c.producer("p", ProducerConfig(acks="all"))
     p.send_many(list(range(1, values + 1)))

@@ -10,7 +10,7 @@ import pytest
 from epochlab.sim import Cluster, ClusterConfig, ConsumerConfig, Generation, ProducerConfig
 
 ALL = list(Generation)
-BACKENDS = ("rust", "python")
+BACKENDS = ("rust", "reference")
 
 #: Restart at once: these tests are about a protocol rule around a restart, not the
 #: broker's startup time (ClusterConfig.broker_startup_ms, on by default).

@@ -28,7 +28,7 @@ def _scenario(release: str | None):  # type: ignore[no-untyped-def]
     return dataclasses.replace(scenario, cluster=cluster)
 
 
-@pytest.mark.parametrize("backend", ["rust", "python", "reference"])
+@pytest.mark.parametrize("backend", ["rust", "reference"])
 def test_kafka_2_8_0_elects_a_deposed_leader_put_back_into_the_isr_by_its_diverging_fetch(backend: str) -> None:
     result = run_scenario(_scenario("2.8.0"), "diverging-epoch", write=False, backend=backend)
     assert all(c.passed for c in result.checks), [c.detail for c in result.checks if not c.passed]

@@ -10,7 +10,8 @@ import sys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from epochlab.kafka.classes.differential import generate_ops, run_ops, shrink_ops
+from epochlab.kafka.classes.differential import (COMPONENTS, check_keep_data, generate_ops, run_component, run_ops,
+                                                 shrink_ops)
 from epochlab.kafka.classes.oracle import KafkaLeaderEpochCache
 
 epochs = st.integers(0, 12)
@@ -437,30 +438,95 @@ def test_relative_offsets_and_sequences_resolve_from_kafkas_view():
     assert _resolve(("append_as_leader", (1,), 0, (7, 1, None)), view, sent)[3] == (7, 1, 0)   # new epoch
 
 
+#: The files of a partition directory ``DumpLogSegments`` reads (``--verify-with-kafka``).
+_DUMPED = {".log", ".index", ".timeindex", ".txnindex", ".snapshot"}
+
+
+def _checkpoint_entries(path):
+    """The entries of a leader-epoch-checkpoint file read by hand (CheckpointFile: the
+    version line, the count line, then one "epoch offset" line per entry)."""
+    version, count, *lines = path.read_text().splitlines()
+    assert version == "0" and int(count) == len(lines)
+    return [[int(e), int(o)] for e, o in (line.split() for line in lines)]
+
+
 def test_kept_data_of_every_component_reads_back_with_inspect(tmp_path):
     """``--keep-data DIR`` keeps what Kafka's classes wrote for every component, each sequence
     in a log directory holding partition ``epochlab-0`` as a broker's would, and ``epochlab
-    inspect`` reads every one of them without a problem."""
+    inspect --verify-with-kafka`` reads every kept sequence as Kafka's own DumpLogSegments does:
+    the same batches, records, index entries, producer snapshots and aborted transactions, the
+    epoch checkpoint as the file says, one snapshot per snapshot file."""
     keep = tmp_path / "kept"
-    done = subprocess.run([sys.executable, "-m", "epochlab", "kafka", "differential", "--ops", "600", "--seed", "5",
-                           "--json", "--keep-data", str(keep)], capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-m", "epochlab", "kafka", "differential", "--ops", "2500", "--seed", "5",
+                           "--json", "--keep-data", str(keep)], capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]
-    report = json.loads(done.stdout)
-    components = report.get("components", report)
-    assert set(components) == {"leader-epoch-cache", "replica-log", "producer-state-manager", "producer-state",
-                               "transactions"}
-    for name in components:
-        log_dir = keep / name / "sequence-00000"
-        shown = subprocess.run([sys.executable, "-m", "epochlab", "inspect", str(log_dir), "--json"],
-                               capture_output=True, text=True, timeout=120)
-        assert shown.returncode == 0, (name, shown.stderr[-2000:])
-        data = json.loads(shown.stdout)
-        [directory] = data["log_dirs"]
-        partition = directory["partitions"]["epochlab-0"]
-        assert data["problems"] == [] and directory["problems"] == [] and partition["problems"] == [], name
-        if name == "leader-epoch-cache":
-            assert partition["leader_epoch_checkpoint"], name
-        elif name == "producer-state-manager":
-            assert partition["producer_snapshots"], name
-        else:
-            assert partition["segments"] and partition["log_end_offset"] > 0, name
+    components = json.loads(done.stdout)["components"]
+    assert set(components) == set(COMPONENTS)
+    assert all(c["mismatches"] == 0 for c in components.values()), components
+    for name in COMPONENTS:
+        sequences = sorted((keep / name).iterdir())
+        assert [s.name for s in sequences] == ["sequence-00000", "sequence-00001"], name  # chunks of 2000
+        for log_dir in sequences:
+            part = log_dir / "epochlab-0"
+            shown = subprocess.run([sys.executable, "-m", "epochlab", "inspect", str(log_dir), "--json",
+                                    "--verify-with-kafka"], capture_output=True, text=True, timeout=300)
+            assert shown.returncode == 0, (name, log_dir.name, shown.stderr[-2000:])
+            data = json.loads(shown.stdout)
+            [directory] = data["log_dirs"]
+            partition = directory["partitions"]["epochlab-0"]
+            where = (name, log_dir.name)
+            assert data["problems"] == [] and directory["problems"] == [] and partition["problems"] == [], where
+            assert partition["other_files"] == [], where
+            [verified] = data["verify_with_kafka"]
+            dumped = [f for f in part.iterdir() if f.suffix in _DUMPED]
+            assert verified["disagreements"] == [] and verified["files"] == len(dumped), (where, verified)
+            assert bool(dumped) == (name != "leader-epoch-cache"), where  # the cache writes its checkpoint only
+            checkpoint = part / "leader-epoch-checkpoint"
+            expected = _checkpoint_entries(checkpoint) if checkpoint.exists() else None
+            assert partition["leader_epoch_checkpoint"] == expected, where
+            snapshots = sorted(int(f.stem) for f in part.glob("*.snapshot"))
+            assert sorted(int(k) for k in partition["producer_snapshots"]) == snapshots, where
+            assert all(s["crc_valid"] for s in partition["producer_snapshots"].values()), where
+            if name == "leader-epoch-cache":
+                assert expected, where  # the cache's only file
+                assert not partition["segments"] and not snapshots, where
+            elif name == "producer-state-manager":
+                assert snapshots and not partition["segments"], where
+                # the manager appends data batches of producers: its snapshots name them
+                assert any(s["entries"] for s in partition["producer_snapshots"].values()), where
+            else:
+                segments = partition["segments"]
+                assert segments and partition["log_end_offset"] > 0, where
+                if name == "transactions":  # the aborted transactions of the .txnindex
+                    assert any(seg["aborted_txns"] for seg in segments), where
+
+
+def test_kept_data_directory_of_an_earlier_run_is_refused(tmp_path):
+    """A ``--keep-data`` directory already holding a component's files is refused up front
+    (exit 2, naming it): Kafka's classes would load them as their own state
+    (ProducerStateManager.loadSnapshots), which gave mismatches, or NoSuchFileException on a
+    snapshot file already deleted. Nothing in it is touched."""
+    keep = tmp_path / "kept"
+    old = keep / "producer-state-manager" / "sequence-00000" / "epochlab-0" / "00000000000000000001.snapshot"
+    old.parent.mkdir(parents=True)
+    old.write_bytes(b"from an earlier run")
+    for extra in ([], ["--generation", "kip-101"]):
+        component = "leader-epoch-cache" if extra else "producer-state-manager"
+        if extra:
+            (keep / component).mkdir()
+            (keep / component / "sequence-00000").mkdir()
+        done = subprocess.run([sys.executable, "-m", "epochlab", "kafka", "differential", "--ops", "50", *extra,
+                               "--keep-data", str(keep)], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 2, done.stderr
+        assert f"{keep / component} already holds files of an earlier run" in done.stderr
+    assert old.read_bytes() == b"from an earlier run"
+    # an absent or empty directory, or another component's, is accepted
+    check_keep_data(tmp_path / "absent", COMPONENTS)
+    check_keep_data(keep, ["replica-log", "transactions"])
+    import pytest
+
+    from epochlab.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="producer-state-manager already holds"):
+        run_component("producer-state-manager", 10, 1, keep_data=keep)
+

@@ -34,3 +34,29 @@ def test_a_live_run_without_nft_is_refused_before_any_broker_starts(tmp_path: Pa
     assert payload["runnable"] is False
     assert any("nft" in w and "scripts/kafka-net-setup" in w for w in payload["why"]), payload["why"]
     assert not out.with_name(out.name + ".cluster").exists()  # no broker was started
+
+
+def test_a_power_loss_without_fuse_is_refused_before_any_broker_starts(tmp_path: Path) -> None:
+    """Without fusermount3 a scenario with a lossy crash is refused up front (exit 2, naming
+    scripts/kafka-fuse-setup), never run on a disk that keeps everything."""
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("ip", "nsenter", "java", "setpriv", "nft"):
+        found = shutil.which(tool)
+        if found:
+            (bin_dir / tool).symlink_to(found)
+    out = tmp_path / "run"
+    done = subprocess.run([sys.executable, "-m", "epochlab", "kafka", "run", "seed-002-rf1-power-loss",
+                           "--compare", "--json", "--out", str(out)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PATH": str(bin_dir)})
+    assert done.returncode == 2, done.stderr[-2000:]
+    payload = json.loads(done.stdout)
+    assert payload["runnable"] is False
+    assert any("fusermount3" in w and "scripts/kafka-fuse-setup" in w for w in payload["why"]), payload["why"]
+    assert not out.with_name(out.name + ".cluster").exists()  # no broker was started

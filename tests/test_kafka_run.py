@@ -77,9 +77,16 @@ def test_fetch_from_follower_on_real_kafka_agrees_with_model(cluster: LocalClust
 
 
 def test_unmappable_scenario_is_refused_with_its_reason(capsys: pytest.CaptureFixture[str]) -> None:
-    assert any("power loss" in w for w in unmappable(load_builtin("seed-002-rf1-power-loss")))
-    assert main(["kafka", "run", "seed-002-rf1-power-loss", "--compare", "--json"]) == 2
+    netem = "seed-002-mid-replication-retry-duplicates"
+    assert any("netem" in w for w in unmappable(load_builtin(netem)))
+    assert main(["kafka", "run", netem, "--compare", "--json"]) == 2
     assert json.loads(capsys.readouterr().out)["runnable"] is False
+
+
+def test_a_lossy_crash_is_refused_on_a_cluster_whose_disks_keep_everything(cluster: LocalCluster) -> None:
+    """The shared cluster's log directories are plain directories: a power cut cannot be given."""
+    why = unmappable(load_builtin("seed-002-rf1-power-loss"), cluster)
+    assert any("not on a lossy filesystem" in w for w in why), why
 
 
 def test_kafka_fuzz_runs_a_schedule_on_the_cluster_and_on_the_model(cluster: LocalCluster, tmp_path: Path) -> None:
@@ -133,3 +140,105 @@ def admin_isr(cluster: LocalCluster, topic: str) -> tuple[int, ...]:
     from epochlab.kafka.live.clients import KafkaAdmin
 
     return KafkaAdmin(cluster.bootstrap_servers).describe_partition(topic).isr
+
+
+JAVA_CONSUMER_SCENARIOS = ("seed-002-manual-commit-reprocessing", "seed-002-read-committed-lso")
+
+
+@pytest.mark.parametrize("name", JAVA_CONSUMER_SCENARIOS)
+def test_seed_scenario_with_the_java_clients_agrees_with_model(cluster: LocalCluster, tmp_path: Path,
+                                                                name: str) -> None:
+    """``--client java``: Kafka's own producer and consumer of the cluster's release
+    (JavaRecordingConsumer: assign, poll, commitSync from the committed offset after a
+    consumer restart; read_committed against read_uncommitted), judged and compared as the
+    librdkafka run is."""
+    from epochlab.kafka.runs.driver import Driver
+
+    assert broker_overrides(load_builtin(name)).items() <= broker_overrides(load_builtin(FETCH_FROM_FOLLOWER)).items()
+    made: list[str] = []
+    original = Driver.consumer
+
+    def consumer(self: Driver, consumer_name: str):  # type: ignore[no-untyped-def]
+        c = original(self, consumer_name)
+        made.append(type(c).__name__)
+        return c
+
+    Driver.consumer = consumer  # type: ignore[method-assign]
+    try:
+        code, payload = execute(load_builtin(name), cluster, compare=True, out=tmp_path / "run", client="java")
+    finally:
+        Driver.consumer = original  # type: ignore[method-assign]
+    assert set(made) == {"JavaRecordingConsumer"}
+    assert payload["real"]["client"] == "java"
+    assert payload["real"]["expectations_hold"], [c for c in payload["real"]["checks"] if c["status"] != "passed"]
+    assert payload["model"]["expectations_hold"]
+    assert payload["agree"], [d["text"] for d in payload["differences"]]
+    assert code == 0
+    polls = [json.loads(line) for line in (tmp_path / "run" / "history.jsonl").read_text().splitlines()]
+    assert any(op["f"] == "poll" and op["type"] == "ok" and op["value"] for op in polls)
+
+
+def test_java_consumer_reads_commits_and_resumes_as_recorded(cluster: LocalCluster) -> None:
+    """JavaRecordingConsumer on its own: a committed and an aborted transaction of Kafka's Java
+    producer; read_committed skips the aborted records and stops at the last stable offset,
+    read_uncommitted reads them, ``fetch_max_records`` bounds a poll (the rest comes with the
+    next one), a commit is what a new consumer of the group resumes from, and every call is in
+    the history as the librdkafka consumer records it."""
+    import uuid
+
+    from epochlab.kafka.live.clients import History, KafkaAdmin
+    from epochlab.kafka.live.java_clients import JavaRecordingConsumer, JavaRecordingProducer
+    from epochlab.sim.config import ConsumerConfig, ProducerConfig
+
+    topic = f"el-java-consumer-{uuid.uuid4().hex[:6]}"
+    KafkaAdmin(cluster.bootstrap_servers).create_topic(topic)
+    history = History()
+    p = JavaRecordingProducer(cluster.bootstrap_servers, topic, history,
+                              ProducerConfig(acks="all", transactional_id=f"tx-{topic}"), name="p",
+                              version=cluster.version)
+    try:
+        for values, commit in (([1, 2], True), ([3], False), ([4], True)):
+            p.begin_transaction()
+            for v in values:
+                p.send(v)
+            assert p.flush(30) == 0  # written before the end: an abort then leaves its records and marker
+            assert (p.commit_transaction() if commit else p.abort_transaction())
+    finally:
+        p.close()
+    group = f"{topic}-g"
+
+    def consumer(isolation: str, records: int = 500, group_id: str | None = group) -> JavaRecordingConsumer:
+        return JavaRecordingConsumer(cluster.bootstrap_servers, topic, history,
+                                     ConsumerConfig(auto_offset_reset="earliest", enable_auto_commit=False,
+                                                    isolation_level=isolation, fetch_max_records=records),
+                                     name=f"c-{isolation}-{records}", group_id=group_id, version=cluster.version)
+
+    rc = consumer("read_committed")
+    try:
+        assert rc.committed(30) is None
+        got = rc.read_to_end(30)
+        # markers at 2 (commit), 4 (abort), 6 (commit): values 1, 2 at 0, 1; 3 aborted at 3; 4 at 5
+        assert got == [(0, 1), (1, 2), (5, 4)]
+        assert rc.list_offsets("latest") == 7 and rc.list_offsets("earliest") == 0
+        assert rc.commit() and rc.committed(30) == 6
+    finally:
+        rc.close()
+    again = consumer("read_committed")
+    try:
+        assert again.poll(3.0, quiet_s=0.5) == []  # resumes at the committed 6: nothing after it
+    finally:
+        again.close()
+    ru = consumer("read_uncommitted", records=2, group_id=None)
+    try:
+        first = ru.poll(5.0, quiet_s=0.5)
+        second = ru.poll(5.0, quiet_s=0.5)
+        assert first == [(0, 1), (1, 2)] and second == [(3, 3), (5, 4)]
+    finally:
+        ru.close()
+    ops = history.dicts()
+    assert {"name": "rc", "ops": [(o["type"], o["f"], o["value"]) for o in ops if o["process"] == "c-read_committed-500"
+                                  and o["f"] in ("commit", "list_offsets")]} == {
+        "name": "rc", "ops": [("invoke", "list_offsets", "latest-committed"),
+                              ("ok", "list_offsets", ["latest-committed", 7]),
+                              ("invoke", "list_offsets", "earliest"), ("ok", "list_offsets", ["earliest", 0]),
+                              ("invoke", "commit", 6), ("ok", "commit", 6)]}

@@ -203,7 +203,7 @@ def _with_release(scenario, release: str | None):  # type: ignore[no-untyped-def
     return dataclasses.replace(scenario, cluster=cluster)
 
 
-@pytest.mark.parametrize("backend", ["rust", "python", "reference"])
+@pytest.mark.parametrize("backend", ["rust", "reference"])
 @pytest.mark.parametrize("name", FINDING)
 def test_the_proposed_fix_keeps_the_acknowledged_write(name: str, backend: str) -> None:
     """A leader re-elected across a skipped epoch forgets its followers' state: the HW waits

@@ -42,7 +42,7 @@ def _leader(c: Cluster) -> Broker:
     return c.brokers[leader]
 
 
-@pytest.mark.parametrize("backend", ["rust", "python", "reference"])
+@pytest.mark.parametrize("backend", ["rust", "reference"])
 def test_an_idle_consumer_sends_one_fetch_per_wait_instead_of_one_per_poll_interval(backend: str) -> None:
     c, _p, _consumer, fetches = _cluster(backend=backend)
     start = len(fetches)

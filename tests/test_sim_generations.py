@@ -248,7 +248,7 @@ def test_zookeeper_era_findings_that_were_model_defects(fixture: str, was: str) 
     assert verdict.ok
 
 
-@pytest.mark.parametrize("backend", ["rust", "python", "reference"])
+@pytest.mark.parametrize("backend", ["rust", "reference"])
 def test_a_fetcher_ignores_answers_to_requests_it_gave_up_on(backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A latest-generation finding of the campaign on d2deee1 (seed 8101, transactions on),
     reported as Inv-StrongIsr and matched by signature to the catalogued KRaft bug, was a
@@ -283,12 +283,12 @@ def test_a_fetcher_ignores_answers_to_requests_it_gave_up_on(backend: str, monke
     assert stale.first("Inv-StrongIsr") is not None
 
 
-@pytest.mark.parametrize("backend", ["rust", "python"])
+@pytest.mark.parametrize("backend", ["rust", "reference"])
 def test_a_fetch_given_up_on_is_not_answered_during_the_backoff(backend: str) -> None:
     """After a fetch times out the fetcher backs off (``replica.fetch.backoff.ms``) before it
     sends the next one; an answer to the timed-out request arriving in that window is not
     taken either (its connection was closed), nor one to a fetch abandoned by a leader change.
-    ``rust``: the fetcher in ``_core.FetchPlane``; ``python``: the broker's own methods."""
+    ``rust``: the fetcher in ``_core.FetchPlane``; ``reference``: the broker's own methods."""
     from types import SimpleNamespace
 
     from epochlab.sim import Cluster, ClusterConfig
@@ -316,7 +316,7 @@ def test_a_fetch_given_up_on_is_not_answered_during_the_backoff(backend: str) ->
     assert follower.fetch_state()[1] is None  # taken: no longer in flight
 
 
-@pytest.mark.parametrize("backend", ["rust", "python", "reference"])
+@pytest.mark.parametrize("backend", ["rust", "reference"])
 def test_a_batch_renumbered_after_a_stateless_leader_took_it_first_is_allowed_out_of_order(backend: str) -> None:
     """A finding of the campaign on e87310a (strict-min-isr, fetch-from-follower profile, seed 11004):
     idempotent p3 sends 4 (seq 0) and 5 (seq 1) to a leader that has just been elected; 4 is

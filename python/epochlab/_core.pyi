@@ -803,13 +803,12 @@ class ChangeWatch:
     def __new__(cls) -> ChangeWatch: ...
     def changes(self, brokers: dict[int, Any], controller: Any) -> tuple[list[int], bool] | None: ...
     def watching(self, brokers: dict[int, Any], controller: Any,
-                 then: Callable[[list[int], bool], Any], targeted: bool = True) -> Watcher:
+                 then: Callable[[list[int], bool], Any]) -> Watcher:
         """A callable for the kernel's ``observe`` hook: ``changes(brokers, controller)`` and,
-        when something moved, ``then(changed, controller_changed)``. ``targeted``: as the Rust
-        kernel's hook, after an event of a broker (the controller), a message delivered to
-        it or a timer one of its events scheduled, only its key is compared, after a message
-        dropped or held none (components act on each other only through messages); ``False``
-        compares every key after every event."""
+        when something moved, ``then(changed, controller_changed)``. As the Rust kernel's
+        hook, after an event of a broker (the controller), a message delivered to it or a
+        timer one of its events scheduled, only its key is compared, after a message dropped
+        or held none (components act on each other only through messages)."""
     def forget(self, b: int) -> None: ...
 
 @final

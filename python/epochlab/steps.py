@@ -258,7 +258,7 @@ _ENTRIES: tuple[Step, ...] = (
     Step("slow_follower", (_p("broker", "broker", required=True),
                            _p("extra_delay_ms", "int", required=True)),
          fault_class="slow", version=1, sim=_cluster("slow_follower", "broker", "extra_delay_ms"),
-         live=Unmapped("a delayed follower needs netem (SIGSTOP would be a different fault)"),
+         live="slow_follower",
          drawn_by=("slow",), shrinks=True, ends=_unslow),
     Step("set_link", (_p("a", "node", required=True),
                       _p("b", "node", required=True),

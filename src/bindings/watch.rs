@@ -130,15 +130,12 @@ impl PyChangeWatch {
 
     /// A callable for the kernel's `observe` hook: each call is `changes(brokers, controller)`
     /// and, when something moved, `then(changed, controller_changed)`; the events where
-    /// nothing moved (nine in ten) run no Python frame.
-    ///
-    /// `targeted`: as the Rust kernel's hook, after an event of a broker (a message delivered
-    /// to it, a timer it owns) only that broker's key is compared, after one of the controller
-    /// only the controller's, and after a message dropped or held nothing (`Watcher` doc);
-    /// `False` compares every key after every event (the differential tests' form).
-    #[pyo3(signature = (brokers, controller, then, targeted=true))]
+    /// nothing moved (nine in ten) run no Python frame. As the Rust kernel's hook, after an
+    /// event of a broker (a message delivered to it, a timer it owns) only that broker's key
+    /// is compared, after one of the controller only the controller's, and after a message
+    /// dropped or held nothing (`Watcher` doc).
     fn watching(slf: &Bound<'_, Self>, brokers: &Bound<'_, PyDict>, controller: &Bound<'_, PyAny>,
-                then: &Bound<'_, PyAny>, targeted: bool) -> PyResult<PyWatcher> {
+                then: &Bound<'_, PyAny>) -> PyResult<PyWatcher> {
         if !then.is_callable() {
             return Err(PyTypeError::new_err(format!(
                 "ChangeWatch.watching: then must be callable, got {}", then.get_type().name()?)));
@@ -150,7 +147,6 @@ impl PyChangeWatch {
                 controller: controller.clone().unbind(),
                 then: then.clone().unbind(),
             })),
-            targeted,
         })
     }
 
@@ -268,12 +264,11 @@ struct WatcherParts {
 /// quietness) ran that node's own code and can have moved that node's key alone: after a
 /// broker's event only its key is compared, after the controller's only the controller's, and
 /// after a message dropped or held none. Timers an action scheduled have no owner: after them
-/// every key is compared. (`targeted=False` and the plain Python kernel compare every key
-/// after every event; the differential tests hold the two forms byte-identical.)
+/// every key is compared. (The reference backend's Python kernel compares every key after
+/// every event; the rust-vs-reference differential holds the two forms byte-identical.)
 #[pyclass(frozen, name = "Watcher", module = "epochlab._core")]
 pub(crate) struct PyWatcher {
     parts: Mutex<Option<WatcherParts>>,
-    targeted: bool,
 }
 
 impl PyWatcher {
@@ -296,7 +291,6 @@ impl PyWatcher {
         let WatcherParts { watch, brokers, controller, then } = self.parts(py)?;
         let (brokers, controller) = (brokers.bind(py), controller.bind(py));
         let scope = match ran {
-            _ if !self.targeted => Scope::All,
             Ran::Unowned => Scope::All,
             Ran::Nothing => return Ok(()),
             Ran::Owned(node) => {

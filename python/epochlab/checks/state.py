@@ -89,10 +89,11 @@ class StateChecker:
         #: called after every check, with the state checked (the guided search's coverage,
         #: ``epochlab.fuzz.coverage``); they only read
         self.listeners: list[Callable[[], None]] = []
-
-    #: Skip the checks whose inputs did not move (see :meth:`observe`); ``False`` evaluates
-    #: them all after every change (the plain form).
-    incremental = True
+        #: Skip the checks whose inputs did not move (see :meth:`observe`): the rust backend.
+        #: The reference backend, the oracle, evaluates them all after every change (the plain
+        #: form), so the rust-vs-reference differential (``tests/test_backends_differential.py``,
+        #: ``benches/backend_agreement.py``) holds the skipping to the plain form.
+        self.incremental = cluster.backend != "reference"
 
     # -- classification ---------------------------------------------------------------------
     def unclean_elections(self, until_ms: int | None = None) -> list[tuple[int, int, int, bool]]:
@@ -161,26 +162,25 @@ class StateChecker:
         key, the truth (``trueHW``) and the recovering set. When none of a check's inputs moved
         since its last evaluation its outcome is the one it had then, already reported (a
         second report of an invariant is a no-op), so it is skipped: the checks of one event
-        cost what that event changed. ``incremental = False`` (the plain form the tests
-        compare with) evaluates every check whenever anything changed."""
+        cost what that event changed. The reference backend's checker (``incremental`` false,
+        the plain form the differential compares with) evaluates every check whenever anything
+        changed."""
         found = self._watch.changes(self.cluster.brokers, self.cluster.controller)
         if found is not None:
             self._check(*found)
 
-    #: With the Rust core, the Rust kernel tells the ``Watcher`` whose event it ran (the node a
-    #: message was delivered to, or whose event scheduled the timer), and only that broker's
-    #: (the controller's) key is compared: components act on each other only through messages
-    #: (``_core.Watcher``). ``False`` compares every key after every event (the form the tests
-    #: compare with).
-    targeted = True
-
     def hook(self) -> Callable[[], None]:
         """:meth:`observe` as one callable for the kernel's ``observe`` hook (the Rust
-        ``Watcher`` with the Rust core: no Python frame for the events that change nothing)."""
+        ``Watcher`` with the Rust core: no Python frame for the events that change nothing).
+        The Rust kernel tells the ``Watcher`` whose event it ran (the node a message was
+        delivered to, or whose event scheduled the timer), and only that broker's (the
+        controller's) key is compared: components act on each other only through messages
+        (``_core.Watcher``). The reference backend's Python kernel compares every key after
+        every event, the form the differential holds this one to."""
         if self._hook is None:  # made once per run (the executor asks once per action)
             brokers, controller = self.cluster.brokers, self.cluster.controller
             if isinstance(self._watch, core.ChangeWatch):
-                self._hook = self._watch.watching(brokers, controller, self._check, targeted=self.targeted)
+                self._hook = self._watch.watching(brokers, controller, self._check)
             else:
                 self._hook = self._watch.watching(brokers, controller, self._check)
         return self._hook

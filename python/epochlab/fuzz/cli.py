@@ -48,7 +48,8 @@ def register(sub: Any) -> None:
                       "generation, seed and profile) where it stopped")
     fuzz.add_argument("--json", action="store_true", help="print the summary as JSON")
     fuzz.add_argument("--until-found", action="store_true", help="stop at the first violation")
-    fuzz.add_argument("--backend", help="simulator backend passed to Cluster (rust, python, reference)")
+    fuzz.add_argument("--backend", choices=("rust", "reference"),
+                      help="simulator backend passed to Cluster: rust (the default) or reference (the all-Python oracle)")
     fuzz.add_argument("--transactions", action="store_true",
                       help="transactional producers, a read_committed consumer, coordinator faults")
     fuzz.add_argument("--pre-kip890", action="store_true",
@@ -60,7 +61,7 @@ def register(sub: Any) -> None:
     replay.add_argument("--out", help="write a run directory here (step table, timeline, "
                         "history, verdict, README with the rerun command; see `epochlab show`)")
     replay.add_argument("--json", action="store_true", help="print the verdict as JSON")
-    replay.add_argument("--backend", choices=("rust", "python", "reference"),
+    replay.add_argument("--backend", choices=("rust", "reference"),
                         help="replica protocol implementation (default rust; all give the same run)")
     replay.set_defaults(handler=_replay)
     shrink = sub.add_parser("shrink", help="shrink a schedule that violates an invariant")

@@ -333,7 +333,7 @@ class Healing:
 def execute(schedule: Schedule, backend: str | None = None, record: bool = False,
             coverage: bool = False) -> RunResult:
     """Run ``schedule`` and judge it. ``backend`` is passed to ``Cluster`` when given
-    (``"rust"``, ``"python"`` or ``"reference"``). With ``record`` the result carries step
+    (``"rust"`` or ``"reference"``). With ``record`` the result carries step
     records for a step table (``epochlab.observe.StepRecord``: the state at the end
     of each action's interval, then after the healing phase); with ``coverage`` the
     protocol-state features the run reached (``epochlab.fuzz.coverage``). Both only read

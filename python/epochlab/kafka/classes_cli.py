@@ -93,7 +93,8 @@ def add_differential(ksub: Any) -> None:
                    help="older generations: run every sequence, count the disagreeing ones by "
                         "known difference (docs/kafka-releases.md) instead of stopping at the first")
     p.add_argument("--keep-data", default=None, metavar="DIR",
-                   help="keep Kafka's checkpoint files under DIR (default: temporary, removed)")
+                   help="keep the files Kafka's classes wrote under DIR/<component>/sequence-NNNNN "
+                        "(default: temporary, removed); DIR must not hold an earlier run's files")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(handler=_differential)
 
@@ -101,7 +102,7 @@ def add_differential(ksub: Any) -> None:
 def _differential(args: argparse.Namespace) -> int:
     from epochlab.errors import ConfigError
     from epochlab.generations import Generation
-    from epochlab.kafka.classes.differential import COMPONENTS, run_component
+    from epochlab.kafka.classes.differential import COMPONENTS, check_keep_data, run_component
 
     if args.ops < 1:
         raise ConfigError(f"--ops: expected an integer >= 1, got {args.ops}", where="--ops",
@@ -111,6 +112,8 @@ def _differential(args: argparse.Namespace) -> int:
         return _legacy_differential(args, generation, version)
     args.version = version
     keep = Path(args.keep_data) if args.keep_data else None
+    if keep is not None:  # every component's directory before the first JVM starts
+        check_keep_data(keep, args.component or COMPONENTS)
     reports = {}
     for name in args.component or COMPONENTS:
         def progress(done: int, name: str = name) -> None:
@@ -155,6 +158,7 @@ def _legacy_differential(args: argparse.Namespace, generation: Any, version: str
     in this process when its JVM is free (or already carries ``version``)."""
     from epochlab.errors import ConfigError
     from epochlab.generations import Generation
+    from epochlab.kafka.classes.differential import check_keep_data
     from epochlab.kafka.classes.legacy import KNOWN_DIFFERENCES, run_legacy_component
     from epochlab.kafka.jvm import running_release
 
@@ -183,6 +187,8 @@ def _legacy_differential(args: argparse.Namespace, generation: Any, version: str
             print(f"\rleader-epoch-cache: {done}/{args.ops} operations", end="", file=sys.stderr, flush=True)
 
     keep = Path(args.keep_data) if args.keep_data else None
+    if keep is not None:
+        check_keep_data(keep, ["leader-epoch-cache"])
     r, causes = run_legacy_component(args.ops, args.seed, version, generation, keep, progress=progress,
                                      keep_going=args.keep_going)
     if args.json:

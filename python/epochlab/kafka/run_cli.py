@@ -52,8 +52,8 @@ def add_run(ksub: Any) -> None:
     p.add_argument("--cluster-dir", help="use the running cluster recorded in this directory")
     p.add_argument("--keep-cluster", action="store_true", help="leave a cluster started here running")
     p.add_argument("--client", choices=("librdkafka", "java"), default="librdkafka",
-                   help="the producers: confluent-kafka's librdkafka (default) or Kafka's own Java "
-                        "client of the cluster's release, which the model's producer is")
+                   help="the producers and consumers: confluent-kafka's librdkafka (default) or Kafka's "
+                        "own Java clients of the cluster's release, which the model's clients are")
     p.add_argument("--kafka-version", default=None, metavar="V",
                    help="the Kafka release of a cluster started here (default: the project's release; "
                         "resolve it first with `epochlab kafka jars --version V`)")
@@ -70,7 +70,8 @@ def _run(args: argparse.Namespace) -> int:
     from epochlab.kafka.jars import DEFAULT_KAFKA_VERSION, release_for
     from epochlab.kafka.live.zookeeper import check_mode
     from epochlab.kafka.runs.era import era_refusals
-    from epochlab.kafka.runs.scenario import broker_overrides, unmappable
+    from epochlab.kafka.runs.links import delayed_clients
+    from epochlab.kafka.runs.scenario import broker_overrides, lossy_brokers, unmappable
     from epochlab.scenarios import resolve
 
     try:
@@ -91,7 +92,9 @@ def _run(args: argparse.Namespace) -> int:
             return _emit(args, 2, {"scenario": scenario.name, "runnable": False, "why": why})
     try:
         with cluster_for(args.cluster_dir, out.with_name(out.name + ".cluster"), broker_overrides(scenario),
-                         keep=args.keep_cluster, version=args.kafka_version, mode=args.mode) as cluster:
+                         keep=args.keep_cluster, version=args.kafka_version, mode=args.mode,
+                         proxied_listeners=len(delayed_clients(scenario)),
+                         lossy_brokers=lossy_brokers(scenario)) as cluster:
             code, payload = execute(scenario, cluster, args.compare, out, client=args.client)
     except EpochlabError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -143,8 +146,9 @@ def add_fuzz(ksub: Any) -> None:
     p.add_argument("--actions", type=positive, default=15, help="actions per schedule (default 15)")
     p.add_argument("--out", default="runs/kafka-fuzz", help="campaign directory (default runs/kafka-fuzz)")
     p.add_argument("--cluster-dir", help="use the running cluster recorded in this directory")
-    p.add_argument("--client", choices=("librdkafka", "java"), default="librdkafka",
-                   help="the producers: confluent-kafka's librdkafka (default) or Kafka's own Java client")
+    p.add_argument("--client", choices=("librdkafka", "java", "both"), default="librdkafka",
+                   help="the producers and consumers: confluent-kafka's librdkafka (default), Kafka's own "
+                        "Java clients, or both (each schedule run with each)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(handler=_fuzz)
 
@@ -166,7 +170,7 @@ def _fuzz(args: argparse.Namespace) -> int:
                              "model seeds): " + "; ".join(d["what"] for d in run.differences))
         lost = f" real lost {run.real_lost}" if run.real_lost else ""
         lost += f" model lost {run.model_lost}" if run.model_lost else ""
-        print(f"run {run.index:3d} (seed {run.seed}) {run.seconds:5.1f} s: {what}{lost}", flush=True)
+        print(f"run {run.index:3d} {run.client} (seed {run.seed}) {run.seconds:5.1f} s: {what}{lost}", flush=True)
 
     missing = firewall_available() if REAL_FAULT_CLASSES.get("partition") else None
     if missing is not None:  # before any broker starts: its schedules cut links
@@ -189,6 +193,9 @@ def _fuzz(args: argparse.Namespace) -> int:
               f"model violations {summary['model_violations']}, disagreements {summary['disagreements']} "
               f"(of which no model seed gives the real outcome: {summary['unexplained']}), "
               f"errors {summary['errors']}; summary: {out / 'summary.json'}")
+        for client, c in summary["per_client"].items():
+            print(f"  {client}: the model reproduces the real data outcome of {c['reproduced']} of {c['runs']} "
+                  f"runs (on at least one of {MODEL_SEEDS} seeds); not reproduced: {c['not_reproduced']}")
     bad = summary["real_violations"] or summary["model_violations"] or summary["unexplained"] or summary["errors"]
     return 1 if bad or not done else 0
 

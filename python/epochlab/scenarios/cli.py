@@ -40,7 +40,7 @@ def register(sub: Any) -> None:
     run.add_argument("scenario", metavar="NAME_OR_FILE")
     run.add_argument("--generation", "-g", help="one generation (default: all the scenario lists)")
     run.add_argument("--seed", type=int, help="root seed (default: the scenario's)")
-    run.add_argument("--backend", choices=("rust", "python", "reference"), default="rust",
+    run.add_argument("--backend", choices=("rust", "reference"), default="rust",
                      help="replica protocol implementation (default: rust; all give the same run)")
     run.add_argument("--out", help="run directory (default: runs/<scenario>-<generation>-seed<seed>)")
     run.add_argument("--json", action="store_true", help="print a machine-readable verdict")

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import epochlab
 import epochlab.reference
 from epochlab import _core
 from epochlab.errors import ConfigError
@@ -72,7 +71,7 @@ from epochlab.sim.messages import (
 )
 from epochlab.sim.replica import Replica
 
-BACKENDS = ("rust", "python", "reference")
+BACKENDS = ("rust", "reference")
 
 
 def make_replica(backend: str, broker_id: int, replicas: tuple[int, ...], generation: Generation,
@@ -80,17 +79,17 @@ def make_replica(backend: str, broker_id: int, replicas: tuple[int, ...], genera
     """The replica protocol implementation a broker runs.
 
     ``"rust"``: the Rust state machine (``epochlab._core.Replica``), the default and the fast
-    path; ``"python"``: the readable Python state machine over the Rust log; ``"reference"``:
-    the Python state machine over the pure-Python log (``epochlab.reference``), everything in
-    Python. All three take and give the same messages and must produce identical runs.
+    path; ``"reference"``: the readable Python state machine over the pure-Python log
+    (``epochlab.reference``), everything in Python: the oracle. Both take and give the same
+    messages and must produce identical runs (``tests/test_backends_differential.py``,
+    ``benches/backend_agreement.py``).
     """
     if backend == "rust":
         return _core.Replica(broker_id, list(replicas), int(generation), min_insync_replicas,
                              replica_lag_time_max_ms)
-    if backend in ("python", "reference"):
-        core = epochlab if backend == "python" else epochlab.reference
+    if backend == "reference":
         return Replica(broker_id, replicas, generation, min_insync_replicas,
-                       replica_lag_time_max_ms, core)
+                       replica_lag_time_max_ms, epochlab.reference)
     raise ConfigError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}",
                       where="Cluster", field="backend", expected=" | ".join(BACKENDS), got=backend)
 

@@ -69,11 +69,6 @@ class Cluster:
     :meth:`run_for`, :meth:`run_until` and the client helpers that call them.
     """
 
-    #: With the ``rust`` backend, the brokers' replication traffic runs in ``_core.FetchPlane``
-    #: (``Broker.use_plane``); ``False`` runs the brokers' own Python fetcher over the Rust
-    #: replicas instead: the plain form the differential tests compare it with.
-    fetch_plane = True
-
     def __init__(self, config: ClusterConfig, generation: Generation | int | str,
                  seed: int = 0, partition: str = "orders-0", backend: str = "rust",
                  observers: Sequence[ClusterObserver] = ()) -> None:
@@ -113,7 +108,7 @@ class Cluster:
         ctx.register("coordinator", self.coordinator)
         for b, broker in self.brokers.items():
             ctx.register(b, broker)
-        if backend == "rust" and self.fetch_plane:
+        if backend == "rust":
             # the replication traffic of Rust replicas without Python frames (broker.py, "follower fetcher")
             plane = _core.FetchPlane(self.kernel, self.network, ctx.routes(), REPLICA_REQUEST_TIMEOUT_MS,
                                      config.replica_fetch_backoff_ms, config.replica_fetch_wait_max_ms,

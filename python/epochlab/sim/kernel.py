@@ -7,7 +7,7 @@ component name, never from the global ``random`` module or the wall clock.
 
 Two implementations with one contract: this class, which the pure-Python reference backend
 runs and which states the rules, and ``epochlab._core.Kernel`` (``src/sim/kernel.rs``, wrapped
-by ``src/bindings/sim.rs``), the same loop in Rust, which the rust and python backends run
+by ``src/bindings/sim.rs``), the same loop in Rust, which the rust backend runs
 (``Cluster``) so that popping, ordering and dispatching an event costs no Python;
 ``tests/test_fast_paths.py`` runs schedules of every generation on both and asks for
 byte-identical runs.

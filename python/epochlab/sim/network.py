@@ -41,8 +41,8 @@ side; every node not listed forms one further group together, except the transac
 coordinator (node ``"coordinator"``), which stays on the controller's side unless listed.
 
 Two implementations with one contract: this class (the reference backend's, and the statement
-of the rules) and ``epochlab._core.Network`` (``src/sim/network.rs``), which the rust and
-python backends run with the Rust kernel, so a message's send, delay draw, hold and arrival
+of the rules) and ``epochlab._core.Network`` (``src/sim/network.rs``), which the rust
+backend runs with the Rust kernel, so a message's send, delay draw, hold and arrival
 checks cost no Python. The Rust network draws from its own Mersenne Twister, seeded from the
 state of ``kernel.rng("network")`` and drawing as ``random.Random.randint`` and ``random()``
 do, so both give the same run draw for draw (``tests/test_fast_paths.py``: schedules of every

@@ -4,7 +4,7 @@
 A :class:`TraceRecorder` is an observer of a cluster (``Cluster(..., observers=[TraceRecorder])``,
 or any cluster made inside :func:`recording_traces`): called with the cluster before its brokers
 start, it enables the journal of every broker's ``replica.log`` (a Rust ``ReplicaLog``: the
-``rust`` and ``python`` backends) and wraps, on the instances only, the engine calls whose
+``rust`` backend) and wraps, on the instances only, the engine calls whose
 effects are not log operations: the controller's decisions (``Controller._commit``), broker
 crash, restart and clean shutdown, and role changes (``Broker.on_leader_and_isr``), plus the
 kernel's ``step`` to stamp time. After every kernel event and around every wrapped call the
@@ -44,8 +44,8 @@ class TraceRecorder:
         for broker in cluster.brokers.values():
             log = broker.replica.log
             if not hasattr(log, "enable_journal"):
-                raise ConfigError("a trace recorder needs a Rust ReplicaLog (backend 'rust' or 'python')",
-                                  where="Cluster", field="backend", expected="rust | python",
+                raise ConfigError("a trace recorder needs a Rust ReplicaLog (backend 'rust')",
+                                  where="Cluster", field="backend", expected="rust",
                                   got=cluster.backend)
             log.enable_journal()
         self._wrap()

@@ -79,7 +79,7 @@ import epochlab.reference
 from epochlab.kafka.jars import DEFAULT_KAFKA_VERSION
 
 __all__ = ["COMPONENTS", "ComponentReport", "Op", "generate_log_ops", "generate_manager_ops", "generate_ops",
-           "generate_producer_ops", "generate_txn_ops", "run_component", "run_ops", "shrink_ops"]
+           "generate_producer_ops", "generate_txn_ops", "check_keep_data", "run_component", "run_ops", "shrink_ops"]
 
 COMPONENTS = ("leader-epoch-cache", "replica-log", "producer-state-manager", "producer-state", "transactions")
 
@@ -789,6 +789,33 @@ def shrink_ops(ops: list[Op], fails: Callable[[list[Op]], bool]) -> list[Op]:
     return ops
 
 
+def check_keep_data(keep_data: Path, components: Sequence[str]) -> None:
+    """Refuse a ``--keep-data`` directory that already holds files of one of ``components``:
+    each sequence must start on an empty partition directory. Kafka's classes read what they
+    find there as their own state: ``ProducerStateManager``'s constructor calls
+    ``loadSnapshots``, which takes every ``*.snapshot`` file ``listSnapshotFiles`` lists in the
+    log directory, and ``truncateAndReload``/``removeAndDeleteSnapshot`` later delete those
+    files (``Files.deleteIfExists`` on the one it tracks, ``SnapshotFile.renameToDelete``);
+    ``UnifiedLog`` and ``LeaderEpochFileCache`` likewise load the segments and the checkpoint
+    left there. A directory kept by an earlier run (or filled by a run still going) then gives
+    mismatches the operations did not cause, or ``NoSuchFileException`` on a snapshot file
+    another run already deleted. Raises :class:`~epochlab.errors.ConfigError` naming the
+    directory."""
+    from epochlab.errors import ConfigError
+
+    if keep_data.exists() and not keep_data.is_dir():
+        raise ConfigError(f"--keep-data {keep_data}: not a directory", where="--keep-data", field="keep_data",
+                          expected="an empty or absent directory", got=str(keep_data))
+    for name in components:
+        kept = keep_data / name
+        if kept.is_dir() and any(kept.iterdir()):
+            raise ConfigError(f"--keep-data {keep_data}: {kept} already holds files of an earlier run; Kafka's "
+                              f"classes would load them as their own state (ProducerStateManager.loadSnapshots, "
+                              f"the log's segments, the epoch checkpoint): choose a new or empty directory",
+                              where="--keep-data", field="keep_data", expected="an empty or absent directory",
+                              got=str(kept))
+
+
 def run_component(name: str, ops: int, seed: int, version: str = DEFAULT_KAFKA_VERSION,
                   keep_data: Path | None = None, chunk: int = 2000,
                   progress: Callable[[int], None] | None = None) -> ComponentReport:
@@ -799,6 +826,8 @@ def run_component(name: str, ops: int, seed: int, version: str = DEFAULT_KAFKA_V
 
         raise ConfigError(f"unknown component {name!r}", where="--component", field="component",
                           expected=" | ".join(COMPONENTS), got=name)
+    if keep_data is not None:
+        check_keep_data(keep_data, [name])
     report = ComponentReport(name)
     rng = random.Random(seed)
     start = time.monotonic()

@@ -6,6 +6,8 @@
   to the harness by a bridge;
 - :mod:`~epochlab.kafka.live.faults`: faults on its processes and links (kill, pause, controlled
   shutdown, partitions through nft between the namespaces);
+- :mod:`~epochlab.kafka.live.proxy`: delayed links without netem, through Toxiproxy in a
+  namespace of its own (``scripts/kafka-proxy-setup``);
 - :mod:`~epochlab.kafka.live.clients`: librdkafka clients that record the history the checker
   judges, and the Admin API;
 - :mod:`~epochlab.kafka.live.java_clients`: Kafka's own Java producer as a recording client

@@ -47,8 +47,10 @@ RDKAFKA_LOG = logging.getLogger("epochlab.kafka.rdkafka")
 RDKAFKA_LOG.addHandler(logging.NullHandler())
 
 #: Delivery errors after which the record was certainly not written (never sent, or refused
-#: whole by the leader); every other error leaves the outcome unknown (``info``).
-_DEFINITE = frozenset({"_PURGE_QUEUE", "_PURGE_INFLIGHT", "_INVALID_ARG", "_UNKNOWN_PARTITION",
+#: whole by the leader); every other error leaves the outcome unknown (``info``), among them
+#: ``_PURGE_INFLIGHT``: a request purged while in flight may have been written (librdkafka's
+#: ``rd_kafka_purge``: "the message may still have been delivered").
+_DEFINITE = frozenset({"_PURGE_QUEUE", "_INVALID_ARG", "_UNKNOWN_PARTITION",
                        "_UNKNOWN_TOPIC", "MSG_SIZE_TOO_LARGE", "INVALID_MSG_SIZE",
                        "RECORD_LIST_TOO_LARGE", "TOPIC_AUTHORIZATION_FAILED",
                        "INVALID_RECORD", "INVALID_REQUIRED_ACKS"})
@@ -278,6 +280,16 @@ class RecordingProducer:
     def close(self, timeout_s: float = 10.0) -> None:
         """Flush what is outstanding (up to ``timeout_s``), then drop the client."""
         self.flush(timeout_s)
+        del self._producer
+
+    def abandon(self) -> None:
+        """The producer process dies (a producer restart): every send still outstanding gets
+        its outcome now, as the model's ``Producer.restart`` gives them ``PRODUCER_RESTARTED``:
+        ``purge`` of the queue (``_PURGE_QUEUE``, ``fail``: never sent) and of the requests in
+        flight (``_PURGE_INFLIGHT``, ``info``: maybe written), their delivery reports served,
+        then the client dropped. Without it the sends would stay without an outcome."""
+        self._producer.purge(in_queue=True, in_flight=True, blocking=False)
+        self._producer.flush(5)
         del self._producer
 
 

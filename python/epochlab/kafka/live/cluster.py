@@ -10,6 +10,8 @@ failover (:data:`FAST_FAILOVER`). Everything a node writes is under the cluster 
     DIR/node-<id>/data/         the node's log directory (KRaft metadata and partition logs)
     DIR/node-<id>/stdout.log    the JVM's stdout and stderr
     DIR/node-<id>/server.log    the node's log (log4j 2, INFO, 4.0+ releases: LOG_PATTERN)
+    DIR/node-<id>/disk/         a ``lossy_brokers`` broker's disk, mounted at data/ through
+                                the lossy filesystem (:mod:`epochlab.kafka.live.lossyfs`)
 
 Networking (``network=``):
 
@@ -57,7 +59,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from epochlab.errors import ConfigError
-from epochlab.kafka.live import netns
+from epochlab.kafka.live import lossyfs, netns
 
 __all__ = ["CLIENT", "FAST_FAILOVER", "JVM_OPTIONS", "LOG_PATTERN", "LocalCluster", "Node", "cluster_for", "live_pid",
            "log4j2_properties"]
@@ -151,19 +153,22 @@ class Node:
 @contextlib.contextmanager
 def cluster_for(cluster_dir: str | os.PathLike[str] | None, directory: str | os.PathLike[str],
                 overrides: dict[str, str] | None = None, keep: bool = False,
-                version: str | None = None, mode: str | None = None) -> Iterator[LocalCluster]:
+                version: str | None = None, mode: str | None = None, proxied_listeners: int = 0,
+                lossy_brokers: tuple[int, ...] = ()) -> Iterator[LocalCluster]:
     """The cluster a command works on: the running one recorded in ``cluster_dir`` (left
     running), or a new three-broker cluster of Kafka ``version`` (default: the project's
     release) in ``mode`` (``zk`` or ``kraft``; default ZooKeeper before 4.0,
     :func:`epochlab.kafka.live.zookeeper.make_cluster`) started under ``directory`` (its start time printed
     to stderr) and stopped when the block ends, also on an error or Ctrl-C; ``keep`` leaves it
-    running (detached) and says how to stop it."""
+    running (detached) and says how to stop it; ``proxied_listeners``: see :class:`LocalCluster`;
+    ``lossy_brokers``: brokers of a new cluster whose log directories are on the lossy filesystem."""
     if cluster_dir:
         yield LocalCluster.attach(cluster_dir)
         return
     from epochlab.kafka.live.zookeeper import make_cluster
 
-    cluster = make_cluster(directory, brokers=3, overrides=overrides, detach=keep, version=version, mode=mode)
+    cluster = make_cluster(directory, brokers=3, overrides=overrides, detach=keep, version=version, mode=mode,
+                           proxied_listeners=proxied_listeners, lossy_brokers=lossy_brokers)
     t0 = time.monotonic()
     cluster.start()  # a failed start stops what it started and raises
     print(f"cluster ({cluster.mode} mode, Kafka {cluster.version}) started in {time.monotonic() - t0:.1f} s",
@@ -197,7 +202,10 @@ class LocalCluster:
     ``version``: the Kafka release (its jars must be resolved, see :func:`jar_dir`);
     ``network``: ``"auto"`` (netns as root, else loopback), ``"netns"`` or ``"loopback"``;
     ``overrides``: extra ``server.properties`` entries for every node (after
-    :data:`FAST_FAILOVER`); ``detach``: leave the JVMs running when this process exits.
+    :data:`FAST_FAILOVER`); ``detach``: leave the JVMs running when this process exits;
+    ``proxied_listeners``: that many extra broker listeners whose advertised address is a
+    link proxy (:func:`epochlab.kafka.live.proxy.client_listeners`, netns only), for clients
+    whose links to the brokers a run delays.
     Raises :class:`ConfigError` for bad arguments, a directory holding a live cluster, or a
     cluster that is not ready within ``ready_timeout_s`` (with the tail of each dead node's
     log). A release's ZooKeeper-mode cluster is :class:`~epochlab.kafka.live.zookeeper.ZkCluster`.
@@ -209,7 +217,8 @@ class LocalCluster:
     def __init__(self, directory: str | os.PathLike[str], brokers: int = 3, controllers: int = 1,
                  version: str | None = None, network: str = "auto",
                  overrides: dict[str, str] | None = None, jvm_options: tuple[str, ...] = JVM_OPTIONS,
-                 ready_timeout_s: float = 90.0, grace_s: float = 15.0, detach: bool = False) -> None:
+                 ready_timeout_s: float = 90.0, grace_s: float = 15.0, detach: bool = False,
+                 proxied_listeners: int = 0, lossy_brokers: tuple[int, ...] = ()) -> None:
         from epochlab.kafka.jars import DEFAULT_KAFKA_VERSION
 
         if not 1 <= brokers <= 89:
@@ -224,6 +233,16 @@ class LocalCluster:
         if network == "netns" and not netns.available():
             raise ConfigError("network namespaces need root, iproute2 (ip) and util-linux (nsenter)", where="network",
                               field="network", expected="root", got=os.geteuid())
+        if not 0 <= proxied_listeners <= 20:
+            raise ConfigError(f"proxied_listeners: expected 0 to 20, got {proxied_listeners}", where="proxied_listeners",
+                              field="proxied_listeners", expected="0..20", got=proxied_listeners)
+        self.proxied_listeners = proxied_listeners
+        bad = [b for b in lossy_brokers if not 1 <= b <= brokers]
+        if bad:
+            raise ConfigError(f"lossy_brokers: {bad} are not brokers of this cluster (1 to {brokers})",
+                              where="lossy_brokers", field="lossy_brokers", expected=f"1..{brokers}", got=bad)
+        self.lossy_brokers = tuple(sorted(set(lossy_brokers)))
+        self._disks: dict[int, lossyfs.LossyDisk] = {}
         self.dir = Path(directory).resolve()
         self.version = version or DEFAULT_KAFKA_VERSION
         self.network = ("netns" if netns.available() else "loopback") if network == "auto" else network
@@ -306,6 +325,7 @@ class LocalCluster:
         jars = jar_dir(self.version, resolve=False)
         self._refuse_live()
         self.dir.mkdir(parents=True, exist_ok=True)
+        lossyfs.unmount_all(self.dir)  # a mount left by a process that died
         for old in [*self.dir.glob("node-*"), *self.dir.glob("start-failure-*.txt")]:
             if old.is_dir():
                 shutil.rmtree(old, ignore_errors=True)
@@ -324,6 +344,7 @@ class LocalCluster:
                     raise failed.error from None
                 print(f"epochlab: cluster start attempt {self.start_attempts} failed ({failed.error}); "
                       f"evidence in {report}; starting again", file=sys.stderr)
+                lossyfs.unmount_all(self.dir)
                 for old in self.dir.glob("node-*"):
                     shutil.rmtree(old, ignore_errors=True)
 
@@ -337,6 +358,7 @@ class LocalCluster:
             if self.network == "netns":
                 self._make_network()
             self._write_configs()
+            self._mount_disks()
             self._format(jars)
             self._register()
             self.started_at_s = time.monotonic()
@@ -345,6 +367,10 @@ class LocalCluster:
             self._save()
             self.wait_ready(self.ready_timeout_s)
             self.ready_after_s = time.monotonic() - self.started_at_s
+            for disk in self._disks.values():
+                # what the cluster wrote before it was ready (the format's bootstrap.checkpoint,
+                # the metadata log) stands for a machine set up long before: durable
+                disk.sync()
         except ConfigError as exc:
             report = self._start_report(exc) if spawned else ""
             self.stop(grace_s=0)
@@ -448,6 +474,11 @@ class LocalCluster:
                 props.update({"listeners": f"PLAINTEXT://{n.address}",
                               "advertised.listeners": f"PLAINTEXT://{n.address}",
                               "inter.broker.listener.name": "PLAINTEXT", "broker.rack": str(n.node_id)})
+                if self.network == "netns" and self.proxied_listeners:
+                    from epochlab.kafka.live.proxy import client_listeners
+
+                    for key, value in client_listeners(n.node_id, n.host, self.proxied_listeners).items():
+                        props[key] = f"{props[key]},{value}"  # listeners, advertised, protocol map
             props.update(FAST_FAILOVER)
             props.update(self.overrides)
             n.config_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
@@ -574,6 +605,10 @@ class LocalCluster:
             self.wait_exit(list(self.nodes), 10)
             for n in self.nodes.values():
                 n.pid = None
+            for disk in self._disks.values():
+                disk.unmount()
+            self._disks = {}
+            lossyfs.unmount_all(self.dir)
             if self.nodes:
                 netns.remove(self._state())
                 self._save()
@@ -620,14 +655,40 @@ class LocalCluster:
         self._spawn(node_id)
         self._save()
 
+    def _mount_disks(self) -> None:
+        """Mount each ``lossy_brokers`` broker's log directory through the lossy filesystem."""
+        for node_id in self.lossy_brokers:
+            disk = lossyfs.LossyDisk.for_node(self.nodes[node_id].dir)
+            disk.mount()
+            self._disks[node_id] = disk
+
+    @property
+    def lossy_mounted(self) -> tuple[int, ...]:
+        """The brokers whose lossy filesystem this process mounted (and so can cut)."""
+        return tuple(sorted(i for i, d in self._disks.items() if d.mounted))
+
+    def power_loss(self, node_id: int) -> int:
+        """A power cut under broker ``node_id``, whose JVM must be dead already: every write
+        its log directory had not fsynced is lost (:meth:`LossyDisk.power_cycle`); returns
+        the number of files changed back."""
+        if node_id not in self._disks:
+            raise ConfigError(f"broker {node_id} has no lossy filesystem (this cluster's: "
+                              f"{list(self.lossy_brokers)}); start a cluster for the scenario",
+                              where="power_loss", field="broker", expected=list(self.lossy_brokers), got=node_id)
+        if self.is_running(node_id):
+            raise ConfigError(f"broker {node_id} is running: kill it before cutting its power", where="power_loss",
+                              field="broker", expected="a dead broker", got=node_id)
+        return self._disks[node_id].power_cycle()
+
     # -- state file -------------------------------------------------------------------------
     def _state(self) -> dict[str, Any]:
         return {"dir": str(self.dir), "version": self.version, "mode": self.mode, "network": self.network,
                 "cluster_id": self.cluster_id, "tag": self.tag, "subnet": self.subnet,
                 "bridge": self.bridge, "client_host": self.client_host,
                 "bootstrap_servers": self.bootstrap_servers, "owner_pid": os.getpid(),
-                "detached": self.detach,
-                "start_attempts": self.start_attempts, "nodes": [asdict(n) for _, n in sorted(self.nodes.items())]}
+                "detached": self.detach, "proxied_listeners": self.proxied_listeners,
+                "start_attempts": self.start_attempts, "lossy_brokers": list(self.lossy_brokers),
+                "nodes": [asdict(n) for _, n in sorted(self.nodes.items())]}
 
     def _save(self) -> None:
         tmp = self.dir / f"{_STATE}.tmp"
@@ -654,7 +715,9 @@ class LocalCluster:
                 version=saved["version"], network="loopback", detach=True)
         c.network, c.cluster_id, c.tag = saved["network"], saved["cluster_id"], saved["tag"]
         c.subnet, c.bridge, c.client_host = saved["subnet"], saved["bridge"], saved["client_host"]
+        c.proxied_listeners = saved.get("proxied_listeners", 0)
         c.nodes = {n["node_id"]: Node(**n) for n in saved["nodes"]}
+        c.lossy_brokers = tuple(saved.get("lossy_brokers", ()))
         return c
 
     def _register(self) -> None:

@@ -3,7 +3,8 @@
 Processes (any network mode):
 
 * :meth:`Faults.kill` - SIGKILL: a crash; the page cache survives, so nothing written is lost
-  (a lossy crash needs a filesystem that drops unsynced writes, not done here).
+  (a power cut is :meth:`LocalCluster.power_loss` after it, for a broker whose log directory is
+  on the lossy filesystem: :mod:`epochlab.kafka.live.lossyfs`).
 * :meth:`Faults.drop_sockets` - abort the TCP sockets a killed node's kernel still holds (a
   machine crash rather than a process crash: nothing it wrote arrives after a heal).
 * :meth:`Faults.restart` - start a killed or shut-down node again, same data, same command line.
@@ -43,6 +44,7 @@ from collections.abc import Iterable, Sequence
 
 from epochlab.errors import ConfigError
 from epochlab.kafka.live.cluster import CLIENT, LocalCluster
+from epochlab.kafka.live.proxy import LinkProxies
 
 __all__ = ["CLIENT", "Faults", "firewall_available"]
 
@@ -77,6 +79,9 @@ class Faults:
         self.cluster = cluster
         self.cuts: set[tuple[Endpoint, Endpoint]] = set()
         self._tables: set[int] = set()
+        #: the run's proxied links (:class:`epochlab.kafka.live.proxy.LinkProxies`): their
+        #: connections carry the proxy's address, so the cuts are enforced there too
+        self.proxies: LinkProxies | None = None
 
     # -- processes --------------------------------------------------------------------------
     def kill(self, node_id: int) -> int:
@@ -228,3 +233,5 @@ class Faults:
                 raise ConfigError(f"nft in {netns} failed: {done.stderr.strip()}", where="nft",
                                   field="network", expected="exit 0", got=done.returncode)
             self._tables.add(node_id)
+        if self.proxies is not None:
+            self.proxies.apply_cuts(self.cuts)

@@ -30,13 +30,15 @@ from __future__ import annotations
 import struct
 import threading
 import time
+import uuid
 from typing import Any
 
 from epochlab.errors import ConfigError
-from epochlab.kafka.live.clients import History, end_transaction
-from epochlab.sim.config import ProducerConfig
+from epochlab.kafka.live.clients import History, decode_value, end_transaction
+from epochlab.sim.config import ConsumerConfig, ProducerConfig
 
-__all__ = ["RECORD_BYTES", "JavaRecordingProducer", "java_producer_settings"]
+__all__ = ["RECORD_BYTES", "JavaRecordingConsumer", "JavaRecordingProducer", "java_consumer_settings",
+           "java_producer_settings"]
 
 #: The bytes one of our records takes in a v2 batch (an 8-byte value, no key, no headers, and
 #: the record's varint framing), for the record counts the model's settings give.
@@ -202,3 +204,198 @@ class JavaRecordingProducer:
         duration = self._jpype.JClass("java.time.Duration").ofMillis(int(timeout_s * 1000))
         self._producer.close(duration)
 
+
+
+def java_consumer_settings(config: ConsumerConfig, bootstrap: str, client_id: str, group_id: str) -> dict[str, str]:
+    """The Java client's properties for a scenario's consumer configuration
+    (:func:`epochlab.kafka.live.clients.consumer_settings` is librdkafka's). ``fetch_max_records``
+    is ``max.poll.records`` (ConsumerConfig.MAX_POLL_RECORDS_CONFIG: the most one ``poll``
+    returns); ``client_rack`` the broker id, each broker its own rack (KIP-392, as
+    ``LocalCluster`` sets ``broker.rack``); ``auto.offset.reset`` ``none`` is Kafka's own value
+    (``poll`` then raises NoOffsetForPartitionException, ``OffsetResetStrategy.NONE``).
+    ``enable.auto.commit`` is the scenario's value; the driver passes it off and commits in
+    ``poll`` itself, at the interval, as ``ConsumerCoordinator.maybeAutoCommitOffsetsAsync``
+    does."""
+    out = {
+        "bootstrap.servers": bootstrap, "client.id": client_id, "group.id": group_id,
+        "enable.auto.commit": str(bool(config.enable_auto_commit)).lower(),
+        "auto.commit.interval.ms": str(config.auto_commit_interval_ms),
+        "auto.offset.reset": config.auto_offset_reset, "isolation.level": config.isolation_level,
+        "max.poll.records": str(config.fetch_max_records), "fetch.max.wait.ms": str(config.fetch_max_wait_ms),
+        "metadata.max.age.ms": str(config.metadata_max_age_ms),
+        "key.deserializer": "org.apache.kafka.common.serialization.ByteArrayDeserializer",
+        "value.deserializer": "org.apache.kafka.common.serialization.ByteArrayDeserializer",
+    }
+    if config.client_rack is not None:
+        out["client.rack"] = str(config.client_rack)
+    return out
+
+
+class JavaRecordingConsumer:
+    """Kafka's Java consumer of release ``version`` assigned one partition (``assign``, no
+    group rebalancing), recording its polls and commits into ``history`` exactly as
+    :class:`~epochlab.kafka.live.clients.RecordingConsumer` does (same methods: ``poll``,
+    ``committed``, ``commit``, ``list_offsets``, ``read_to_end``, ``close``, and ``position``).
+
+    ``group_id``: the group whose committed offset it resumes from and commits to (the Java
+    consumer fetches it on its first ``poll`` after ``assign``, ``ConsumerCoordinator.
+    refreshCommittedOffsetsIfNeeded``, and falls back to ``auto.offset.reset`` without one);
+    without a group of the caller's it seeks to the beginning or the end at once, without a
+    group coordinator, as the librdkafka consumer does. Not thread-safe (neither is
+    ``KafkaConsumer``): one thread calls it. Without a ``fetch_from`` record for a consumer
+    with a rack: the Java client does not expose the replica it fetches from."""
+
+    def __init__(self, bootstrap: str, topic: str, history: History, config: ConsumerConfig | None = None,
+                 name: str = "consumer", partition: int = 0, group_id: str | None = None,
+                 version: str | None = None) -> None:
+        from epochlab.kafka.jars import DEFAULT_KAFKA_VERSION
+        from epochlab.kafka.jvm import ensure_jvm
+
+        self.config = config or ConsumerConfig(auto_offset_reset="earliest", enable_auto_commit=False)
+        self.topic, self.partition, self.name, self.history = topic, partition, name, history
+        self._jpype = jpype = ensure_jvm(version or DEFAULT_KAFKA_VERSION)
+        j = jpype.JClass
+        history.start_session(name)
+        self.group_id = group_id or f"epochlab-{uuid.uuid4().hex[:8]}"
+        props = j("java.util.Properties")()
+        for k, v in java_consumer_settings(self.config, bootstrap, name, self.group_id).items():
+            props.setProperty(k, v)
+        self._consumer = j("org.apache.kafka.clients.consumer.KafkaConsumer")(props)
+        self._tp = j("org.apache.kafka.common.TopicPartition")(topic, partition)
+        self._tps = j("java.util.List").of(self._tp)
+        self._offset_and_metadata = j("org.apache.kafka.clients.consumer.OffsetAndMetadata")
+        self._map_of = j("java.util.Map").of
+        self._set_of = j("java.util.Set").of
+        self._duration = j("java.time.Duration").ofMillis
+        self._errors = j("org.apache.kafka.common.protocol.Errors")
+        self._consumer.assign(self._tps)
+        if group_id is None:
+            if self.config.auto_offset_reset == "earliest":
+                self._consumer.seekToBeginning(self._tps)
+            else:
+                self._consumer.seekToEnd(self._tps)
+        self.position: int | None = None
+
+    def _ms(self, seconds: float) -> Any:
+        return self._duration(max(0, int(seconds * 1000)))
+
+    def _name(self, exc: Any) -> str:
+        """The protocol error name of a Java exception (``Errors.forException``); Kafka's
+        client-side exceptions without one (NoOffsetForPartitionException ...) by class name."""
+        name = str(self._errors.forException(exc).name())
+        return str(exc.getClass().getSimpleName()) if name == "UNKNOWN_SERVER_ERROR" else name
+
+    def poll(self, timeout_s: float = 1.0, quiet_s: float | None = None) -> list[tuple[int, int]]:
+        """One poll of up to ``fetch_max_records`` records, recorded as the librdkafka
+        consumer's (``invoke`` then ``ok`` with the ``[offset, value]`` pairs, or ``info`` with
+        the error). Without ``quiet_s`` one ``KafkaConsumer.poll`` that waits ``timeout_s``;
+        with it, polls are gathered until one brings nothing for ``quiet_s`` after a record
+        arrived, or ``timeout_s`` passes. Records past ``fetch_max_records`` in a gathered poll
+        are given back (``seek`` to the first one not taken)."""
+        self.history.record(self.name, "invoke", "poll")
+        limit = self.config.fetch_max_records
+        deadline = time.monotonic() + timeout_s
+        pairs: list[tuple[int, int]] = []
+        error = None
+        while len(pairs) < limit:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            wait = left if quiet_s is None else min(left, quiet_s if pairs else 0.1)
+            try:
+                records = list(self._consumer.poll(self._ms(wait)).records(self._tp))
+            except self._jpype.JException as exc:
+                error = error or self._name(exc)
+                time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+                continue
+            for i, record in enumerate(records):
+                offset = int(record.offset())
+                if len(pairs) == limit:
+                    self._consumer.seek(self._tp, offset)  # not taken: the next poll returns it
+                    break
+                self.position = offset + 1
+                raw = record.value()
+                try:
+                    pairs.append((offset, decode_value(None if raw is None else bytes(raw), "int64")))
+                except ValueError:  # not written by a recording producer: not in the history
+                    error = error or "NOT_AN_INTEGER_VALUE"
+            if quiet_s is None or (pairs and not records):
+                break
+        if error and not pairs:
+            self.history.record(self.name, "info", "poll", error=error)
+        else:
+            self.history.record(self.name, "ok", "poll", value=[[o, v] for o, v in pairs])
+        return pairs
+
+    def committed(self, timeout_s: float = 30.0) -> int | None:
+        """The group's committed offset (``None`` when there is none, or the coordinator did
+        not answer within ``timeout_s``)."""
+        try:
+            got = self._consumer.committed(self._set_of(self._tp), self._ms(timeout_s)).get(self._tp)
+        except self._jpype.JException:
+            return None
+        return None if got is None else int(got.offset())
+
+    def commit(self) -> bool:
+        """Commit the position after the last record polled (``commitSync``)."""
+        if self.position is None:
+            return False
+        self.history.record(self.name, "invoke", "commit", value=self.position)
+        try:
+            self._consumer.commitSync(self._map_of(self._tp, self._offset_and_metadata(self.position)))
+        except self._jpype.JException as exc:
+            self.history.record(self.name, "fail", "commit", value=self.position, error=self._name(exc))
+            return False
+        self.history.record(self.name, "ok", "commit", value=self.position)
+        return True
+
+    def list_offsets(self, spec: str = "latest", timeout_s: float = 60.0) -> int | None:
+        """ListOffsets at the leader: ``beginningOffsets`` or ``endOffsets`` (the last stable
+        offset for ``read_committed``: ``OffsetFetcher`` asks with the consumer's isolation
+        level), retried every 100 ms on an error for up to ``timeout_s``, recorded as the
+        librdkafka consumer's (``latest-committed`` for the LSO)."""
+        if spec not in ("latest", "earliest"):
+            raise ConfigError(f"list_offsets: spec must be 'latest' or 'earliest', got {spec!r}",
+                              where=self.name, field="spec", expected="latest or earliest", got=spec)
+        ask = self._consumer.beginningOffsets if spec == "earliest" else self._consumer.endOffsets
+        if spec == "latest" and self.config.isolation_level == "read_committed":
+            spec = "latest-committed"
+        self.history.record(self.name, "invoke", "list_offsets", value=spec)
+        deadline, error = time.monotonic() + timeout_s, "TIMEOUT"
+        while time.monotonic() < deadline:
+            try:
+                got = ask(self._tps, self._ms(max(0.1, min(5.0, deadline - time.monotonic())))).get(self._tp)
+            except self._jpype.JException as exc:
+                error = self._name(exc)
+                time.sleep(0.1)
+                continue
+            offset = int(got)
+            self.history.record(self.name, "ok", "list_offsets", value=[spec, offset])
+            return offset
+        self.history.record(self.name, "info", "list_offsets", value=spec, error=error)
+        return None
+
+    def read_to_end(self, timeout_s: float = 30.0) -> list[tuple[int, int]]:
+        """Poll until the consumer's position reaches the partition's end offset (as it is
+        when each poll returns nothing; the LSO for ``read_committed``) or ``timeout_s``
+        passes; every pair read. The position is ``KafkaConsumer.position``, past a trailing
+        transaction marker (the fetcher moves over control batches)."""
+        deadline = time.monotonic() + timeout_s
+        out: list[tuple[int, int]] = []
+        while time.monotonic() < deadline:
+            got = self.poll(0.5)
+            out += got
+            if got:
+                continue
+            try:
+                high = int(self._consumer.endOffsets(self._tps, self._ms(5)).get(self._tp))
+                position = int(self._consumer.position(self._tp, self._ms(5)))
+            except self._jpype.JException:  # no leader right now: poll again
+                continue
+            if high >= 0 and position >= high:
+                break
+        return out
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Close without committing (``enable.auto.commit`` is off in a run)."""
+        self._consumer.close(self._ms(timeout_s))

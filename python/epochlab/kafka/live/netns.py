@@ -80,6 +80,8 @@ def remove(state: dict[str, Any]) -> None:
     for n in state.get("nodes", []):
         if n.get("netns"):
             subprocess.run(["ip", "netns", "del", n["netns"]], capture_output=True, check=False)
+    if state.get("tag"):  # the link proxy's namespace (epochlab.kafka.live.proxy), if a run left one
+        subprocess.run(["ip", "netns", "del", f"el{state['tag']}-px"], capture_output=True, check=False)
     if state.get("bridge"):
         subprocess.run(["ip", "link", "del", state["bridge"]], capture_output=True, check=False)
 

@@ -187,7 +187,14 @@ class ZkCluster(LocalCluster):
     def __init__(self, directory: Any, brokers: int = 3, controllers: int = 1, version: str | None = None,
                  network: str = "auto", overrides: dict[str, str] | None = None,
                  jvm_options: tuple[str, ...] = JVM_OPTIONS, ready_timeout_s: float = 90.0,
-                 grace_s: float = 15.0, detach: bool = False) -> None:
+                 grace_s: float = 15.0, detach: bool = False, proxied_listeners: int = 0,
+                 lossy_brokers: tuple[int, ...] = ()) -> None:
+        # the link proxies' per-client listeners and the lossy log directories are wired into the
+        # KRaft start only: refused here, before anything starts
+        if proxied_listeners or lossy_brokers:
+            what = "delayed client links (Toxiproxy listeners)" if proxied_listeners else "power-loss crashes (lossy log directories)"
+            raise ConfigError(f"{what} are not supported on a ZooKeeper-mode cluster yet",
+                              where="--mode", field="mode", expected="kraft", got="zk")
         super().__init__(directory, brokers=brokers, controllers=1, version=version, network=network,
                          overrides=overrides, jvm_options=jvm_options, ready_timeout_s=ready_timeout_s,
                          grace_s=grace_s, detach=detach)

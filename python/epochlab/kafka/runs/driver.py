@@ -20,7 +20,9 @@ from epochlab.kafka.live.clients import History, RecordingConsumer, RecordingPro
 from epochlab.kafka.live.cluster import CLIENT, LocalCluster
 from epochlab.kafka.live.controller_admin import ControllerAdmin, controller_admin_available, elect_broker
 from epochlab.kafka.live.faults import Faults
-from epochlab.kafka.live.java_clients import JavaRecordingProducer
+from epochlab.kafka.live.java_clients import JavaRecordingConsumer, JavaRecordingProducer
+from epochlab.kafka.live.proxy import LinkProxies, client_proxy_port, latency_of
+from epochlab.kafka.runs.links import node_ids, proxy_plan
 from epochlab.kafka.runs.state import RealView
 from epochlab.observe import Observer, Snapshot, StepRecord
 from epochlab.scenarios.model import Scenario
@@ -40,13 +42,18 @@ class Driver:
     def __init__(self, scenario: Scenario, cluster: LocalCluster, topic: str, replicas: tuple[int, ...],
                  client: str = "librdkafka") -> None:
         self.scenario, self.cluster, self.topic, self.replicas = scenario, cluster, topic, replicas
-        #: the producers' client: ``librdkafka`` (confluent-kafka) or ``java`` (Kafka's own)
+        #: the clients' family, producers and consumers alike: ``librdkafka`` (confluent-kafka)
+        #: or ``java`` (Kafka's own, of the cluster's release)
         self.client = client
         uses_txn = any(c.get("transactional.id") or c.get("transactional_id")
                        for c in scenario.producers.values())
         self.view = RealView(cluster, topic, replicas, with_lso=uses_txn)
         self.brokers = ClusterConfig.from_dict(scenario.cluster, f"{scenario.where}: cluster").brokers
         self.faults = Faults(cluster)
+        node_links, proxied = proxy_plan(scenario, cluster.broker_ids, cluster.controller_ids)
+        #: the links the scenario delays, proxied from the start of the run (started by :meth:`run`)
+        self.proxies = LinkProxies(cluster, node_links, proxied) if node_links or proxied else None
+        self.faults.proxies = self.proxies
         self.partition_cuts: set[tuple[Any, Any]] = set()
         self.link_cuts: set[tuple[Any, Any]] = set()
         self.groups: list[list[Any]] | None = None
@@ -56,8 +63,11 @@ class Driver:
         self.consumer_cfgs = {n: ConsumerConfig.from_dict(c, f"{where}: consumers.{n}")
                               for n, c in scenario.consumers.items()}
         self.producers: dict[str, RecordingProducer] = {}
-        self.consumers: dict[str, RecordingConsumer] = {}
+        self.consumers: dict[str, RecordingConsumer | JavaRecordingConsumer] = {}
         self.last_commit: dict[str, float] = {}
+        #: consumers a ``crash_consumer`` stopped: down until ``restart_consumer``, as the
+        #: model's (``sim.consumer.Consumer.crash``: poll, commit and list_offsets do nothing)
+        self.crashed_consumers: set[str] = set()
         self.history = History()
         self.observer = Observer()
         self.timeline: list[tuple[int, int | None, int | None, tuple[int, ...], bool]] = []
@@ -111,6 +121,7 @@ class Driver:
             self.controller_admin()  # its JVM starts in seconds: not inside the run's windows
         late = {n for s in self.scenario.steps if s.action == "partition"
                 for n in self._split_clients(s.params["groups"])}
+        late |= self._later_sessions()
         for name in self.producer_cfgs:
             if name not in late:
                 self.producer(name)
@@ -119,12 +130,30 @@ class Driver:
                 _prime_group(self.cluster.bootstrap_servers, self.topic, f"{self.topic}-{name}")
                 self.consumer(name).committed(30.0)
 
+    def _later_sessions(self) -> set[str]:
+        """Transactional producers that share their ``transactional.id`` with a producer
+        listed before them: a new session of the same id (seed 001's zombie fencing). Its
+        ``init_transactions`` fences the earlier session (InitProducerId bumps the epoch), so
+        it is created at first use; the model's transactional producer also asks for its
+        producer id only at its first transaction (``sim/producer.py``, ``_drain``)."""
+        seen: set[str] = set()
+        out: set[str] = set()
+        for name, cfg in self.producer_cfgs.items():
+            tid = cfg.transactional_id
+            if tid is not None:
+                if tid in seen:
+                    out.add(name)
+                seen.add(tid)
+        return out
+
     def _split_clients(self, groups: list[list[Any]]) -> set[str]:
         names = set(self.producer_cfgs) | set(self.consumer_cfgs)
         sides = [{n for n in g if n in names} for g in groups]
         return set().union(*sides) if sum(1 for s in sides if s) > 1 else set()
 
     def run(self) -> None:
+        if self.proxies is not None:
+            self.proxies.start()  # before the clients: they bootstrap through it
         self.start_clients()
         warm, self.history = self.history, History()  # the run's clock starts now
         self.history.idempotent |= warm.idempotent
@@ -169,32 +198,48 @@ class Driver:
                           "the election", where="elect", field="broker", expected="a connected broker", got=None)
 
     def close(self) -> None:
-        if self._controller_admin is not None:
-            self._controller_admin.close()
-            self._controller_admin = None
-        for c in self.consumers.values():
-            c.close()
-        for p in self.producers.values():
-            if isinstance(p, JavaRecordingProducer):
-                p.close(5)  # its I/O thread would go on retrying
-            else:
-                p.flush(5)
-        self.consumers.clear()
-        self.producers.clear()
-        if self.cuts():
-            self.faults.set_cuts(set())
+        """Close the clients, remove the cuts, stop the link proxies (the last two also when
+        closing a client fails)."""
+        from confluent_kafka import KafkaException
+
+        try:
+            if self._controller_admin is not None:
+                self._controller_admin.close()
+                self._controller_admin = None
+            for c in self.consumers.values():
+                c.close()
+            for p in self.producers.values():
+                if isinstance(p, JavaRecordingProducer):
+                    p.close(5)  # its I/O thread would go on retrying
+                else:
+                    try:
+                        p.flush(5)
+                    except KafkaException:  # a fenced transactional producer is fatal: nothing to flush
+                        pass
+            self.consumers.clear()
+            self.producers.clear()
+        finally:
+            try:
+                if self.cuts():
+                    self.faults.set_cuts(set())
+            finally:
+                if self.proxies is not None:
+                    self.proxies.stop()
 
     # -- clients ----------------------------------------------------------------------------
     def bootstrap_for(self, client: str) -> str:
         """All brokers, or during a partition that splits the clients, the brokers of the
         client's group (a client's only way to be "on one side": they share one address)."""
         brokers = self.cluster.broker_ids
+        proxied = self.proxies.clients.get(client) if self.proxies is not None else None
         if self.groups is not None and self._clients_split():
             side = next((g for g in self.groups if client in g), None)
             if side is not None:
                 brokers = [b for b in side if isinstance(b, int)] or brokers
                 self.notes.append(f"{client} created during a partition that separates the clients: it "
                                   f"bootstraps from brokers {brokers} only")
+        if proxied is not None and self.proxies is not None:  # its listener, advertised at the proxy
+            return ",".join(f"{self.proxies.host}:{client_proxy_port(proxied, b)}" for b in brokers)
         return ",".join(self.cluster.nodes[b].address for b in brokers)
 
     def producer(self, name: str) -> Any:
@@ -208,15 +253,20 @@ class Driver:
                                                          self.producer_cfgs[name], name=name, value_format="int64")
         return self.producers[name]
 
-    def consumer(self, name: str) -> RecordingConsumer:
+    def consumer(self, name: str) -> RecordingConsumer | JavaRecordingConsumer:
         if name not in self.consumers:
             cfg = self.consumer_cfgs[name]
-            # the scenario's settings, every one of them, with librdkafka's own auto-commit off
-            # (the driver commits as the Java consumer does, in poll)
+            # the scenario's settings, every one of them, with the client's own auto-commit off
+            # (the driver commits as the Java consumer does, in poll: the same for both clients)
             real_cfg = dataclasses.replace(cfg, enable_auto_commit=False)
-            self.consumers[name] = RecordingConsumer(self.bootstrap_for(name), self.topic, self.history, real_cfg,
-                                                     name=name, group_id=f"{self.topic}-{name}",
-                                                     value_format="int64")
+            if self.client == "java":
+                self.consumers[name] = JavaRecordingConsumer(self.bootstrap_for(name), self.topic, self.history,
+                                                             real_cfg, name=name, group_id=f"{self.topic}-{name}",
+                                                             version=self.cluster.version)
+            else:
+                self.consumers[name] = RecordingConsumer(self.bootstrap_for(name), self.topic, self.history,
+                                                         real_cfg, name=name, group_id=f"{self.topic}-{name}",
+                                                         value_format="int64")
             self.last_commit[name] = time.monotonic()
         return self.consumers[name]
 
@@ -298,6 +348,8 @@ def flush(d: Driver, p: dict[str, Any]) -> str:
 
 def consume(d: Driver, p: dict[str, Any]) -> str:
     name = p["consumer"]
+    if name in d.crashed_consumers:
+        return "polled nothing (the consumer is down)"
     c = d.consumer(name)
     cfg = d.consumer_cfgs[name]
     # The Java consumer auto-commits inside poll(), the position before this poll's fetch,
@@ -310,23 +362,29 @@ def consume(d: Driver, p: dict[str, Any]) -> str:
 
 
 def list_offsets(d: Driver, p: dict[str, Any]) -> str:
+    if p["consumer"] in d.crashed_consumers:
+        return "nothing asked (the consumer is down)"
     got = d.consumer(p["consumer"]).list_offsets(p["spec"])
     return f"the {p['spec']} offset is {got}" if got is not None else f"no {p['spec']} offset within 60 s"
 
 
 def commit(d: Driver, p: dict[str, Any]) -> str:
+    if p["consumer"] in d.crashed_consumers:
+        return "nothing to commit (the consumer is down)"
     return "committed" if d.consumer(p["consumer"]).commit() else "nothing to commit / commit failed"
 
 
 def crash_consumer(d: Driver, p: dict[str, Any]) -> str:
     c = d.consumers.pop(p["consumer"], None)
     if c is not None:
-        c.close()  # librdkafka's auto-commit is off: closing commits nothing
+        c.close()  # the client's own auto-commit is off: closing commits nothing
+    d.crashed_consumers.add(p["consumer"])
     return "dropped without a commit"
 
 
 def restart_consumer(d: Driver, p: dict[str, Any]) -> str:
     crash_consumer(d, p)
+    d.crashed_consumers.discard(p["consumer"])
     d.consumer(p["consumer"])  # a known name: the history records ``info restart``
     return "new session, from the committed offset"
 
@@ -336,7 +394,7 @@ def restart_producer(d: Driver, p: dict[str, Any]) -> str:
     if isinstance(old, JavaRecordingProducer):
         old.close(0)  # what it still had in flight ends as the model's PRODUCER_RESTARTED does
     elif old is not None:
-        old.flush(0)
+        old.abandon()  # likewise: purged, every outstanding send gets its outcome
     d.producer(p["producer"])
     return "new producer session"
 
@@ -349,6 +407,9 @@ def crash(d: Driver, p: dict[str, Any]) -> str:
         return "already down"
     pid = d.faults.kill(p["broker"])
     d.faults.drop_sockets(p["broker"])  # the model's crash takes the machine's sockets along
+    if p.get("lose_unflushed"):  # a power cut: the disk keeps only what was fsynced
+        files = d.cluster.power_loss(p["broker"])
+        return f"SIGKILL pid {pid}, its sockets aborted, power cut: {files} files back to their last fsync"
     return f"SIGKILL pid {pid}, its sockets aborted"
 
 
@@ -394,6 +455,8 @@ SHUTDOWN_LIMIT_S = 60.0
 
 
 def set_link(d: Driver, p: dict[str, Any]) -> str:
+    """Cut or restore the pair (``drop`` 1 / 0); with ``delay_ms`` also set the proxied
+    links' latency, both streams (the model's link delay holds both ways)."""
     pairs = {(x, y) for x in d.endpoint(p["a"]) for y in d.endpoint(p["b"]) if x != y}
     pairs |= {(y, x) for x, y in pairs}
     if p["drop"] == 1.0:
@@ -401,7 +464,39 @@ def set_link(d: Driver, p: dict[str, Any]) -> str:
     else:
         d.link_cuts -= pairs
     d.faults.set_cuts(d.cuts())
-    return "cut" if p["drop"] == 1.0 else "restored"
+    outcome = "cut" if p["drop"] == 1.0 else "restored"
+    if p.get("delay_ms") is not None:
+        assert d.proxies is not None  # planned from the scenario (epochlab.kafka.runs.links)
+        latency, jitter = latency_of(p["delay_ms"])
+        links = _links_between(d, p["a"], p["b"]) | _links_between(d, p["b"], p["a"])
+        for link in sorted(links, key=str):
+            for stream in ("upstream", "downstream"):
+                d.proxies.set_latency(link, stream, latency, jitter, reason="link")
+        outcome += f", {len(links)} proxied connection(s) delayed {latency} +- {jitter} ms each way"
+    return outcome
+
+
+def _links_between(d: Driver, initiator: Any, acceptor: Any) -> set[tuple[Any, int]]:
+    """The proxied directed links from scenario node ``initiator`` to ``acceptor``."""
+    assert d.proxies is not None
+    cl = d.cluster
+    targets = node_ids(acceptor, cl.broker_ids, cl.controller_ids)
+    if initiator in d.proxies.clients:
+        return {(initiator, b) for b in targets if b in cl.broker_ids}
+    return {(x, y) for x in node_ids(initiator, cl.broker_ids, cl.controller_ids) for y in targets if x != y}
+
+
+def slow_follower(d: Driver, p: dict[str, Any]) -> str:
+    """Delay what the follower sends on its connections to every other broker (its fetch
+    requests) by ``extra_delay_ms``, on top of any link delay; 0 removes it. The model adds
+    the delay to each fetch request the broker sends (``Network.send``, ``kind == "fetch"``)."""
+    assert d.proxies is not None  # planned from the scenario (epochlab.kafka.runs.links)
+    f, extra = p["broker"], int(p["extra_delay_ms"])
+    links = [(f, b) for b in d.cluster.broker_ids if b != f]
+    for link in links:
+        d.proxies.set_latency(link, "upstream", extra, reason="slow")
+    return f"fetches of broker {f} to brokers {[b for _, b in links]} delayed {extra} ms" if extra else \
+        f"broker {f}'s fetches no longer slowed"
 
 
 def isolate(d: Driver, p: dict[str, Any]) -> str:

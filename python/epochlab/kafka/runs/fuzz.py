@@ -18,6 +18,13 @@ no lossy crash, an acknowledged write missing at the end is a durability violati
 side; duplicates are allowed (the producer is not idempotent). Every run keeps its directory
 (step table, timeline, history, the real and model summaries) and its ``schedule.json``, which
 ``epochlab replay`` replays on the model byte for byte.
+
+``client``: the client family of every producer and consumer of a run (``librdkafka`` or
+``java``, :data:`epochlab.kafka.runs.scenario.CLIENTS`), or ``both``: each schedule runs twice on
+the cluster, with librdkafka's clients then with Kafka's Java clients (``run-NNN-librdkafka``,
+``run-NNN-java``), each compared with the model standing for that client
+(:func:`epochlab.kafka.runs.compare.model_scenario`); the summary gives each client's share of
+runs whose real data outcome the model reproduces (:func:`reproduced`).
 """
 
 from __future__ import annotations
@@ -33,7 +40,11 @@ from epochlab.fuzz.generator import FAULT_CLASSES, FuzzProfile, generate_schedul
 from epochlab.fuzz.schedule import Schedule
 from epochlab.kafka.runs.scenario import GENERATION
 
-__all__ = ["REAL_FAULT_CLASSES", "KafkaFuzzRun", "real_profile", "schedule_scenario", "fuzz_cluster"]
+__all__ = ["FUZZ_CLIENTS", "REAL_FAULT_CLASSES", "KafkaFuzzRun", "real_profile", "reexamine", "reproduced",
+           "schedule_scenario", "fuzz_cluster"]
+
+#: ``--client`` choices: one client family, or each schedule with both.
+FUZZ_CLIENTS = ("librdkafka", "java", "both")
 
 #: The generator's fault classes a live cluster here can take, with their usual weights; the
 #: others are off (link delays and partial loss need netem, lossy crashes a forgetting
@@ -110,9 +121,11 @@ class KafkaFuzzRun:
     #: outcome (:func:`data_outcome`): > 0, nondeterminism both show; 0, a model defect or a
     #: timing the model does not reach
     model_seeds_matching: int | None = None
+    #: the client family of the run's producers and consumers
+    client: str = "librdkafka"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"index": self.index, "seed": self.seed, "directory": str(self.directory),
+        return {"index": self.index, "seed": self.seed, "client": self.client, "directory": str(self.directory),
                 "seconds": round(self.seconds, 1), "real": {"lost": self.real_lost, "duplicated": self.real_duplicated},
                 "model": {"lost": self.model_lost, "duplicated": self.model_duplicated},
                 "agree": self.agree, "differences": self.differences, "error": self.error,
@@ -120,17 +133,30 @@ class KafkaFuzzRun:
                 "model_seeds": MODEL_SEEDS if self.model_seeds_matching is not None else None}
 
 
+def reproduced(run: KafkaFuzzRun) -> bool | None:
+    """Whether the model reproduces ``run``'s real data outcome: the run agrees (no outcome
+    difference with the model's default seed), or one of :data:`MODEL_SEEDS` model seeds gives
+    it; ``None`` for a run that did not run."""
+    if run.error is not None:
+        return None
+    return run.agree or bool(run.model_seeds_matching)
+
+
 def fuzz_cluster(cluster: Any, runs: int, seed: int, out: Path, actions: int = 15,
                  seconds: float | None = None,
                  progress: Callable[[KafkaFuzzRun], None] | None = None,
                  client: str = "librdkafka") -> list[KafkaFuzzRun]:
     """Run up to ``runs`` schedules (fewer when ``seconds`` run out) on ``cluster`` with
-    ``client``'s producers (``epochlab.kafka.runs.scenario.CLIENTS``); each run's directory and
-    ``schedule.json`` go under ``out/run-NNN``; ``out/summary.json`` is rewritten after every
-    run, so a stopped campaign keeps what it measured."""
-    import random
+    ``client``'s producers and consumers (:data:`FUZZ_CLIENTS`; ``both``: each schedule with
+    librdkafka's, then with Java's); each run's directory and ``schedule.json`` go under
+    ``out/run-NNN`` (``out/run-NNN-<client>`` with ``both``); ``out/summary.json`` is rewritten
+    after every run, so a stopped campaign keeps what it measured."""
+    if client not in FUZZ_CLIENTS:
+        from epochlab.errors import ConfigError
 
-    from epochlab.kafka.runs.pipeline import execute
+        raise ConfigError(f"--client: expected one of {', '.join(FUZZ_CLIENTS)}, got {client!r}",
+                          where="--client", field="client", expected=list(FUZZ_CLIENTS), got=client)
+    import random
 
     out.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
@@ -142,29 +168,39 @@ def fuzz_cluster(cluster: Any, runs: int, seed: int, out: Path, actions: int = 1
             break
         run_seed = rng.randrange(2**31)
         schedule = generate_schedule(run_seed, GENERATION, profile)
-        directory = out / f"run-{index:03d}"
-        t0 = time.monotonic()
-        code, payload = execute(schedule_scenario(schedule, f"kafka-fuzz-{index:03d}"), cluster, True, directory,
-                                client=client)
-        directory.mkdir(parents=True, exist_ok=True)
-        schedule.save(directory / "schedule.json")
-        if code == 2:
-            run = KafkaFuzzRun(index, run_seed, directory, time.monotonic() - t0, [], [], [], [], False,
-                               error="; ".join(payload.get("why", [])) or "not runnable")
-        else:
-            real, model = payload["real"], payload["model"]
-            outcome = [d for d in payload["differences"] if d["kind"] == "outcome"]
-            run = KafkaFuzzRun(index, run_seed, directory, time.monotonic() - t0, list(real["lost"]),
-                               list(model["lost"]), list(real["duplicated"]), list(model["duplicated"]),
-                               not outcome, outcome)
-            if outcome:
-                scenario = schedule_scenario(schedule, f"kafka-fuzz-{index:03d}")
-                run.model_seeds_matching = model_seeds_matching(scenario, real, real["settings"], MODEL_SEEDS, client)
-        done.append(run)
-        _write_summary(out, seed, profile, done, time.monotonic() - start, client)
-        if progress is not None:
-            progress(run)
+        for each in (("librdkafka", "java") if client == "both" else (client,)):
+            directory = out / (f"run-{index:03d}-{each}" if client == "both" else f"run-{index:03d}")
+            run = _one_run(cluster, schedule, run_seed, index, directory, each)
+            done.append(run)
+            _write_summary(out, seed, profile, done, time.monotonic() - start, client)
+            if progress is not None:
+                progress(run)
     return done
+
+
+def _one_run(cluster: Any, schedule: Schedule, run_seed: int, index: int, directory: Path,
+             client: str) -> KafkaFuzzRun:
+    """``schedule`` on the cluster with ``client``'s clients and on the model standing for
+    that client; the model's seeds when their outcomes differ."""
+    from epochlab.kafka.runs.pipeline import execute
+
+    t0 = time.monotonic()
+    code, payload = execute(schedule_scenario(schedule, f"kafka-fuzz-{index:03d}"), cluster, True, directory,
+                            client=client)
+    directory.mkdir(parents=True, exist_ok=True)
+    schedule.save(directory / "schedule.json")
+    if code == 2:
+        return KafkaFuzzRun(index, run_seed, directory, time.monotonic() - t0, [], [], [], [], False,
+                            error="; ".join(payload.get("why", [])) or "not runnable", client=client)
+    real, model = payload["real"], payload["model"]
+    outcome = [d for d in payload["differences"] if d["kind"] == "outcome"]
+    run = KafkaFuzzRun(index, run_seed, directory, time.monotonic() - t0, list(real["lost"]),
+                       list(model["lost"]), list(real["duplicated"]), list(model["duplicated"]),
+                       not outcome, outcome, client=client)
+    if outcome:
+        scenario = schedule_scenario(schedule, f"kafka-fuzz-{index:03d}")
+        run.model_seeds_matching = model_seeds_matching(scenario, real, real["settings"], MODEL_SEEDS, client)
+    return run
 
 
 def data_outcome(summary: dict[str, Any]) -> tuple[Any, ...]:
@@ -185,6 +221,21 @@ def model_seeds_matching(scenario: Any, real: dict[str, Any], settings: dict[str
                for seed in range(1, seeds + 1))
 
 
+def reexamine(directory: Path, client: str, cluster: dict[str, Any] | None = None, seeds: int = MODEL_SEEDS) -> int:
+    """Of model seeds ``1..seeds``, how many give the real data outcome kept in a run
+    ``directory`` (``real.json``, ``schedule.json``), the model standing for ``client`` with the
+    cluster's settings as the run had them plus ``cluster`` (scenario names: for instance the
+    broker start time this machine showed, ``{"broker_startup_ms": [9000, 16000]}``): whether a
+    timing the model's defaults do not reach explains a run no default seed reproduces."""
+    from epochlab.fuzz.schedule import load_schedule
+
+    real = json.loads((directory / "real.json").read_text())
+    scenario = schedule_scenario(load_schedule(directory / "schedule.json"), directory.name)
+    if cluster:
+        scenario = replace(scenario, cluster={**scenario.cluster, **cluster})
+    return model_seeds_matching(scenario, real, real["settings"], seeds, client)
+
+
 def _write_summary(out: Path, seed: int, profile: FuzzProfile, done: list[KafkaFuzzRun], seconds: float,
                    client: str = "librdkafka") -> None:
     summary = {
@@ -195,8 +246,25 @@ def _write_summary(out: Path, seed: int, profile: FuzzProfile, done: list[KafkaF
         "disagreements": [r.index for r in done if not r.agree and r.error is None],
         "unexplained": [r.index for r in done if r.model_seeds_matching == 0],
         "errors": [r.index for r in done if r.error is not None],
+        "per_client": _per_client(done),
         "per_run": [r.to_dict() for r in done],
     }
     tmp = out / "summary.json.tmp"
     tmp.write_text(json.dumps(summary, sort_keys=True, indent=2, default=str) + "\n")
     tmp.replace(out / "summary.json")
+
+
+def _per_client(done: list[KafkaFuzzRun]) -> dict[str, dict[str, Any]]:
+    """Per client family: runs that ran, how many of them the model reproduces
+    (:func:`reproduced`), the share, and the indexes of the others."""
+    out: dict[str, dict[str, Any]] = {}
+    for client in dict.fromkeys(r.client for r in done):
+        ran = [r for r in done if r.client == client and r.error is None]
+        yes = [r for r in ran if reproduced(r)]
+        out[client] = {"runs": len(ran), "reproduced": len(yes),
+                       "share": round(len(yes) / len(ran), 3) if ran else None,
+                       "not_reproduced": [r.index for r in ran if not reproduced(r)],
+                       "real_violations": [r.index for r in ran if r.real_lost],
+                       "model_violations": [r.index for r in ran if r.model_lost],
+                       "errors": [r.index for r in done if r.client == client and r.error is not None]}
+    return out

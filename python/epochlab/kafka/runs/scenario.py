@@ -13,14 +13,18 @@ Mapping (``docs/kafka-run.md`` has the table and what differs from the model):
 =================== ==========================================================================
 action              real operation
 =================== ==========================================================================
-produce / flush     ``RecordingProducer.send`` per value / ``flush``
-consume / commit    ``RecordingConsumer.poll`` (fetches until quiet) / synchronous commit;
+produce / flush     the producer's ``send`` per value / ``flush`` (``RecordingProducer`` or
+                    ``JavaRecordingProducer``, consumers likewise, with ``--client``)
+consume / commit    the consumer's ``poll`` (fetches until quiet) / synchronous commit;
                     auto-commit as the Java client does it: in ``poll``, once per interval
 crash / restart     SIGKILL and abort its sockets (a machine crash) / start again
 partition / heal    nft cuts between the groups (the scenario's unlisted nodes form one more
                     group, as in the model) / remove the partition's cuts (dropped links stay)
 isolate             the broker cut from every other node and the harness
 set_link drop 1/0   cut / uncut the pair (both ways)
+set_link delay_ms   Toxiproxy latency on the pair's proxied connections, both directions
+                    (:mod:`epochlab.kafka.live.proxy`, planned by :mod:`epochlab.kafka.runs.links`)
+slow_follower       Toxiproxy latency on what the follower sends to the other brokers
 controlled_shutdown SIGTERM and wait
 elect_preferred     Admin ``electLeaders(PREFERRED)`` at the controllers
 elect               the replicas reordered with the broker first, ``electLeaders(PREFERRED)``
@@ -30,14 +34,21 @@ wait / wait_until   sleep / poll the condition through the Admin API and the dat
 transactions        ``begin`` / ``commit`` / ``abort`` (commit blocks until it has an outcome)
 crash_consumer      drop the consumer without a commit; ``restart_consumer``: a new one in the
                     same group, from the committed offset
-list_offsets        ``RecordingConsumer.list_offsets`` (librdkafka's ``query_watermark_offsets``,
-                    retried until answered; it blocks, the model's answer comes later)
+list_offsets        the consumer's ``list_offsets`` (librdkafka's ``query_watermark_offsets``, the
+                    Java ``endOffsets``/``beginningOffsets``, retried until answered; it blocks,
+                    the model's answer comes later)
 =================== ==========================================================================
 
+``crash`` with ``lose_unflushed`` is a power cut: the broker's log directory is on the lossy
+filesystem (:mod:`epochlab.kafka.live.lossyfs`, decided up front by :func:`lossy_brokers`), the
+step SIGKILLs the JVM, aborts its sockets, then cuts the filesystem's power (every write not
+fsynced is lost) and mounts it again before a restart.
+
 Not mapped (the scenario is *not runnable on real Kafka*, :func:`unmappable` says why):
-``crash`` with ``lose_unflushed`` (a SIGKILL keeps the page cache), ``set_link`` with a delay,
-a fractional drop or duplicates (the kernel here has no netem), ``slow_follower``, the
-coordinator actions; ``elect`` on a release before 3.7.
+``set_link`` with a fractional drop or duplicates (the kernel here has no netem), the
+coordinator actions; ``elect`` on a release before 3.7. Link delays and slow followers need
+Toxiproxy (``scripts/kafka-proxy-setup``), power cuts the lossy filesystem
+(``scripts/kafka-fuse-setup``), each refused up front when missing.
 """
 
 from __future__ import annotations
@@ -50,10 +61,13 @@ from typing import Any
 
 from epochlab.errors import ConfigError
 from epochlab.kafka.live.clients import History, KafkaAdmin
+from epochlab.kafka.live import lossyfs
 from epochlab.kafka.live.cluster import LocalCluster
 from epochlab.kafka.live.controller_admin import controller_admin_available
 from epochlab.kafka.live.faults import firewall_available
+from epochlab.kafka.live.proxy import proxy_missing
 from epochlab.kafka.runs.driver import Driver
+from epochlab.kafka.runs.links import delayed_clients, uses_proxy
 from epochlab.kafka.runs.state import DiskReplica
 from epochlab.observe import Observer, StepRecord
 from epochlab.scenarios.expectations import Check, Facts, evaluate
@@ -63,7 +77,7 @@ from epochlab.sim.config import ClusterConfig
 from epochlab.steps import STEPS, Unmapped
 
 __all__ = ["BROKER_SETTINGS", "GENERATION", "JAVA_ERROR_NAMES", "NOT_EVALUABLE", "RealRun", "broker_overrides", "cluster_settings",
-           "restore", "run_on_cluster", "unmappable"]
+           "lossy_brokers", "restore", "run_on_cluster", "unmappable"]
 
 #: The protocol generation a current Kafka release (4.x) implements.
 GENERATION = "strict-min-isr"
@@ -72,6 +86,10 @@ GENERATION = "strict-min-isr"
 JAVA_ERROR_NAMES = {
     "_TRANSPORT": "NETWORK_EXCEPTION",        # the connection broke with the request in flight
     "_TIMED_OUT": "REQUEST_TIMED_OUT",        # no response within request.timeout.ms
+    # a transactional producer fenced by a newer session: librdkafka folds the broker's
+    # INVALID_PRODUCER_EPOCH and PRODUCER_FENCED into one local error (rdkafka_txnmgr.c,
+    # rd_kafka_txn_normalize_err); the Java client throws ProducerFencedException
+    "_FENCED": "PRODUCER_FENCED",
 }
 #: Expectation kinds the real run cannot judge, and why.
 NOT_EVALUABLE = {"event_seen": "a real run has no engine event log (the brokers' server.log is not mapped "
@@ -81,14 +99,18 @@ NOT_EVALUABLE = {"event_seen": "a real run has no engine event log (the brokers'
 def unmappable(scenario: Scenario, cluster: LocalCluster | None = None) -> list[str]:
     """Why ``scenario`` cannot run faithfully on a real cluster (empty: it can)."""
     why = []
+    lossy_fs = lossyfs.available() if lossy_brokers(scenario) else None
     for step in scenario.steps:
         p, where = step.params, f"step {step.index + 1} ({step.describe()})"
         if step.action == "crash" and p.get("lose_unflushed"):
-            why.append(f"{where}: a power loss needs a filesystem that drops unsynced writes; SIGKILL "
-                       "keeps the page cache")
+            if lossy_fs is not None:
+                why.append(f"{where}: a power loss needs the lossy filesystem: {lossy_fs}")
+            elif cluster is not None and p["broker"] not in cluster.lossy_mounted:
+                why.append(f"{where}: broker {p['broker']}'s log directory is not on a lossy filesystem this "
+                           "process mounted (let `epochlab kafka run` start the cluster, without --cluster-dir)")
         elif step.action == "set_link":
-            if p.get("delay_ms") is not None:
-                why.append(f"{where}: link delays need netem, which this kernel lacks")
+            if p.get("delay_ms") is not None and "coordinator" in (p["a"], p["b"]):
+                why.append(f"{where}: the coordinator is a broker chosen by Kafka, its link cannot be proxied")
             if p.get("duplicate"):
                 why.append(f"{where}: duplicated packets need netem")
             if p.get("drop") not in (0.0, 1.0, 0, 1):
@@ -106,10 +128,13 @@ def unmappable(scenario: Scenario, cluster: LocalCluster | None = None) -> list[
     if cfg.kafka_release is not None:
         why.append(f"kafka.release {cfg.kafka_release}: the model follows that release's rules; a real "
                    "cluster runs its own release's")
-    uses_links = any(s.action in ("partition", "heal", "isolate", "set_link") for s in scenario.steps)
+    uses_links = any(s.action in ("partition", "heal", "isolate", "set_link", "slow_follower") for s in scenario.steps)
     link_tools = firewall_available() if uses_links else None
     if link_tools is not None:  # refused before any broker starts, naming what installs it
         why.append(f"its link faults cannot be applied on this machine: {link_tools}")
+    proxy_tools = proxy_missing() if uses_proxy(scenario) and link_tools is None else None
+    if proxy_tools is not None:  # delays and slow followers go through Toxiproxy (epochlab.kafka.live.proxy)
+        why.append(f"its delayed links cannot be applied on this machine: {proxy_tools}")
     if cluster is not None:
         missing = [b for b in cfg.brokers if b not in cluster.broker_ids]
         if missing:
@@ -119,6 +144,10 @@ def unmappable(scenario: Scenario, cluster: LocalCluster | None = None) -> list[
                        f"(this cluster's have none; start one for the scenario: {RACK_AWARE_SELECTOR})")
         if uses_links and link_tools is None and cluster.network != "netns":
             why.append("link faults need the cluster's netns network (root and nft)")
+        clients = delayed_clients(scenario)
+        if len(clients) > cluster.proxied_listeners:
+            why.append(f"delaying the links of clients {clients} needs brokers with {len(clients)} proxied "
+                       f"listener(s) (this cluster's have {cluster.proxied_listeners}; start one for the scenario)")
     return why
 
 
@@ -159,6 +188,13 @@ BROKER_SETTINGS = {
 }
 
 
+def lossy_brokers(scenario: Scenario) -> tuple[int, ...]:
+    """The brokers a ``crash`` with ``lose_unflushed`` hits: their log directories go on the
+    lossy filesystem."""
+    return tuple(sorted({s.params["broker"] for s in scenario.steps
+                         if s.action == "crash" and s.params.get("lose_unflushed")}))
+
+
 def broker_overrides(scenario: Scenario) -> dict[str, str]:
     """``server.properties`` entries that give a cluster the scenario's broker settings (the
     model's defaults where it sets none), for a cluster started for this scenario."""
@@ -171,7 +207,19 @@ def cluster_overrides(cluster: dict[str, Any], where: str = "cluster") -> dict[s
     out = {prop: str(getattr(cfg, name)) for name, prop in BROKER_SETTINGS.items()}
     if cfg.replica_selector_class is not None:  # KIP-392; the brokers' racks are their ids
         out["replica.selector.class"] = RACK_AWARE_SELECTOR
+    if cfg.flush_interval_ms is not None:
+        # a topic's flush.ms acts only when LogManager's "kafka-log-flusher" task runs
+        # (flushDirtyLogs, every log.flush.scheduler.interval.ms, default Long.MAX_VALUE: never),
+        # and that task first runs log.initial.task.delay.ms (30 s) after the broker started;
+        # the model's flush timer runs from the start
+        out["log.flush.scheduler.interval.ms"] = str(FLUSH_CHECK_MS)
+        out["log.initial.task.delay.ms"] = "0"
     return out
+
+
+#: How often the brokers check whether a log's ``flush.ms`` has passed, when the scenario
+#: sets ``flush.interval.ms``: a log is fsynced within this long after its interval.
+FLUSH_CHECK_MS = 100
 
 
 #: the class ``replica.selector.class = "RackAwareReplicaSelector"`` names
@@ -203,14 +251,14 @@ def _topic_configs(cfg: ClusterConfig) -> dict[str, str]:
     return out
 
 
-#: The producer clients a live run can use.
+#: The client families a live run can use, for its producers and consumers alike.
 CLIENTS = ("librdkafka", "java")
 
 
 def run_on_cluster(scenario: Scenario, cluster: LocalCluster, generation: str = GENERATION,
                    client: str = "librdkafka") -> RealRun:
     """Run ``scenario`` on ``cluster`` (running, with the scenario's brokers) in a topic of its
-    own, its producers ``client``'s (:data:`CLIENTS`; consumers are librdkafka's); raises
+    own, its producers and consumers ``client``'s (:data:`CLIENTS`); raises
     :class:`ConfigError` when :func:`unmappable` has reasons."""
     if client not in CLIENTS:
         raise ConfigError(f"--client: expected one of {', '.join(CLIENTS)}, got {client!r}", where="--client",

@@ -1,0 +1,77 @@
+"""``epochlab kafka fuzz`` summary per client family (``--client both``), without a cluster:
+which runs count as reproduced by the model, the per-client shares, the refusal of an unknown
+client before anything runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from epochlab.errors import ConfigError
+from epochlab.kafka.runs.fuzz import FUZZ_CLIENTS, KafkaFuzzRun, _write_summary, fuzz_cluster, real_profile, reproduced
+
+
+def _run(index: int, client: str, agree: bool, seeds: int | None = None, error: str | None = None,
+         real_lost: list[int] | None = None) -> KafkaFuzzRun:
+    run = KafkaFuzzRun(index, 100 + index, Path(f"run-{index:03d}-{client}"), 1.0, real_lost or [], [], [], [],
+                       agree, [] if agree else [{"kind": "outcome", "what": "acked p1"}], error=error,
+                       client=client)
+    run.model_seeds_matching = seeds
+    return run
+
+
+def test_reproduced_is_agreement_or_a_matching_model_seed() -> None:
+    assert reproduced(_run(0, "java", True)) is True
+    assert reproduced(_run(0, "java", False, seeds=3)) is True
+    assert reproduced(_run(0, "java", False, seeds=0)) is False
+    assert reproduced(_run(0, "java", False, error="not runnable")) is None
+
+
+def test_the_summary_gives_each_clients_share(tmp_path: Path) -> None:
+    done = [_run(0, "librdkafka", True), _run(0, "java", False, seeds=0),
+            _run(1, "librdkafka", False, seeds=2), _run(1, "java", False, seeds=5),
+            _run(2, "librdkafka", False, seeds=0, real_lost=[7]), _run(2, "java", False, error="boom")]
+    _write_summary(tmp_path, 1, real_profile(), done, 12.0, "both")
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["client"] == "both"
+    assert summary["per_client"] == {
+        "librdkafka": {"runs": 3, "reproduced": 2, "share": 0.667, "not_reproduced": [2], "real_violations": [2],
+                       "model_violations": [], "errors": []},
+        "java": {"runs": 2, "reproduced": 1, "share": 0.5, "not_reproduced": [0], "real_violations": [],
+                 "model_violations": [], "errors": [2]}}
+    assert [(r["index"], r["client"]) for r in summary["per_run"]] == [
+        (0, "librdkafka"), (0, "java"), (1, "librdkafka"), (1, "java"), (2, "librdkafka"), (2, "java")]
+
+
+def test_an_unknown_client_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    assert FUZZ_CLIENTS == ("librdkafka", "java", "both")
+    with pytest.raises(ConfigError, match="--client: expected one of librdkafka, java, both"):
+        fuzz_cluster(None, 1, 1, tmp_path / "out", client="rdkafka")
+    assert not (tmp_path / "out").exists()
+
+
+def test_reexamine_counts_the_model_seeds_that_give_a_kept_outcome(tmp_path: Path) -> None:
+    """A kept run whose "real" outcome is the model's own on seed 1: seed 1 reproduces it, the
+    same with a changed outcome (one more acknowledged value) does not, and the cluster
+    overrides reach the model (a malformed one is refused there)."""
+    from dataclasses import replace
+
+    from epochlab.fuzz.generator import generate_schedule
+    from epochlab.kafka.runs.compare import model_run, summarize_model
+    from epochlab.kafka.runs.fuzz import GENERATION, reexamine, schedule_scenario
+
+    schedule = generate_schedule(7, GENERATION, real_profile(6))
+    scenario = schedule_scenario(schedule, "kept")
+    real = dict(summarize_model(model_run(replace(scenario, seed=1), GENERATION, {}, "java")), settings={})
+    assert real["acked"], "the schedule acknowledges something"
+    (tmp_path / "real.json").write_text(json.dumps(real, default=str))
+    schedule.save(tmp_path / "schedule.json")
+    assert reexamine(tmp_path, "java", seeds=1) == 1
+    assert reexamine(tmp_path, "java", {"broker_startup_ms": [2000, 3800]}, seeds=1) == 1  # the default
+    with pytest.raises(ConfigError, match="broker_startup_ms"):
+        reexamine(tmp_path, "java", {"broker_startup_ms": [5000, 10]}, seeds=1)
+    changed = dict(real, acked={p: {**a, "999": 99} for p, a in real["acked"].items()})
+    (tmp_path / "real.json").write_text(json.dumps(changed, default=str))
+    assert reexamine(tmp_path, "java", seeds=1) == 0
