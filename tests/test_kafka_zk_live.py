@@ -29,7 +29,8 @@ if not resolved(VERSION):
                 allow_module_level=True)
 
 from epochlab.cli import main  # noqa: E402
-from epochlab.kafka.live.cluster import LocalCluster, live_pid  # noqa: E402
+from epochlab.kafka.live.cluster import live_pid  # noqa: E402
+from epochlab.kafka.live.start import attach  # noqa: E402
 from epochlab.kafka.live.faults import firewall_available  # noqa: E402
 
 if firewall_available() is not None:
@@ -74,4 +75,4 @@ def test_seed_scenario_on_a_zookeeper_mode_cluster(tmp_path: Path, capsys: pytes
             assert not any(d in cmdline for d in node_dirs), f"a JVM of the run survived: {cmdline[:200]}"
     namespaces = [n["netns"] for n in state["nodes"] if n["netns"]]
     assert namespaces and not set(namespaces) & set(os.listdir("/run/netns") if os.path.isdir("/run/netns") else [])
-    assert LocalCluster.attach(cluster_dir).mode == "zk"
+    assert attach(cluster_dir).mode == "zk"

@@ -98,9 +98,9 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from epochlab.kafka.live.cluster import LocalCluster
+    from epochlab.kafka.live.start import attach
 
-    cluster = LocalCluster.attach(_dir(args))
+    cluster = attach(_dir(args))
     running = {i: cluster.is_running(i) for i in cluster.nodes}
     zk_running = getattr(cluster, "zookeeper_running", lambda: True)()
     if args.json:
@@ -118,9 +118,9 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
-    from epochlab.kafka.live.cluster import LocalCluster
+    from epochlab.kafka.live.start import attach
 
-    cluster = LocalCluster.attach(_dir(args))
+    cluster = attach(_dir(args))
     running = [i for i in sorted(cluster.nodes) if cluster.is_running(i)]
     cluster.stop()
     left = [i for i in sorted(cluster.nodes) if cluster.is_running(i)]

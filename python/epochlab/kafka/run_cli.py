@@ -65,7 +65,7 @@ def add_run(ksub: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from epochlab.errors import EpochlabError
-    from epochlab.kafka.live.cluster import cluster_for
+    from epochlab.kafka.live.start import cluster_for
     from epochlab.kafka.runs.pipeline import execute
     from epochlab.kafka.jars import DEFAULT_KAFKA_VERSION, release_for
     from epochlab.kafka.live.zookeeper import check_mode
@@ -155,7 +155,7 @@ def add_fuzz(ksub: Any) -> None:
 
 def _fuzz(args: argparse.Namespace) -> int:
     from epochlab.errors import EpochlabError
-    from epochlab.kafka.live.cluster import cluster_for
+    from epochlab.kafka.live.start import cluster_for
     from epochlab.kafka.live.faults import firewall_available
     from epochlab.kafka.runs.fuzz import MODEL_SEEDS, REAL_FAULT_CLASSES, KafkaFuzzRun, fuzz_cluster, real_profile
     from epochlab.kafka.runs.scenario import cluster_overrides

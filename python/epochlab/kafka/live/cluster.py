@@ -43,7 +43,6 @@ exit and on SIGINT/SIGTERM, and its JVMs get SIGKILL when this process dies
 from __future__ import annotations
 
 import atexit
-import contextlib
 import json
 import os
 import shutil
@@ -56,12 +55,12 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from epochlab.errors import ConfigError
 from epochlab.kafka.live import lossyfs, netns
 
-__all__ = ["CLIENT", "FAST_FAILOVER", "JVM_OPTIONS", "LOG_PATTERN", "LocalCluster", "Node", "cluster_for", "live_pid",
+__all__ = ["CLIENT", "FAST_FAILOVER", "JVM_OPTIONS", "LOG_PATTERN", "LocalCluster", "Node", "live_pid",
            "log4j2_properties"]
 
 #: The endpoint name of the harness's own side of the network (where its clients run).
@@ -148,38 +147,6 @@ class Node:
         """The node's own log (log4j 2, INFO; releases 4.0+): one line per event, starting
         with the wall-clock time in ms since the epoch (:data:`LOG_PATTERN`)."""
         return Path(self.dir) / "server.log"
-
-
-@contextlib.contextmanager
-def cluster_for(cluster_dir: str | os.PathLike[str] | None, directory: str | os.PathLike[str],
-                overrides: dict[str, str] | None = None, keep: bool = False,
-                version: str | None = None, mode: str | None = None, proxied_listeners: int = 0,
-                lossy_brokers: tuple[int, ...] = ()) -> Iterator[LocalCluster]:
-    """The cluster a command works on: the running one recorded in ``cluster_dir`` (left
-    running), or a new three-broker cluster of Kafka ``version`` (default: the project's
-    release) in ``mode`` (``zk`` or ``kraft``; default ZooKeeper before 4.0,
-    :func:`epochlab.kafka.live.zookeeper.make_cluster`) started under ``directory`` (its start time printed
-    to stderr) and stopped when the block ends, also on an error or Ctrl-C; ``keep`` leaves it
-    running (detached) and says how to stop it; ``proxied_listeners``: see :class:`LocalCluster`;
-    ``lossy_brokers``: brokers of a new cluster whose log directories are on the lossy filesystem."""
-    if cluster_dir:
-        yield LocalCluster.attach(cluster_dir)
-        return
-    from epochlab.kafka.live.zookeeper import make_cluster
-
-    cluster = make_cluster(directory, brokers=3, overrides=overrides, detach=keep, version=version, mode=mode,
-                           proxied_listeners=proxied_listeners, lossy_brokers=lossy_brokers)
-    t0 = time.monotonic()
-    cluster.start()  # a failed start stops what it started and raises
-    print(f"cluster ({cluster.mode} mode, Kafka {cluster.version}) started in {time.monotonic() - t0:.1f} s",
-          file=sys.stderr)
-    try:
-        yield cluster
-    finally:
-        if keep:
-            print(f"cluster left running: epochlab kafka cluster down --dir {cluster.dir}", file=sys.stderr)
-        else:
-            cluster.stop()
 
 
 def live_pid(pid: int | None, marker: str | None = None) -> bool:
@@ -706,9 +673,9 @@ class LocalCluster:
             raise ConfigError(f"no cluster recorded in {state_path}: {exc}", where=str(state_path),
                               field="dir", expected="a cluster directory", got=str(directory)) from exc
         if saved.get("mode") == "zk" and cls is LocalCluster:
-            from epochlab.kafka.live.zookeeper import ZkCluster
-
-            return ZkCluster.attach(directory)
+            raise ConfigError(f"{state_path} records a ZooKeeper-mode cluster: attach it with "
+                              "epochlab.kafka.live.start.attach", where=str(state_path), field="mode",
+                              expected="kraft", got="zk")
         brokers = sum(1 for n in saved["nodes"] if n["roles"] == "broker")
         controllers = len(saved["nodes"]) - brokers
         c = cls(saved["dir"], brokers=max(1, brokers), controllers=max(1, controllers),
