@@ -1,11 +1,12 @@
-"""``epochlab kafka cluster ...``: a local KRaft cluster that outlives the command.
+"""``epochlab kafka cluster ...``: a local cluster that outlives the command.
 
     epochlab kafka cluster up [--brokers N] [--controllers C] [--dir DIR] [--version V]
-                              [--network auto|netns|loopback] [--json]
+                              [--mode zk|kraft] [--network auto|netns|loopback] [--json]
     epochlab kafka cluster status [--dir DIR] [--json]
     epochlab kafka cluster down [--dir DIR]
 
-``up`` starts the cluster detached (its JVMs keep running after the command exits), prints the
+``up`` starts the cluster (KRaft; ZooKeeper mode by default before Kafka 4.0,
+:mod:`epochlab.kafka.live.zookeeper`) detached (its JVMs keep running after the command exits), prints the
 bootstrap servers and a node table, and refuses a directory whose recorded cluster still runs.
 ``down`` stops the cluster ``DIR/cluster.json`` records, from any process. ``status`` exits 0
 when every node runs, 1 otherwise. A bad argument or a missing cluster exits 2
@@ -50,7 +51,10 @@ def add_cluster(kafka_subparsers: Any) -> None:
     up.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
     up.add_argument("--controllers", type=int, default=1, help="dedicated controllers (default 1)")
     up.add_argument("--dir", default=None, help=dir_help)
-    up.add_argument("--version", default=DEFAULT_KAFKA_VERSION, help="Kafka release (resolved jars)")
+    up.add_argument("--version", "--kafka-version", dest="version", default=DEFAULT_KAFKA_VERSION,
+                    help="Kafka release (resolved jars)")
+    up.add_argument("--mode", choices=("zk", "kraft"), default=None,
+                    help="ZooKeeper (the default before 4.0) or KRaft (3.3+)")
     up.add_argument("--network", choices=("auto", "netns", "loopback"), default="auto",
                     help="netns: a network namespace per node, partitions possible (root); "
                          "loopback: 127.0.0.1 ports; auto: netns when root")
@@ -72,7 +76,7 @@ def _dir(args: argparse.Namespace) -> Path:
 
 
 def _up(args: argparse.Namespace) -> int:
-    from epochlab.kafka.live.cluster import LocalCluster
+    from epochlab.kafka.live.zookeeper import make_cluster
 
     if args.brokers < 1:
         raise ConfigError(f"--brokers: expected an integer >= 1, got {args.brokers}", where="--brokers",
@@ -80,8 +84,8 @@ def _up(args: argparse.Namespace) -> int:
     if args.controllers < 1:
         raise ConfigError(f"--controllers: expected an integer >= 1, got {args.controllers}",
                           where="--controllers", field="controllers", expected=">= 1", got=args.controllers)
-    cluster = LocalCluster(_dir(args), brokers=args.brokers, controllers=args.controllers,
-                           version=args.version, network=args.network, detach=True)
+    cluster = make_cluster(_dir(args), brokers=args.brokers, controllers=args.controllers,
+                           version=args.version, mode=args.mode, network=args.network, detach=True)
     cluster.start()
     if args.json:
         print(json.dumps(dict(cluster._state(), ready_after_s=cluster.ready_after_s), indent=1))
@@ -94,27 +98,29 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from epochlab.kafka.live.cluster import LocalCluster
+    from epochlab.kafka.live.start import attach
 
-    cluster = LocalCluster.attach(_dir(args))
+    cluster = attach(_dir(args))
     running = {i: cluster.is_running(i) for i in cluster.nodes}
+    zk_running = getattr(cluster, "zookeeper_running", lambda: True)()
     if args.json:
         state = cluster._state()
         for n in state["nodes"]:
             n["running"] = running[n["node_id"]]
         print(json.dumps(state, indent=1))
     else:
-        print(f"cluster {cluster.cluster_id} in {cluster.dir} ({cluster.network} network): "
+        print(f"cluster {cluster.cluster_id} in {cluster.dir} ({cluster.mode} mode, Kafka {cluster.version}, "
+              f"{cluster.network} network): "
               f"{sum(running.values())} of {len(running)} nodes running")
         print(f"bootstrap servers: {cluster.bootstrap_servers}")
         _table(cluster)
-    return 0 if all(running.values()) else 1
+    return 0 if all(running.values()) and zk_running else 1
 
 
 def _down(args: argparse.Namespace) -> int:
-    from epochlab.kafka.live.cluster import LocalCluster
+    from epochlab.kafka.live.start import attach
 
-    cluster = LocalCluster.attach(_dir(args))
+    cluster = attach(_dir(args))
     running = [i for i in sorted(cluster.nodes) if cluster.is_running(i)]
     cluster.stop()
     left = [i for i in sorted(cluster.nodes) if cluster.is_running(i)]
@@ -131,3 +137,8 @@ def _table(cluster: Any) -> None:
         state = ("paused" if n.paused else "running") if cluster.is_running(i) else "stopped"
         pid = n.pid if n.pid is not None else "-"
         print(f"{i:>5} {n.roles:<10} {n.address:<21} {pid!s:>7} {state:<8} {n.data_dir}  {n.log_path}")
+    zk = getattr(cluster, "zookeeper", None)
+    if zk is not None:
+        state = "running" if cluster.zookeeper_running() else "stopped"
+        print(f"{'zk':>5} {'zookeeper':<10} {zk.address:<21} {zk.pid or '-'!s:>7} {state:<8} "
+              f"{zk.dir}/data  {zk.log_path}")

@@ -3,7 +3,10 @@ downtime``, each on a local KRaft cluster beside the model (``docs/kafka-run.md`
 pipelines are in ``epochlab.kafka.runs``; these handlers parse, call and print.
 
 ``kafka run SCENARIO [--compare] [--json] [--out DIR] [--cluster-dir DIR] [--keep-cluster]
-[--kafka-version V] [--client librdkafka|java]``: the scenario on a real cluster
+[--kafka-version V] [--mode zk|kraft] [--client librdkafka|java]``: the scenario on a real
+cluster (ZooKeeper mode by default for a release before 4.0,
+:mod:`epochlab.kafka.live.zookeeper`; the model then runs in that release's generation,
+:func:`epochlab.kafka.runs.era.live_generation`)
 (:func:`epochlab.kafka.runs.pipeline.execute`, its run directory default
 ``runs/kafka-<scenario>``). Without ``--cluster-dir`` a three-broker cluster with the
 scenario's broker settings (:func:`~epochlab.kafka.runs.scenario.broker_overrides`) is
@@ -54,13 +57,19 @@ def add_run(ksub: Any) -> None:
     p.add_argument("--kafka-version", default=None, metavar="V",
                    help="the Kafka release of a cluster started here (default: the project's release; "
                         "resolve it first with `epochlab kafka jars --version V`)")
+    p.add_argument("--mode", choices=("zk", "kraft"), default=None,
+                   help="how a cluster started here keeps its metadata: ZooKeeper (the default before "
+                        "Kafka 4.0) or KRaft (3.3+); the model runs in the release's generation")
     p.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     from epochlab.errors import EpochlabError
-    from epochlab.kafka.live.cluster import cluster_for
+    from epochlab.kafka.live.start import cluster_for
     from epochlab.kafka.runs.pipeline import execute
+    from epochlab.kafka.jars import DEFAULT_KAFKA_VERSION, release_for
+    from epochlab.kafka.live.zookeeper import check_mode
+    from epochlab.kafka.runs.era import era_refusals
     from epochlab.kafka.runs.links import delayed_clients
     from epochlab.kafka.runs.scenario import broker_overrides, lossy_brokers, unmappable
     from epochlab.scenarios import resolve
@@ -72,12 +81,18 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     out = Path(args.out) if args.out else Path("runs") / f"kafka-{scenario.name}"
     if not args.cluster_dir:
-        why = unmappable(scenario)
+        try:
+            version = args.kafka_version or DEFAULT_KAFKA_VERSION
+            release_for(version)
+            why = unmappable(scenario) + era_refusals(scenario, version, check_mode(version, args.mode))
+        except EpochlabError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         if why:
             return _emit(args, 2, {"scenario": scenario.name, "runnable": False, "why": why})
     try:
         with cluster_for(args.cluster_dir, out.with_name(out.name + ".cluster"), broker_overrides(scenario),
-                         keep=args.keep_cluster, version=args.kafka_version,
+                         keep=args.keep_cluster, version=args.kafka_version, mode=args.mode,
                          proxied_listeners=len(delayed_clients(scenario)),
                          lossy_brokers=lossy_brokers(scenario)) as cluster:
             code, payload = execute(scenario, cluster, args.compare, out, client=args.client)
@@ -104,7 +119,8 @@ def _emit(args: argparse.Namespace, code: int, payload: dict[str, Any]) -> int:
         print("  leaders re-elected across a skipped epoch (state-change.log): "
               + ", ".join(f"broker {b} from epoch {p} to {e}" for b, p, e in real["epoch_skips"]))
     if "agree" in payload:
-        print("  model: " + ("agrees" if payload["agree"] else "differs"))
+        print(f"  model ({payload['model']['generation']}, the generation of Kafka {real['kafka_version']}): "
+              + ("agrees" if payload["agree"] else "differs"))
         for d in payload["differences"]:
             print(f"    [{d['kind']}] {d['text']}")
     if "run_dir" in payload:
@@ -139,7 +155,7 @@ def add_fuzz(ksub: Any) -> None:
 
 def _fuzz(args: argparse.Namespace) -> int:
     from epochlab.errors import EpochlabError
-    from epochlab.kafka.live.cluster import cluster_for
+    from epochlab.kafka.live.start import cluster_for
     from epochlab.kafka.live.faults import firewall_available
     from epochlab.kafka.runs.fuzz import MODEL_SEEDS, REAL_FAULT_CLASSES, KafkaFuzzRun, fuzz_cluster, real_profile
     from epochlab.kafka.runs.scenario import cluster_overrides

@@ -43,7 +43,6 @@ exit and on SIGINT/SIGTERM, and its JVMs get SIGKILL when this process dies
 from __future__ import annotations
 
 import atexit
-import contextlib
 import json
 import os
 import shutil
@@ -56,12 +55,12 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from epochlab.errors import ConfigError
 from epochlab.kafka.live import lossyfs, netns
 
-__all__ = ["CLIENT", "FAST_FAILOVER", "JVM_OPTIONS", "LOG_PATTERN", "LocalCluster", "Node", "cluster_for", "live_pid",
+__all__ = ["CLIENT", "FAST_FAILOVER", "JVM_OPTIONS", "LOG_PATTERN", "LocalCluster", "Node", "live_pid",
            "log4j2_properties"]
 
 #: The endpoint name of the harness's own side of the network (where its clients run).
@@ -150,34 +149,6 @@ class Node:
         return Path(self.dir) / "server.log"
 
 
-@contextlib.contextmanager
-def cluster_for(cluster_dir: str | os.PathLike[str] | None, directory: str | os.PathLike[str],
-                overrides: dict[str, str] | None = None, keep: bool = False,
-                version: str | None = None, proxied_listeners: int = 0,
-                lossy_brokers: tuple[int, ...] = ()) -> Iterator[LocalCluster]:
-    """The cluster a command works on: the running one recorded in ``cluster_dir`` (left
-    running), or a new three-broker cluster of Kafka ``version`` (default: the project's
-    release) started under ``directory`` (its start time printed
-    to stderr) and stopped when the block ends, also on an error or Ctrl-C; ``keep`` leaves it
-    running (detached) and says how to stop it; ``proxied_listeners``: see :class:`LocalCluster`;
-    ``lossy_brokers``: brokers of a new cluster whose log directories are on the lossy filesystem."""
-    if cluster_dir:
-        yield LocalCluster.attach(cluster_dir)
-        return
-    cluster = LocalCluster(directory, brokers=3, overrides=overrides, detach=keep, version=version,
-                           proxied_listeners=proxied_listeners, lossy_brokers=lossy_brokers)
-    t0 = time.monotonic()
-    cluster.start()  # a failed start stops what it started and raises
-    print(f"cluster started in {time.monotonic() - t0:.1f} s", file=sys.stderr)
-    try:
-        yield cluster
-    finally:
-        if keep:
-            print(f"cluster left running: epochlab kafka cluster down --dir {cluster.dir}", file=sys.stderr)
-        else:
-            cluster.stop()
-
-
 def live_pid(pid: int | None, marker: str | None = None) -> bool:
     """Whether ``pid`` is a running (not zombie) process whose command line contains
     ``marker`` (a guard against a reused pid)."""
@@ -204,8 +175,11 @@ class LocalCluster:
     whose links to the brokers a run delays.
     Raises :class:`ConfigError` for bad arguments, a directory holding a live cluster, or a
     cluster that is not ready within ``ready_timeout_s`` (with the tail of each dead node's
-    log).
+    log). A release's ZooKeeper-mode cluster is :class:`~epochlab.kafka.live.zookeeper.ZkCluster`.
     """
+
+    #: how the cluster keeps its metadata: ``"kraft"`` here, ``"zk"`` in ``ZkCluster``
+    mode = "kraft"
 
     def __init__(self, directory: str | os.PathLike[str], brokers: int = 3, controllers: int = 1,
                  version: str | None = None, network: str = "auto",
@@ -356,8 +330,7 @@ class LocalCluster:
             self._register()
             self.started_at_s = time.monotonic()
             spawned = True
-            for node_id in sorted(self.nodes, reverse=True):  # controllers (100+) first
-                self._spawn(node_id, jars)
+            self._spawn_all(jars)
             self._save()
             self.wait_ready(self.ready_timeout_s)
             self.ready_after_s = time.monotonic() - self.started_at_s
@@ -374,6 +347,12 @@ class LocalCluster:
         except BaseException:
             self.stop(grace_s=0)
             raise
+
+    def _spawn_all(self, jars: Path) -> None:
+        """Spawn every node, the controllers (100+) first (a ZooKeeper-mode cluster, which
+        waits between them, overrides it: :mod:`epochlab.kafka.live.zookeeper`)."""
+        for node_id in sorted(self.nodes, reverse=True):
+            self._spawn(node_id, jars)
 
     def _start_report(self, error: ConfigError) -> str:
         """What a failed start leaves to read: the error, each node's process (its program,
@@ -670,7 +649,7 @@ class LocalCluster:
 
     # -- state file -------------------------------------------------------------------------
     def _state(self) -> dict[str, Any]:
-        return {"dir": str(self.dir), "version": self.version, "network": self.network,
+        return {"dir": str(self.dir), "version": self.version, "mode": self.mode, "network": self.network,
                 "cluster_id": self.cluster_id, "tag": self.tag, "subnet": self.subnet,
                 "bridge": self.bridge, "client_host": self.client_host,
                 "bootstrap_servers": self.bootstrap_servers, "owner_pid": os.getpid(),
@@ -693,6 +672,10 @@ class LocalCluster:
         except (OSError, ValueError) as exc:
             raise ConfigError(f"no cluster recorded in {state_path}: {exc}", where=str(state_path),
                               field="dir", expected="a cluster directory", got=str(directory)) from exc
+        if saved.get("mode") == "zk" and cls is LocalCluster:
+            raise ConfigError(f"{state_path} records a ZooKeeper-mode cluster: attach it with "
+                              "epochlab.kafka.live.start.attach", where=str(state_path), field="mode",
+                              expected="kraft", got="zk")
         brokers = sum(1 for n in saved["nodes"] if n["roles"] == "broker")
         controllers = len(saved["nodes"]) - brokers
         c = cls(saved["dir"], brokers=max(1, brokers), controllers=max(1, controllers),

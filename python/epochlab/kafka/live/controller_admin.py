@@ -82,8 +82,10 @@ def _release_tuple(version: str) -> tuple[int, int]:
 
 def controller_admin_available(cluster: LocalCluster) -> bool:
     """Whether :class:`ControllerAdmin` can reach ``cluster``'s controllers: a release with
-    KIP-919 and at least one dedicated controller."""
-    return _release_tuple(cluster.version) >= MIN_RELEASE and bool(cluster.controller_ids)
+    KIP-919 and at least one dedicated controller, in KRaft mode (a ZooKeeper-mode cluster's
+    controller is a broker: no controller listener)."""
+    return (_release_tuple(cluster.version) >= MIN_RELEASE and bool(cluster.controller_ids)
+            and getattr(cluster, "mode", "kraft") == "kraft")
 
 
 class ControllerAdmin:

@@ -318,9 +318,9 @@ def measure_live(cluster_dir: str | None, directory: str, runs: int,
                  progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """The live half of ``epochlab kafka downtime``: ``runs`` leader failures on the cluster
     ``cluster_dir`` records, or on one started in ``directory`` for the measurement
-    (:func:`epochlab.kafka.live.cluster.cluster_for`): its settings, its rows and the times
+    (:func:`epochlab.kafka.live.start.cluster_for`): its settings, its rows and the times
     taken. Raises :class:`~epochlab.errors.EpochlabError` when no cluster can be used."""
-    from epochlab.kafka.live.cluster import cluster_for
+    from epochlab.kafka.live.start import cluster_for
     from epochlab.kafka.runs.scenario import cluster_settings
 
     t0 = time.monotonic()

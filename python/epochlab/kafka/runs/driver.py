@@ -512,8 +512,8 @@ def elect_preferred(d: Driver, p: dict[str, Any]) -> str:
     if controller_admin_available(d.cluster):
         error = d.controller_admin().elect(d.topic, 0, d.forwarding_broker())
         return "preferred election done" if error is None else f"preferred election: {error}"
-    from confluent_kafka import TopicPartition
-    from confluent_kafka.admin import AdminClient, ElectionType
+    from confluent_kafka import ElectionType, TopicPartition  # ElectionType is not in confluent_kafka.admin
+    from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({"bootstrap.servers": d.cluster.bootstrap_servers})
     admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(d.topic, 0)]).result(15)

@@ -35,7 +35,8 @@ from epochlab.errors import ConfigError
 from epochlab.kafka.runs.compare import compare as compare_runs
 from epochlab.kafka.runs.compare import (model_epoch_skips, model_run, model_scenario, real_epoch_skips,
                                          state_change_lines, summarize_model, summarize_real)
-from epochlab.kafka.runs.scenario import GENERATION, cluster_settings, run_on_cluster, unmappable
+from epochlab.kafka.runs.era import era_refusals, live_generation
+from epochlab.kafka.runs.scenario import cluster_settings, run_on_cluster, unmappable
 from epochlab.report import picture
 from epochlab.report.rundir import write_atomically
 from epochlab.report.table import step_rows, table_markdown
@@ -45,12 +46,16 @@ __all__ = ["execute", "write_run_dir"]
 
 def execute(scenario: Any, cluster: Any, compare: bool, out: Path | None,
             client: str = "librdkafka") -> tuple[int, dict[str, Any]]:
-    """Run ``scenario`` on ``cluster`` with ``client``'s producers; (exit code, the JSON payload)."""
-    why = unmappable(scenario, cluster)
+    """Run ``scenario`` on ``cluster`` with ``client``'s producers; (exit code, the JSON payload).
+    The model runs in the generation of the cluster's release (:func:`live_generation`), and the
+    expectations of that generation are judged on both runs."""
+    mode = getattr(cluster, "mode", "kraft")
+    why = unmappable(scenario, cluster) + era_refusals(scenario, cluster.version, mode)
     if why:
         return 2, {"scenario": scenario.name, "runnable": False, "why": why}
+    generation = live_generation(cluster.version).label
     try:
-        real = run_on_cluster(scenario, cluster, client=client)
+        real = run_on_cluster(scenario, cluster, generation=generation, client=client)
     except ConfigError as exc:
         return 2, {"scenario": scenario.name, "runnable": False, "why": [str(exc)]}
     real_summary = summarize_real(real)
@@ -62,15 +67,15 @@ def execute(scenario: Any, cluster: Any, compare: bool, out: Path | None,
         "scenario": scenario.name, "runnable": True,
         "real": {"expectations_hold": real.expectations_hold, "checks": [c.to_dict() for c in real.checks],
                  "topic": real.topic, "seconds": round(real.seconds, 2), "notes": real.notes,
-                 "kafka_version": cluster.version, "client": client, "settings": settings,
+                 "kafka_version": cluster.version, "mode": mode, "client": client, "settings": settings,
                  "settings_differ_from_scenario": replaced, **real_summary},
     }
     ok = real.expectations_hold
     model = None
     if compare:
         t0 = time.monotonic()
-        model = model_run(scenario, GENERATION, settings, client)
-        payload["model"] = {"expectations_hold": model.passed, "generation": GENERATION,
+        model = model_run(scenario, generation, settings, client)
+        payload["model"] = {"expectations_hold": model.passed, "generation": generation,
                             "settings": settings, "settings_replaced": replaced,
                             "checks": [c.to_dict() for c in model.checks],
                             "seconds": round(time.monotonic() - t0, 2), **summarize_model(model),
@@ -119,7 +124,7 @@ def write_run_dir(path: Path, scenario: Any, real: Any, payload: dict[str, Any],
 
 def _report(scenario: Any, payload: dict[str, Any], table: str, picture_note: str) -> str:
     real = payload["real"]
-    lines = [f"# {scenario.name} on real Kafka {real['kafka_version']}", "",
+    lines = [f"# {scenario.name} on real Kafka {real['kafka_version']} ({real.get('mode', 'kraft')} mode)", "",
              f"Topic `{real['topic']}`, {real['seconds']} s. Expectations "
              + ("hold" if real["expectations_hold"] else "do NOT hold") + " on the real run.", "",
              table, picture_note, "", "## Expectations (real run)", ""]

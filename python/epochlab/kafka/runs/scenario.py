@@ -53,6 +53,7 @@ Toxiproxy (``scripts/kafka-proxy-setup``), power cuts the lossy filesystem
 
 from __future__ import annotations
 
+import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -272,6 +273,9 @@ def run_on_cluster(scenario: Scenario, cluster: LocalCluster, generation: str = 
         topic, min_insync_replicas=cfg.min_insync_replicas,
         unclean_leader_election_enable=bool(cfg.unclean_leader_election_enable),
         configs=_topic_configs(cfg), replica_assignment=[list(cfg.replicas or cfg.brokers)])
+    settle = getattr(cluster, "settle_topic", None)
+    if settle is not None:  # ZooKeeper mode: each broker learns of the topic on its own
+        settle(topic)
     driver = Driver(scenario, cluster, topic, tuple(cfg.replicas or cfg.brokers), client=client)
     t0 = time.monotonic()
     try:
@@ -280,7 +284,9 @@ def run_on_cluster(scenario: Scenario, cluster: LocalCluster, generation: str = 
         final_disk, inspect = driver.view.disk(), _inspect(cluster, topic, driver.view.replicas)
     finally:
         driver.close()
-        restore(cluster)
+        # after Ctrl-C the cluster's own handler has stopped every node: nothing to bring back
+        if not isinstance(sys.exc_info()[1], KeyboardInterrupt):
+            restore(cluster)
     snap = driver.records[-1].snapshot
     assert snap is not None
     history = [{**op, "error": JAVA_ERROR_NAMES.get(op["error"], op["error"])} for op in driver.history.dicts()]
@@ -327,7 +333,8 @@ def restore(cluster: LocalCluster, timeout_s: float = 60.0) -> None:
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            if admin.broker_ids(timeout_s=2) == cluster.broker_ids:
+            # a ZooKeeper-mode cluster's metadata also lists its controller broker (node 100)
+            if set(cluster.broker_ids) <= set(admin.broker_ids(timeout_s=2)):
                 return
         except Exception:  # noqa: BLE001 - not answering yet
             pass

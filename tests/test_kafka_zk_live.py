@@ -1,0 +1,78 @@
+"""A ZooKeeper-mode cluster of an older release, live: started, one seed scenario run with
+``--compare`` in the release's generation, and everything stopped, ZooKeeper included.
+
+Kafka 0.11.0.0 (generation kip-101) is the release that starts fastest here in ZooKeeper mode
+(7.8 - 14.2 s for ZooKeeper, the controller broker and three brokers in 5 starts, against
+8.2 - 18.8 s for 2.0.0, 12.2 - 22.8 s for 2.7.2 and 15.2 - 25.7 s for 3.6.2; docs/measurements.md). The scenario, seed-002-manual-commit-reprocessing,
+exercises the group coordinator, a commit and a consumer crash on the real brokers; it agreed
+with the model on 0.11.0.0 and 2.7.2 (docs/kafka-run.md, "Older releases"). Skipped with the reason when root, nft,
+confluent-kafka or the release's jars are missing; the CLI test runs the command a user runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("confluent_kafka", reason="needs confluent-kafka (pip install confluent-kafka)")
+
+from epochlab.kafka.jars import resolved  # noqa: E402
+
+VERSION = "0.11.0.0"
+SCENARIO = "seed-002-manual-commit-reprocessing"
+
+if not resolved(VERSION):
+    pytest.skip(f"Kafka {VERSION}'s jars are not resolved (epochlab kafka jars --version {VERSION})",
+                allow_module_level=True)
+
+from epochlab.cli import main  # noqa: E402
+from epochlab.kafka.live.cluster import live_pid  # noqa: E402
+from epochlab.kafka.live.start import attach  # noqa: E402
+from epochlab.kafka.live.faults import firewall_available  # noqa: E402
+
+if firewall_available() is not None:
+    pytest.skip(f"a live ZooKeeper-mode run needs it: {firewall_available()}", allow_module_level=True)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def broker_extras() -> None:
+    """The log binding and compatibility jars a ZooKeeper-mode broker adds, from Maven Central
+    (once per release): a registry that does not answer skips the test, saying so."""
+    from epochlab.errors import ConfigError
+    from epochlab.kafka.jars import jar_dir
+    from epochlab.kafka.live.zookeeper import broker_extras_dir
+
+    try:
+        broker_extras_dir(jar_dir(VERSION, resolve=False))
+    except ConfigError as exc:
+        pytest.skip(f"the ZooKeeper-mode broker's extra jars could not be resolved: {exc}")
+
+
+def test_seed_scenario_on_a_zookeeper_mode_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    cluster_dir = out.with_name("run.cluster")
+    code = main(["kafka", "run", SCENARIO, "--kafka-version", VERSION, "--compare", "--json", "--out", str(out)])
+    captured = capsys.readouterr()
+    payload = json.loads(captured.out)
+    assert f"(zk mode, Kafka {VERSION}) started" in captured.err
+    assert payload["real"]["mode"] == "zk" and payload["real"]["kafka_version"] == VERSION
+    assert payload["model"]["generation"] == "kip-101"
+    assert payload["real"]["expectations_hold"], payload["real"]["checks"]
+    assert payload["agree"], [d["text"] for d in payload["differences"]]
+    assert code == 0
+    assert "(zk mode)" in (out / "README.md").read_text()
+    # everything the command started is gone: brokers, the controller broker and ZooKeeper
+    state = json.loads((cluster_dir / "cluster.json").read_text())
+    assert state["mode"] == "zk" and state["zookeeper"]["pid"] is None
+    assert all(n["pid"] is None for n in state["nodes"])
+    node_dirs = [n["dir"] for n in state["nodes"]] + [state["zookeeper"]["dir"]]
+    for pid in os.listdir("/proc"):
+        if pid.isdigit() and live_pid(int(pid), "java"):
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+            assert not any(d in cmdline for d in node_dirs), f"a JVM of the run survived: {cmdline[:200]}"
+    namespaces = [n["netns"] for n in state["nodes"] if n["netns"]]
+    assert namespaces and not set(namespaces) & set(os.listdir("/run/netns") if os.path.isdir("/run/netns") else [])
+    assert attach(cluster_dir).mode == "zk"
