@@ -46,22 +46,27 @@ from pathlib import Path
 from typing import Any
 
 from epochlab.errors import ScheduleError
+from epochlab.fuzz.bandit import Bandit
 from epochlab.fuzz.campaign import Campaign, Finding, run_seed
 from epochlab.fuzz.executor import execute, gc_for_many_runs
-from epochlab.fuzz.generator import DELAYS, FuzzProfile, RandomSource, builder_for, generate_schedule
+from epochlab.fuzz.generator import DELAYS, FuzzProfile, RandomSource, builder_for
 from epochlab.fuzz.schedule import Schedule
+from epochlab.fuzz.swarm import generate_swarm_schedule
 from epochlab.steps import STEPS
 
-__all__ = ["BATCH", "CORPUS_FORMAT", "FRESH_PERCENT", "INITIAL", "Entry", "GuidedSearch", "mutate"]
+__all__ = ["ARMS", "BATCH", "CORPUS_FORMAT", "INITIAL", "OPENING_BATCH", "Entry", "GuidedSearch",
+           "mutate", "round_size"]
 
-#: Schedules per round; fixed, so the division of work never changes what is run.
+#: Schedules per round after the opening; fixed, so the division of work never changes what
+#: is run.
 BATCH = 40
-#: The first runs: the random engine's, run for run.
-INITIAL = 200
-#: After those, the share of random-engine schedules among a round's runs.
-FRESH_PERCENT = 10
-#: The share of mutants whose parent holds one of the rarest features (the rest: by energy).
-RARE_PERCENT = 50
+#: The opening: its runs go in rounds of :data:`OPENING_BATCH`, so the corpus starts to steer
+#: the search after the first few runs instead of after a whole round.
+INITIAL = 40
+OPENING_BATCH = 8
+#: The ways to make a schedule the bandit chooses among: a fresh swarm schedule, a mutant of a
+#: parent picked by energy, a mutant focused on a rare feature's first step.
+ARMS = ("fresh", "energy", "rare")
 MAX_ACTIONS = 200
 CORPUS_FORMAT = "epochlab-guided-corpus"
 RETIME = (1, 5, 20, 100, 300, 1000, 3000)
@@ -301,6 +306,12 @@ def _run_children(task: tuple[str | None], children: list[dict[str, Any]]) -> li
     return out
 
 
+def round_size(first: int) -> int:
+    """The number of runs of the round that starts at run ``first``: :data:`OPENING_BATCH`
+    during the opening (runs below :data:`INITIAL`), :data:`BATCH` after it."""
+    return OPENING_BATCH if first < INITIAL else BATCH
+
+
 def _pieces(items: list[Any], parts: int) -> list[list[Any]]:
     size = max(1, math.ceil(len(items) / parts))
     return [items[i:i + size] for i in range(0, len(items), size)]
@@ -323,6 +334,8 @@ class GuidedSearch(Campaign):
     on_violation: Any = None
     #: asked after every run: stop the search (the bug hunt, once every bug is matched)
     should_stop: Any = None
+    #: how the runs are shared among :data:`ARMS` (:mod:`epochlab.fuzz.bandit`)
+    bandit: Bandit = field(default_factory=lambda: Bandit(ARMS))
     _saved_findings: list[dict[str, Any]] = field(default_factory=list)
     _round: int = 0
     _new_entries: list[Entry] = field(default_factory=list)
@@ -337,8 +350,9 @@ class GuidedSearch(Campaign):
         try:
             stop = False
             while not stop and self._more(self.total_runs, deadline):
-                count = BATCH if self.runs is None else min(BATCH, self.runs - self.total_runs)
                 first = self.total_runs
+                size = round_size(first)
+                count = size if self.runs is None else min(size, self.runs - self.total_runs)
                 children = self._children(first, count)
                 outcomes = executor(children)
                 for i, (data, (verdict, features, steps, events)) in enumerate(zip(children, outcomes)):
@@ -358,8 +372,9 @@ class GuidedSearch(Campaign):
                         stop = True
                         break
                 self.curve.append((self.total_runs, len(self.hits)))
-                if self.total_runs == first + BATCH:  # a whole round: the next one starts
+                if self.total_runs == first + size:  # a whole round: the next one starts
                     self._round += 1
+                    self.bandit.end_round()
                     if self.out is not None:
                         self._save()
         finally:
@@ -378,15 +393,18 @@ class GuidedSearch(Campaign):
         weights = self._energies()
         total = sum(weights)
         rare = self._rare_holders()
+        allowed = ("fresh", "energy", "rare") if rare else ("fresh", "energy")
         children = []
         for run in range(first, first + count):
-            fresh = run < INITIAL or not self.corpus or rng.randrange(100) < FRESH_PERCENT
-            if fresh:
-                children.append(generate_schedule(run_seed(self.seed, run), self.generation,
-                                                  self.profile).to_dict())
+            arm = self.bandit.choose(rng, allowed) if self.corpus else "fresh"
+            if arm == "fresh":
+                child = generate_swarm_schedule(run_seed(self.seed, run), self.generation,
+                                                self.profile).to_dict()
+                child["origin"]["arm"] = arm
+                children.append(child)
                 continue
             focus = None
-            if rare and rng.randrange(100) < RARE_PERCENT:
+            if arm == "rare":
                 target, holders = rare[rng.randrange(len(rare))]
                 parent = holders[rng.randrange(len(holders))]
                 focus = parent.step_of(target)
@@ -398,8 +416,10 @@ class GuidedSearch(Campaign):
             child["origin"]["parent_run"] = parent.run
             try:
                 Schedule.from_dict(child, "guided")
-            except ScheduleError:  # a mutant the validator refuses: the random run instead
-                child = generate_schedule(run_seed(self.seed, run), self.generation, self.profile).to_dict()
+            except ScheduleError:  # a mutant the validator refuses: a fresh schedule instead
+                child = generate_swarm_schedule(run_seed(self.seed, run), self.generation,
+                                                self.profile).to_dict()
+            child["origin"]["arm"] = arm
             children.append(child)
         return children
 
@@ -439,6 +459,9 @@ class GuidedSearch(Campaign):
             entry = Entry(run, data, tuple(features), tuple(steps))
             self.corpus.append(entry)
             self._new_entries.append(entry)
+        arm = data.get("origin", {}).get("arm")
+        if arm in self.bandit.arms:
+            self.bandit.reward(arm, new)
 
     def _executor(self) -> Any:
         task = (self.backend,)
@@ -452,7 +475,8 @@ class GuidedSearch(Campaign):
     def _settings(self) -> dict[str, Any]:
         return {"generation": self.generation.label, "seed": self.seed,
                 "profile": self.profile.to_dict(), "batch": BATCH, "initial": INITIAL,
-                "fresh_percent": FRESH_PERCENT}
+                "opening_batch": OPENING_BATCH, "arms": list(ARMS),
+                "discount": self.bandit.discount, "floor": self.bandit.floor}
 
     def _save(self) -> None:
         assert self.out is not None
@@ -462,8 +486,8 @@ class GuidedSearch(Campaign):
             for e in self._new_entries:
                 f.write(json.dumps(e.to_dict(), sort_keys=True) + "\n")
         self._new_entries = []
-        state = {"format": CORPUS_FORMAT, "version": 1, **self._settings(),
-                 "runs": self.total_runs, "round": self._round,
+        state = {"format": CORPUS_FORMAT, "version": 2, **self._settings(),
+                 "runs": self.total_runs, "round": self._round, "bandit": self.bandit.to_dict(),
                  "picks": {str(e.run): e.picks for e in self.corpus if e.picks},
                  "hits": {str(k): v for k, v in sorted(self.hits.items())},
                  "curve": self.curve, "allowed": self.allowed,
@@ -480,8 +504,8 @@ class GuidedSearch(Campaign):
             return
         try:
             state = json.loads(path.read_text(encoding="utf-8"))
-            if state.get("format") != CORPUS_FORMAT or state.get("version") != 1:
-                raise ValueError("not an epochlab guided corpus of version 1")
+            if state.get("format") != CORPUS_FORMAT or state.get("version") != 2:
+                raise ValueError("not an epochlab guided corpus of version 2")
             settings = {k: state.get(k) for k in self._settings()}
             if settings != json.loads(json.dumps(self._settings())):
                 differ = [k for k in settings if settings[k] != json.loads(json.dumps(self._settings()))[k]]
@@ -505,6 +529,7 @@ class GuidedSearch(Campaign):
                 f.write(json.dumps(entry.to_dict(), sort_keys=True) + "\n")
         self.corpus, self.hits, self.total_runs = corpus, hits, runs
         self._round = int(state["round"])
+        self.bandit.load(state.get("bandit", {}))
         self.curve = [tuple(x) for x in state.get("curve", [])]  # type: ignore[misc]
         self.allowed = dict(state.get("allowed", {}))
         self._saved_findings = list(state.get("findings", []))
@@ -518,7 +543,8 @@ class GuidedSearch(Campaign):
         out = super().summary()
         out["violations"] = self._saved_findings + out["violations"]
         out["corpus"] = {"entries": len(self.corpus), "features": len(self.hits),
-                         "rounds": self._round, "batch": BATCH}
+                         "rounds": self._round, "batch": BATCH,
+                         "arms": {a: round(self.bandit.mean(a), 4) for a in self.bandit.arms}}
         return out if deployment else self._without_deployment(out)
 
 
