@@ -23,6 +23,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from epochlab.errors import InvalidArgumentError
+
 __all__ = ["Bandit"]
 
 
@@ -40,11 +42,14 @@ class Bandit:
 
     def __post_init__(self) -> None:
         if not self.arms:
-            raise ValueError("a bandit needs at least one arm")
+            raise InvalidArgumentError("argument 'arms' = () is invalid: a bandit needs at least one arm",
+                                       argument="arms", value=self.arms, reason="empty")
         if not 0.0 < self.discount <= 1.0:
-            raise ValueError(f"discount {self.discount} is outside (0, 1]")
+            raise InvalidArgumentError(f"argument 'discount' = {self.discount!r} is outside (0, 1]",
+                                       argument="discount", value=self.discount, domain="(0, 1]")
         if not 0 <= self.floor <= 100:
-            raise ValueError(f"floor {self.floor} is outside 0..100 percent")
+            raise InvalidArgumentError(f"argument 'floor' = {self.floor!r} is outside 0..100 percent",
+                                       argument="floor", value=self.floor, domain="[0, 100]")
         for arm in self.arms:
             self.wins.setdefault(arm, 0.0)
             self.losses.setdefault(arm, 0.0)
@@ -54,7 +59,8 @@ class Bandit:
         else the arm whose Beta(1 + wins, 1 + losses) sample is largest (the first on a tie)."""
         arms = self.arms if allowed is None else tuple(a for a in self.arms if a in allowed)
         if not arms:
-            raise ValueError(f"no arm of {self.arms} is allowed ({allowed})")
+            raise InvalidArgumentError(f"argument 'allowed' = {allowed!r} names no arm of {self.arms}",
+                                       argument="allowed", value=allowed, domain=self.arms)
         if rng.randrange(100) < self.floor:
             return arms[rng.randrange(len(arms))]
         samples = [rng.betavariate(1.0 + self.wins[a], 1.0 + self.losses[a]) for a in arms]

@@ -5,18 +5,26 @@ Coverage is the protocol's (:mod:`epochlab.fuzz.coverage`): the abstract cluster
 reached and the moves between them. The search runs in *rounds* of :data:`BATCH`
 schedules:
 
-* the first :data:`INITIAL` runs are the random engine's runs ``0 .. INITIAL - 1`` (its
-  schedules, run seed for run seed): the starting corpus is what random search finds first;
-* after that each schedule is, with :data:`FRESH_PERCENT` percent chance, the random engine's
-  schedule of that run number (breadth is never lost), else a mutant of a corpus entry;
-* :data:`RARE_PERCENT` percent of the parents are picked for a rare feature (FairFuzz: one of
-  the features reached by the fewest runs, then an entry that reached it), and their mutants
+* a *fresh* schedule is a swarm schedule of the run's seed (:mod:`epochlab.fuzz.swarm`: a
+  random subset of the profile's fault classes with random weights, a random action mix and
+  length), more varied than the random engine's, which are thin in every direction; the
+  first round, with nothing to mutate yet, is all fresh;
+* the first :data:`INITIAL` runs go in rounds of :data:`OPENING_BATCH`, so the corpus steers
+  the search after a few runs; the later rounds hold :data:`BATCH`;
+* each schedule of a round is made by one of three *arms* (:data:`ARMS`): a fresh schedule,
+  a mutant of a parent picked by energy, a mutant of a parent picked for a rare feature. A
+  discounted Thompson-sampling bandit (:mod:`epochlab.fuzz.bandit`) chooses the arm, rewarded
+  per run by whether the run reached a feature no earlier run had; its counts change only
+  between rounds, like the corpus;
+* the rare arm's parents are picked for a rare feature (FairFuzz: one of the features
+  reached by the fewest runs, then an entry that reached it), and their mutants
   are *focused* on the action at which the entry first reached that feature: the operators
   work near it, and ``regrow`` keeps the actions up to it and generates new ones after it
   (go back to the rare state, explore on from there);
-* the other parents are picked with probability proportional to their *energy*: the sum over
-  their features of one over the number of runs that reached the feature, damped by how often
-  the entry was picked already; their mutants change anything;
+* the energy arm's parents are picked with probability proportional to their *energy*: the
+  sum over their features of one over the number of runs that reached the feature, damped by
+  how often the entry was picked already (AFLFast's power schedules); their mutants change
+  anything;
 * a mutant applies one to four operators to whole actions: insert freshly generated actions
   (with the entry's swarm of fault classes, sometimes every class of the profile), delete one
   or a block, swap two, re-time one, change a fault's target, delay or drop rate, give a fault
@@ -28,11 +36,11 @@ schedules:
   catalogue match and run directory as the random engine's (:class:`Campaign`).
 
 Every choice comes from ``random.Random`` seeded by the campaign seed and the round, and the
-corpus changes only between rounds, so the runs, the corpus and the findings are a function of
-seed, profile and budget alone: the same on one process, ``--jobs N`` worker processes or a
+corpus and the bandit's counts change only between rounds, so the runs, the corpus and the
+findings are a function of seed, profile and budget alone: the same on one process, ``--jobs N`` worker processes or a
 Spark cluster, and the same after a kill and ``--resume``: the corpus and the round are saved
 after each whole round in ``<out>/corpus/`` (a round that a run budget or ``--until-found``
-cut short is run again whole on resuming).
+cut short is run again whole on resuming), with the bandit's counts.
 """
 
 from __future__ import annotations
