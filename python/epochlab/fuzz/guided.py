@@ -37,10 +37,11 @@ schedules:
 
 Every choice comes from ``random.Random`` seeded by the campaign seed and the round, and the
 corpus and the bandit's counts change only between rounds, so the runs, the corpus and the
-findings are a function of seed, profile and budget alone: the same on one process, ``--jobs N`` worker processes or a
-Spark cluster, and the same after a kill and ``--resume``: the corpus and the round are saved
-after each whole round in ``<out>/corpus/`` (a round that a run budget or ``--until-found``
-cut short is run again whole on resuming), with the bandit's counts.
+findings are a function of seed, profile and budget alone: the same on one process, ``--jobs
+N`` worker processes or a Spark cluster, and the same after a kill and ``--resume``: the
+corpus, the round and the bandit's counts are saved after each whole round in
+``<out>/corpus/`` (a round that a run budget or ``--until-found`` cut short is run again whole
+on resuming).
 """
 
 from __future__ import annotations
