@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from epochlab.cli import main
-from epochlab.fuzz.campaign import Campaign, run_seed
+from epochlab.fuzz.campaign import run_seed
 from epochlab.fuzz.coverage import BROKER, CLUSTER, CLUSTER_MOVE, feature
 from epochlab.fuzz.executor import execute
 from epochlab.fuzz.generator import FuzzProfile, generate_schedule
-from epochlab.fuzz.guided import BATCH, INITIAL, GuidedSearch, mutate
+from epochlab.fuzz.guided import BATCH, INITIAL, OPENING_BATCH, GuidedSearch, mutate
+from epochlab.fuzz.swarm import generate_swarm_schedule
 from epochlab.fuzz.schedule import Schedule
 from epochlab.generations import Generation
 
@@ -74,16 +75,19 @@ def _summary(out: Path, **kw: object) -> tuple[str, str]:
         (out / "corpus" / "inputs.jsonl").read_text()
 
 
-def test_the_first_runs_are_the_random_engines() -> None:
-    """Run *i* < INITIAL is the random engine's run *i*: the same findings as a campaign."""
-    runs = 60
-    assert runs < INITIAL
-    guided = GuidedSearch(Generation.KIP_101, seed=3, seconds=None, runs=runs)
-    random_engine = Campaign(Generation.KIP_101, seed=3, seconds=None, runs=runs)
+def test_the_first_runs_are_swarm_schedules_of_the_run_seeds() -> None:
+    """Run *i* of the first round is the swarm schedule of run seed *i* (nothing to mutate
+    yet): the search finds what executing those schedules finds, at the same runs."""
+    runs = OPENING_BATCH
+    guided = GuidedSearch(Generation.TRUNCATE_TO_HW, seed=3, seconds=None, runs=runs)
     guided.run()
-    random_engine.run()
-    assert [(f.run, f.seed, f.violation.signature) for f in guided.findings.values()] == \
-        [(f.run, f.seed, f.violation.signature) for f in random_engine.findings.values()]
+    expected: dict[str, int] = {}
+    for i in range(runs):
+        result = execute(generate_swarm_schedule(run_seed(3, i), Generation.TRUNCATE_TO_HW))
+        for v in result.verdict.protocol_violations:
+            expected.setdefault(v.signature, i)
+    assert expected, "the first swarm schedules of hw-truncation find nothing: pick another seed"
+    assert {f.violation.signature: f.run for f in guided.findings.values()} == expected
 
 
 def test_two_jobs_and_a_resumed_search_run_what_one_process_runs(tmp_path: Path) -> None:

@@ -465,7 +465,7 @@ def markdown(results: dict[str, Any], bugs: tuple[KnownBug, ...] = BUGS) -> str:
     lines = [f"Budget per campaign: {budget['runs']:,} runs or {budget['seconds']:g} s, the first "
              f"reached; campaign seeds {', '.join(map(str, plan['seeds']))}; fuzz profile: "
              f"{plan['profile']}. The random engine's runs are deterministic per seed"
-             + (", the guided engine's too (its first 200 are the random engine's)"
+             + (", the guided engine's too (a function of seed, profile and budget)"
                 if "guided" in plan["engines"] else "")
              + ", atheris's "
              "follow libFuzzer's seeded search (its first 64 are the random engine's); seconds depend "

@@ -5,18 +5,26 @@ Coverage is the protocol's (:mod:`epochlab.fuzz.coverage`): the abstract cluster
 reached and the moves between them. The search runs in *rounds* of :data:`BATCH`
 schedules:
 
-* the first :data:`INITIAL` runs are the random engine's runs ``0 .. INITIAL - 1`` (its
-  schedules, run seed for run seed): the starting corpus is what random search finds first;
-* after that each schedule is, with :data:`FRESH_PERCENT` percent chance, the random engine's
-  schedule of that run number (breadth is never lost), else a mutant of a corpus entry;
-* :data:`RARE_PERCENT` percent of the parents are picked for a rare feature (FairFuzz: one of
-  the features reached by the fewest runs, then an entry that reached it), and their mutants
+* a *fresh* schedule is a swarm schedule of the run's seed (:mod:`epochlab.fuzz.swarm`: a
+  random subset of the profile's fault classes with random weights, a random action mix and
+  length), more varied than the random engine's, which are thin in every direction; the
+  first round, with nothing to mutate yet, is all fresh;
+* the first :data:`INITIAL` runs go in rounds of :data:`OPENING_BATCH`, so the corpus steers
+  the search after a few runs; the later rounds hold :data:`BATCH`;
+* each schedule of a round is made by one of three *arms* (:data:`ARMS`): a fresh schedule,
+  a mutant of a parent picked by energy, a mutant of a parent picked for a rare feature. A
+  discounted Thompson-sampling bandit (:mod:`epochlab.fuzz.bandit`) chooses the arm, rewarded
+  per run by whether the run reached a feature no earlier run had; its counts change only
+  between rounds, like the corpus;
+* the rare arm's parents are picked for a rare feature (FairFuzz: one of the features
+  reached by the fewest runs, then an entry that reached it), and their mutants
   are *focused* on the action at which the entry first reached that feature: the operators
   work near it, and ``regrow`` keeps the actions up to it and generates new ones after it
   (go back to the rare state, explore on from there);
-* the other parents are picked with probability proportional to their *energy*: the sum over
-  their features of one over the number of runs that reached the feature, damped by how often
-  the entry was picked already; their mutants change anything;
+* the energy arm's parents are picked with probability proportional to their *energy*: the
+  sum over their features of one over the number of runs that reached the feature, damped by
+  how often the entry was picked already (AFLFast's power schedules); their mutants change
+  anything;
 * a mutant applies one to four operators to whole actions: insert freshly generated actions
   (with the entry's swarm of fault classes, sometimes every class of the profile), delete one
   or a block, swap two, re-time one, change a fault's target, delay or drop rate, give a fault
@@ -28,11 +36,12 @@ schedules:
   catalogue match and run directory as the random engine's (:class:`Campaign`).
 
 Every choice comes from ``random.Random`` seeded by the campaign seed and the round, and the
-corpus changes only between rounds, so the runs, the corpus and the findings are a function of
-seed, profile and budget alone: the same on one process, ``--jobs N`` worker processes or a
-Spark cluster, and the same after a kill and ``--resume``: the corpus and the round are saved
-after each whole round in ``<out>/corpus/`` (a round that a run budget or ``--until-found``
-cut short is run again whole on resuming).
+corpus and the bandit's counts change only between rounds, so the runs, the corpus and the
+findings are a function of seed, profile and budget alone: the same on one process, ``--jobs
+N`` worker processes or a Spark cluster, and the same after a kill and ``--resume``: the
+corpus, the round and the bandit's counts are saved after each whole round in
+``<out>/corpus/`` (a round that a run budget or ``--until-found`` cut short is run again whole
+on resuming).
 """
 
 from __future__ import annotations
@@ -46,22 +55,27 @@ from pathlib import Path
 from typing import Any
 
 from epochlab.errors import ScheduleError
+from epochlab.fuzz.bandit import Bandit
 from epochlab.fuzz.campaign import Campaign, Finding, run_seed
 from epochlab.fuzz.executor import execute, gc_for_many_runs
-from epochlab.fuzz.generator import DELAYS, FuzzProfile, RandomSource, builder_for, generate_schedule
+from epochlab.fuzz.generator import DELAYS, FuzzProfile, RandomSource, builder_for
 from epochlab.fuzz.schedule import Schedule
+from epochlab.fuzz.swarm import generate_swarm_schedule
 from epochlab.steps import STEPS
 
-__all__ = ["BATCH", "CORPUS_FORMAT", "FRESH_PERCENT", "INITIAL", "Entry", "GuidedSearch", "mutate"]
+__all__ = ["ARMS", "BATCH", "CORPUS_FORMAT", "INITIAL", "OPENING_BATCH", "Entry", "GuidedSearch",
+           "mutate", "round_size"]
 
-#: Schedules per round; fixed, so the division of work never changes what is run.
+#: Schedules per round after the opening; fixed, so the division of work never changes what
+#: is run.
 BATCH = 40
-#: The first runs: the random engine's, run for run.
-INITIAL = 200
-#: After those, the share of random-engine schedules among a round's runs.
-FRESH_PERCENT = 10
-#: The share of mutants whose parent holds one of the rarest features (the rest: by energy).
-RARE_PERCENT = 50
+#: The opening: its runs go in rounds of :data:`OPENING_BATCH`, so the corpus starts to steer
+#: the search after the first few runs instead of after a whole round.
+INITIAL = 40
+OPENING_BATCH = 8
+#: The ways to make a schedule the bandit chooses among: a fresh swarm schedule, a mutant of a
+#: parent picked by energy, a mutant focused on a rare feature's first step.
+ARMS = ("fresh", "energy", "rare")
 MAX_ACTIONS = 200
 CORPUS_FORMAT = "epochlab-guided-corpus"
 RETIME = (1, 5, 20, 100, 300, 1000, 3000)
@@ -301,6 +315,12 @@ def _run_children(task: tuple[str | None], children: list[dict[str, Any]]) -> li
     return out
 
 
+def round_size(first: int) -> int:
+    """The number of runs of the round that starts at run ``first``: :data:`OPENING_BATCH`
+    during the opening (runs below :data:`INITIAL`), :data:`BATCH` after it."""
+    return OPENING_BATCH if first < INITIAL else BATCH
+
+
 def _pieces(items: list[Any], parts: int) -> list[list[Any]]:
     size = max(1, math.ceil(len(items) / parts))
     return [items[i:i + size] for i in range(0, len(items), size)]
@@ -323,6 +343,8 @@ class GuidedSearch(Campaign):
     on_violation: Any = None
     #: asked after every run: stop the search (the bug hunt, once every bug is matched)
     should_stop: Any = None
+    #: how the runs are shared among :data:`ARMS` (:mod:`epochlab.fuzz.bandit`)
+    bandit: Bandit = field(default_factory=lambda: Bandit(ARMS))
     _saved_findings: list[dict[str, Any]] = field(default_factory=list)
     _round: int = 0
     _new_entries: list[Entry] = field(default_factory=list)
@@ -337,8 +359,9 @@ class GuidedSearch(Campaign):
         try:
             stop = False
             while not stop and self._more(self.total_runs, deadline):
-                count = BATCH if self.runs is None else min(BATCH, self.runs - self.total_runs)
                 first = self.total_runs
+                size = round_size(first)
+                count = size if self.runs is None else min(size, self.runs - self.total_runs)
                 children = self._children(first, count)
                 outcomes = executor(children)
                 for i, (data, (verdict, features, steps, events)) in enumerate(zip(children, outcomes)):
@@ -358,8 +381,9 @@ class GuidedSearch(Campaign):
                         stop = True
                         break
                 self.curve.append((self.total_runs, len(self.hits)))
-                if self.total_runs == first + BATCH:  # a whole round: the next one starts
+                if self.total_runs == first + size:  # a whole round: the next one starts
                     self._round += 1
+                    self.bandit.end_round()
                     if self.out is not None:
                         self._save()
         finally:
@@ -378,15 +402,18 @@ class GuidedSearch(Campaign):
         weights = self._energies()
         total = sum(weights)
         rare = self._rare_holders()
+        allowed = ("fresh", "energy", "rare") if rare else ("fresh", "energy")
         children = []
         for run in range(first, first + count):
-            fresh = run < INITIAL or not self.corpus or rng.randrange(100) < FRESH_PERCENT
-            if fresh:
-                children.append(generate_schedule(run_seed(self.seed, run), self.generation,
-                                                  self.profile).to_dict())
+            arm = self.bandit.choose(rng, allowed) if self.corpus else "fresh"
+            if arm == "fresh":
+                child = generate_swarm_schedule(run_seed(self.seed, run), self.generation,
+                                                self.profile).to_dict()
+                child["origin"]["arm"] = arm
+                children.append(child)
                 continue
             focus = None
-            if rare and rng.randrange(100) < RARE_PERCENT:
+            if arm == "rare":
                 target, holders = rare[rng.randrange(len(rare))]
                 parent = holders[rng.randrange(len(holders))]
                 focus = parent.step_of(target)
@@ -398,8 +425,10 @@ class GuidedSearch(Campaign):
             child["origin"]["parent_run"] = parent.run
             try:
                 Schedule.from_dict(child, "guided")
-            except ScheduleError:  # a mutant the validator refuses: the random run instead
-                child = generate_schedule(run_seed(self.seed, run), self.generation, self.profile).to_dict()
+            except ScheduleError:  # a mutant the validator refuses: a fresh schedule instead
+                child = generate_swarm_schedule(run_seed(self.seed, run), self.generation,
+                                                self.profile).to_dict()
+            child["origin"]["arm"] = arm
             children.append(child)
         return children
 
@@ -439,6 +468,9 @@ class GuidedSearch(Campaign):
             entry = Entry(run, data, tuple(features), tuple(steps))
             self.corpus.append(entry)
             self._new_entries.append(entry)
+        arm = data.get("origin", {}).get("arm")
+        if arm in self.bandit.arms:
+            self.bandit.reward(arm, new)
 
     def _executor(self) -> Any:
         task = (self.backend,)
@@ -452,7 +484,8 @@ class GuidedSearch(Campaign):
     def _settings(self) -> dict[str, Any]:
         return {"generation": self.generation.label, "seed": self.seed,
                 "profile": self.profile.to_dict(), "batch": BATCH, "initial": INITIAL,
-                "fresh_percent": FRESH_PERCENT}
+                "opening_batch": OPENING_BATCH, "arms": list(ARMS),
+                "discount": self.bandit.discount, "floor": self.bandit.floor}
 
     def _save(self) -> None:
         assert self.out is not None
@@ -462,8 +495,8 @@ class GuidedSearch(Campaign):
             for e in self._new_entries:
                 f.write(json.dumps(e.to_dict(), sort_keys=True) + "\n")
         self._new_entries = []
-        state = {"format": CORPUS_FORMAT, "version": 1, **self._settings(),
-                 "runs": self.total_runs, "round": self._round,
+        state = {"format": CORPUS_FORMAT, "version": 2, **self._settings(),
+                 "runs": self.total_runs, "round": self._round, "bandit": self.bandit.to_dict(),
                  "picks": {str(e.run): e.picks for e in self.corpus if e.picks},
                  "hits": {str(k): v for k, v in sorted(self.hits.items())},
                  "curve": self.curve, "allowed": self.allowed,
@@ -480,8 +513,8 @@ class GuidedSearch(Campaign):
             return
         try:
             state = json.loads(path.read_text(encoding="utf-8"))
-            if state.get("format") != CORPUS_FORMAT or state.get("version") != 1:
-                raise ValueError("not an epochlab guided corpus of version 1")
+            if state.get("format") != CORPUS_FORMAT or state.get("version") != 2:
+                raise ValueError("not an epochlab guided corpus of version 2")
             settings = {k: state.get(k) for k in self._settings()}
             if settings != json.loads(json.dumps(self._settings())):
                 differ = [k for k in settings if settings[k] != json.loads(json.dumps(self._settings()))[k]]
@@ -505,6 +538,7 @@ class GuidedSearch(Campaign):
                 f.write(json.dumps(entry.to_dict(), sort_keys=True) + "\n")
         self.corpus, self.hits, self.total_runs = corpus, hits, runs
         self._round = int(state["round"])
+        self.bandit.load(state.get("bandit", {}))
         self.curve = [tuple(x) for x in state.get("curve", [])]  # type: ignore[misc]
         self.allowed = dict(state.get("allowed", {}))
         self._saved_findings = list(state.get("findings", []))
@@ -518,7 +552,8 @@ class GuidedSearch(Campaign):
         out = super().summary()
         out["violations"] = self._saved_findings + out["violations"]
         out["corpus"] = {"entries": len(self.corpus), "features": len(self.hits),
-                         "rounds": self._round, "batch": BATCH}
+                         "rounds": self._round, "batch": BATCH,
+                         "arms": {a: round(self.bandit.mean(a), 4) for a in self.bandit.arms}}
         return out if deployment else self._without_deployment(out)
 
 

@@ -1,0 +1,152 @@
+"""How the guided engine (``epochlab.fuzz.guided``) makes its schedules: the swarm of its fresh
+schedules (``epochlab.fuzz.swarm``) and the bandit that shares runs among fresh schedules and
+mutants (``epochlab.fuzz.bandit``)."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from epochlab.errors import InvalidArgumentError
+from epochlab.fuzz.bandit import Bandit
+from epochlab.fuzz.campaign import run_seed
+from epochlab.fuzz.generator import DELAYS, FuzzProfile, RandomSource, generate_schedule
+from epochlab.fuzz.guided import ARMS, BATCH, INITIAL, OPENING_BATCH, GuidedSearch, round_size
+from epochlab.fuzz.swarm import (CONSUME_PERCENTS, PRODUCE_PERCENTS, draw_swarm,
+                                 generate_swarm_schedule)
+from epochlab.generations import Generation
+
+
+
+# -- the bandit ----------------------------------------------------------------------------
+
+def test_the_bandits_choices_follow_its_rewards() -> None:
+    """An arm that paid on most of its runs gets most choices; the one that never paid gets
+    about the floor's share; and after the rewards turn, the discount moves the choices."""
+    bandit = Bandit(("a", "b", "c"), discount=0.5, floor=9)
+    for _ in range(30):
+        bandit.reward("a", False)
+        bandit.reward("b", True)
+        bandit.reward("c", False)
+    rng = random.Random(1)
+    counts = Counter(bandit.choose(rng) for _ in range(2000))
+    assert counts["b"] > 0.85 * 2000
+    assert counts["a"] < 0.08 * 2000 and counts["c"] < 0.08 * 2000
+    assert bandit.mean("b") > 0.9 > 0.1 > bandit.mean("a")
+    for _ in range(6):  # the rewards turn: "c" pays, "b" stops
+        bandit.end_round()
+        for _ in range(10):
+            bandit.reward("b", False)
+            bandit.reward("c", True)
+    counts = Counter(bandit.choose(rng) for _ in range(2000))
+    assert counts["c"] > 0.85 * 2000 > counts["b"]
+
+
+def test_the_bandits_choices_are_a_function_of_its_counts_and_generator() -> None:
+    one, two = Bandit(ARMS), Bandit(ARMS)
+    for bandit in (one, two):
+        for i in range(50):
+            bandit.reward(ARMS[i % 3], i % 4 == 0)
+        bandit.end_round()
+    rngs = random.Random(8), random.Random(8)
+    draws = [[b.choose(rng) for _ in range(200)] for b, rng in zip((one, two), rngs)]
+    assert draws[0] == draws[1] and len(set(draws[0])) > 1
+    three = Bandit(ARMS)
+    three.load(one.to_dict())
+    assert three == one
+    rngs = random.Random(9), random.Random(9)
+    assert [three.choose(rngs[0]) for _ in range(50)] == [one.choose(rngs[1]) for _ in range(50)]
+
+
+def test_the_bandit_keeps_to_the_allowed_arms_and_refuses_bad_settings() -> None:
+    bandit = Bandit(ARMS)
+    bandit.reward("rare", True)
+    rng = random.Random(3)
+    assert {bandit.choose(rng, ("fresh", "energy")) for _ in range(300)} == {"fresh", "energy"}
+    with pytest.raises(InvalidArgumentError, match="allowed"):
+        bandit.choose(rng, ("splice",))
+    with pytest.raises(InvalidArgumentError, match="discount"):
+        Bandit(ARMS, discount=0.0)
+    with pytest.raises(InvalidArgumentError, match="floor"):
+        Bandit(ARMS, floor=101)
+    with pytest.raises(InvalidArgumentError, match="at least one arm"):
+        Bandit(())
+
+
+# -- the swarm -----------------------------------------------------------------------------
+
+def test_swarm_schedules_vary_the_mix_the_classes_and_the_length() -> None:
+    profile = FuzzProfile()
+    shapes = []
+    for i in range(200):
+        schedule = generate_swarm_schedule(run_seed(3, i), "kip-101", profile)
+        assert schedule == generate_swarm_schedule(run_seed(3, i), "kip-101", profile)
+        origin = schedule.origin
+        ops = Counter(a.op for a in schedule.actions)
+        produce = ops["produce"] / len(schedule.actions)
+        shapes.append((origin["produce_percent"], origin["actions"], len(origin["fault_classes"])))
+        assert origin["produce_percent"] in PRODUCE_PERCENTS
+        assert origin["consume_percent"] in CONSUME_PERCENTS
+        assert len(schedule.actions) == origin["actions"]  # every fault class makes an action
+        assert set(origin["fault_classes"]) <= set(profile.fault_classes)
+        if origin["produce_percent"] == 60:
+            assert produce > 0.35
+        if origin["produce_percent"] == 15:
+            assert produce < 0.35
+        gaps = {a.at_ms - b.at_ms for a, b in zip(schedule.actions[1:], schedule.actions)}
+        assert gaps <= set(DELAYS)
+    lengths = Counter(s[1] for s in shapes)
+    assert set(lengths) == {50, 100, 150} and min(lengths.values()) > 40
+    assert len({s[2] for s in shapes}) >= 5
+    # not the random engine's schedules: another draw from the same run seed
+    assert generate_swarm_schedule(run_seed(3, 0), "kip-101").actions != \
+        generate_schedule(run_seed(3, 0), "kip-101").actions
+
+
+def test_swarm_weights_scale_the_profiles_weights() -> None:
+    profile = FuzzProfile()
+    for i in range(100):
+        swarm = draw_swarm(RandomSource(i), profile)
+        assert swarm.classes
+        for name, weight in swarm.classes.items():
+            assert weight // profile.fault_classes[name] in (1, 2, 4)
+    off = FuzzProfile(swarm=False)
+    enabled = {k: w for k, w in off.fault_classes.items() if w > 0}
+    assert all(draw_swarm(RandomSource(i), off).classes == enabled for i in range(20))
+
+
+# -- the search ----------------------------------------------------------------------------
+
+def test_the_opening_rounds_are_short_and_fresh() -> None:
+    opening = range(0, INITIAL, OPENING_BATCH)
+    assert [round_size(r) for r in opening] == [OPENING_BATCH] * len(opening)
+    assert round_size(INITIAL) == round_size(INITIAL + BATCH) == BATCH
+    search = GuidedSearch(Generation.KIP_101, seed=2, seconds=None, runs=1)
+    first = search._children(0, OPENING_BATCH)  # no corpus yet: every schedule fresh
+    assert [c["origin"]["arm"] for c in first] == ["fresh"] * OPENING_BATCH
+    assert first[0] == {**generate_swarm_schedule(run_seed(2, 0), Generation.KIP_101).to_dict(),
+                        "origin": first[0]["origin"]}
+
+
+def test_the_search_rewards_the_arms_that_made_its_corpus() -> None:
+    """After a short search the bandit's counts are the runs of each arm, its wins the runs
+    that joined the corpus (before the discount), and every arm was tried."""
+    search = GuidedSearch(Generation.KIP_101, seed=5, seconds=None, runs=INITIAL + BATCH,
+                          profile=FuzzProfile(actions=30))
+    seen: list[tuple[str, bool]] = []
+    merge = search._merge
+
+    def spy(run, data, features, steps):  # type: ignore[no-untyped-def]
+        before = len(search.corpus)
+        merge(run, data, features, steps)
+        seen.append((data["origin"]["arm"], len(search.corpus) > before))
+
+    search._merge = spy  # type: ignore[method-assign]
+    search.run()
+    arms = Counter(arm for arm, _ in seen)
+    assert set(arms) == set(ARMS) and sum(arms.values()) == INITIAL + BATCH
+    wins = Counter(arm for arm, won in seen if won)
+    assert wins["fresh"] >= 1 and len(search.corpus) == sum(wins.values())
+    assert all(search.bandit.wins[a] <= wins[a] for a in ARMS)
