@@ -103,6 +103,14 @@ class History:
             self.ops.append(op)
             return op
 
+    def record_poll(self, process: str, pairs: list[tuple[int, int]], error: str | None) -> None:
+        """A consumer's poll ending: ``info`` with the error when it read nothing, else ``ok``
+        with the ``[offset, value]`` pairs it took (both clients' consumers record it so)."""
+        if error and not pairs:
+            self.record(process, "info", "poll", error=error)
+        else:
+            self.record(process, "ok", "poll", value=[[o, v] for o, v in pairs])
+
     def event(self, kind: str, message: str) -> Event:
         """Note a fault or other harness action (``kind`` as in :class:`Event`)."""
         with self._lock:
@@ -380,10 +388,7 @@ class RecordingConsumer:
                     error = error or "NOT_AN_INTEGER_VALUE"
             if quiet_s is None or (pairs and not msgs):
                 break
-        if error and not pairs:
-            self.history.record(self.name, "info", "poll", error=error)
-        else:
-            self.history.record(self.name, "ok", "poll", value=[[o, v] for o, v in pairs])
+        self.history.record_poll(self.name, pairs, error)
         return pairs
 
     def committed(self, timeout_s: float = 30.0) -> int | None:

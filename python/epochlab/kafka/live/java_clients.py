@@ -321,10 +321,7 @@ class JavaRecordingConsumer:
                     error = error or "NOT_AN_INTEGER_VALUE"
             if quiet_s is None or (pairs and not records):
                 break
-        if error and not pairs:
-            self.history.record(self.name, "info", "poll", error=error)
-        else:
-            self.history.record(self.name, "ok", "poll", value=[[o, v] for o, v in pairs])
+        self.history.record_poll(self.name, pairs, error)
         return pairs
 
     def committed(self, timeout_s: float = 30.0) -> int | None:
