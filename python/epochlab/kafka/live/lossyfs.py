@@ -455,19 +455,20 @@ class LossyDisk:
     def cut_power(self) -> int:
         """Every file back to its last fsync, every later change refused; the number of files
         changed back. The mount stays until :meth:`unmount`."""
-        reply = self._ask("cut-power")
-        if not reply.startswith("reverted "):
-            raise ConfigError(f"the lossy filesystem at {self.mountpoint} answered {reply!r} to cut-power",
-                              where="lossyfs", field="control", expected="reverted N", got=reply)
-        return int(reply.split()[1])
+        return self._count("cut-power", "reverted")
 
     def sync(self) -> int:
         """Make every change so far durable (``sync(1)``); the number of files it concerned."""
-        reply = self._ask("sync")
-        if not reply.startswith("synced "):
-            raise ConfigError(f"the lossy filesystem at {self.mountpoint} answered {reply!r} to sync",
-                              where="lossyfs", field="control", expected="synced N", got=reply)
-        return int(reply.split()[1])
+        return self._count("sync", "synced")
+
+    def _count(self, command: str, word: str) -> int:
+        """``command``'s answer ``WORD N``: N; any other answer is a :class:`ConfigError`."""
+        reply = self._ask(command)
+        parts = reply.split()
+        if len(parts) != 2 or parts[0] != word or not parts[1].isdigit():
+            raise ConfigError(f"the lossy filesystem at {self.mountpoint} answered {reply!r} to {command}",
+                              where="lossyfs", field="control", expected=f"{word} N", got=reply)
+        return int(parts[1])
 
     def unmount(self) -> None:
         """``fusermount3 -u`` (lazily if still busy after 5 s), then wait for the daemon."""
