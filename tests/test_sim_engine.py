@@ -402,12 +402,15 @@ def test_restarts_take_kafkas_startup_time_by_default() -> None:
 def test_a_connection_is_handled_one_request_at_a_time() -> None:
     """Kafka's broker reads a connection's next request only after answering the previous one
     (``SocketServer`` mutes the channel: ``KafkaChannel.ChannelMuteState``), and the Java client
-    closes a connection whose request timed out (``NetworkClient.handleTimedOutRequests``), so
-    the requests it had pipelined behind are dropped unread and retried once. Three acks=all
-    requests wait behind an ISR that cannot shrink for seconds: m1 times out and is written
-    twice, m3 never is (before, all three sat in the purgatory together and all three were
-    written twice: `epochlab kafka fuzz` run 2, docs/kafka-run.md)."""
-    for seed in (1, 2, 3, 4, 5):
+    closes a connection whose request timed out (``NetworkClient.handleTimedOutRequests``).
+    Three acks=all requests wait behind an ISR that cannot shrink for seconds: m1 times out and
+    is written twice. The broker sees the close only through its writes: the first response
+    written after it goes out, so the next request (m2) is still read, written and then
+    retried by the client (twice); the second write fails and the broker drops the rest
+    unread (m3 once). Before the broker went on reading the closed connection only until the
+    FIN arrived, m3 was sometimes written twice; before that all three sat in the purgatory
+    together and all three were written twice."""
+    for seed in (1, 2, 3, 4, 5, 6, 7, 8):
         c = Cluster(ClusterConfig(min_insync_replicas=2, broker_startup_ms=INSTANT), LATEST, seed=seed)
         p = c.producer("p", ProducerConfig(acks="all", request_timeout_ms=3000))
         c.run_for(1000)
@@ -415,8 +418,39 @@ def test_a_connection_is_handled_one_request_at_a_time() -> None:
         p.send_many([1, 2, 3])
         c.run_for(30_000)
         values = leader_values(c)
-        assert values.count(1) == 2 and values.count(3) == 1, (seed, values)
-        assert sorted(set(values)) == [1, 2, 3] and sorted(acked(c)) == [1, 2, 3]
+        assert values == [1, 2, 1, 2, 3], (seed, values)
+        assert sorted(acked(c)) == [1, 2, 3]
+
+
+def test_a_closed_connection_is_read_until_a_write_fails() -> None:
+    """What the broker model assumes of a connection its client closed, on this machine's
+    loopback with plain sockets: the requests sent before the close wait in the receive buffer,
+    the first write after the close succeeds (the peer's kernel answers it with a reset), the
+    request behind it can still be read, and the second write fails with a broken pipe."""
+    import socket
+    import time
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    client = socket.create_connection(srv.getsockname())
+    server, _ = srv.accept()
+    try:
+        for m in (b"A", b"B", b"C"):
+            client.sendall(m * 10)
+        assert server.recv(10) == b"A" * 10
+        client.close()
+        time.sleep(0.05)
+        assert server.send(b"answer A") == 8
+        time.sleep(0.05)
+        assert server.recv(10) == b"B" * 10
+        with pytest.raises((BrokenPipeError, ConnectionResetError)):
+            server.send(b"answer B")
+            time.sleep(0.05)
+            server.send(b"answer B")
+    finally:
+        server.close()
+        srv.close()
 
 
 def test_a_process_crash_resets_its_connections_a_machine_crash_does_not() -> None:

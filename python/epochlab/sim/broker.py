@@ -54,6 +54,7 @@ from epochlab.sim.messages import (
     AlterPartitionRequest,
     AlterPartitionResponse,
     BrokerHeartbeat,
+    ClientDisconnect,
     ConsumerFetchRequest,
     ConsumerFetchResponse,
     ControlledShutdownRequest,
@@ -170,15 +171,19 @@ class Broker:
         self._started_ms = 0
         self._seen_state: tuple[int, ...] | None = None  # the log's state_key at the last _note_state
         # One request of a client connection at a time (Kafka's SocketServer mutes a channel
-        # from a request's receipt until its response is sent): clients with a produce request
-        # being handled, and the requests of theirs that arrived meanwhile, in order.
-        self._conn_busy: set[str] = set()
-        self._conn_queue: dict[str, list[ProduceRequest]] = {}
-        # which connection of the client a request being handled came on (a count of the
-        # client's closed connections): the answer to a closed connection's request reads
-        # nothing of the next connection's
+        # from a request's receipt until its response is sent): the connections with a produce
+        # request being handled, and the requests that arrived on them meanwhile, in order. A
+        # connection is (client, how many of the client's connections had closed before it).
+        self._conn_busy: set[tuple[str, int]] = set()
+        self._conn_queue: dict[tuple[str, int], list[ProduceRequest]] = {}
         self._conn_gen: dict[str, int] = {}
+        # the connection each request being handled came on
         self._req_gen: dict[tuple[str, int], int] = {}
+        # connections the client closed whose first response since went out (see
+        # ``on_client_disconnect``): the next response's write fails
+        self._closed_written: set[tuple[str, int]] = set()
+        # when each open connection's latest response was written
+        self._conn_last_write: dict[tuple[str, int], int] = {}
 
     # -- lifecycle --------------------------------------------------------------------------
     @property
@@ -760,41 +765,72 @@ class Broker:
         processor mutes the channel on ``REQUEST_RECEIVED`` and unmutes it on
         ``RESPONSE_SENT``, ``KafkaChannel.ChannelMuteState``), so a produce waiting in the
         purgatory holds back the requests pipelined behind it, and their timeouts start later."""
-        if req.client in self._conn_busy:
-            self._conn_queue.setdefault(req.client, []).append(req)
+        conn = (req.client, self._conn_gen.get(req.client, 0))
+        if conn in self._conn_busy:
+            self._conn_queue.setdefault(conn, []).append(req)
             return
-        self._conn_busy.add(req.client)
+        self._conn_busy.add(conn)
         self._handle_produce(req)
 
     def _reset_connections(self) -> None:
         self._conn_busy.clear()
         self._conn_queue.clear()
         self._req_gen.clear()
+        self._closed_written.clear()
+        self._conn_last_write.clear()
 
-    def on_client_disconnect(self, client: str, src: object) -> None:
-        """The client closed its connection: the requests it had pipelined that were not read
-        yet are gone with it; the one being handled completes, its answer lost."""
-        self._conn_queue.pop(client, None)
-        self._conn_busy.discard(client)
-        self._conn_gen[client] = self._conn_gen.get(client, 0) + 1
+    def on_client_disconnect(self, msg: ClientDisconnect, src: object) -> None:
+        """The client closed its connection (a request timed out). Kafka's broker does not see
+        the close while the channel is muted behind the request it is handling; the requests
+        the client had already sent wait in the socket's receive buffer. The first response
+        written after the close goes out (the client's kernel answers it with a reset), the
+        processor unmutes the channel and reads the next request, which is handled like any
+        other (appended, and answered into the void); the write of its response fails (broken
+        pipe) and the processor closes the channel (``Selector.close`` with
+        ``CloseMode.NOTIFY_ONLY``: outstanding receives discarded), so the requests behind it
+        are never read. Measured on this machine's loopback with plain sockets: after the
+        peer's close the first write succeeds, the read behind it returns the queued request,
+        the second write fails with EPIPE. The model learns the close when the FIN arrives, a
+        link delay later; a response written since ``closed_ms`` was that first write. (Two
+        responses within one link delay of the close would both count as written: not
+        modelled.) New requests come on a new connection, independent of this one."""
+        conn = (msg.client, self._conn_gen.get(msg.client, 0))
+        if self._conn_last_write.pop(conn, -1) >= msg.closed_ms and conn in self._conn_busy:
+            self._closed_written.add(conn)
+        self._conn_gen[msg.client] = conn[1] + 1
 
     def _answer_produce(self, req: ProduceRequest, resp: ProduceResponse | None) -> None:
         """Send ``resp`` (``None``: acks=0, no response) and read the connection's next request."""
         if resp is not None:
             self.ctx.post(self.broker_id, req.client, "on_produce_response", resp)
-        if self._req_gen.pop((req.client, req.request_id), None) != self._conn_gen.get(req.client, 0):
-            return  # its connection is closed: the next one's requests are not behind it
-        queue = self._conn_queue.get(req.client)
+        gen = self._req_gen.pop((req.client, req.request_id), None)
+        if gen is None:
+            return
+        conn = (req.client, gen)
+        if resp is not None:
+            if gen == self._conn_gen.get(req.client, 0):
+                self._conn_last_write[conn] = self.ctx.now_ms
+            elif conn in self._closed_written:
+                self._close_connection(conn)  # the client closed it: the second write fails
+                return
+            else:
+                self._closed_written.add(conn)  # the first write since the close goes out
+        queue = self._conn_queue.get(conn)
         if not queue:
-            self._conn_busy.discard(req.client)
-            self._conn_queue.pop(req.client, None)
+            self._close_connection(conn)
             return
         nxt = queue.pop(0)
         inc = self.incarnation
-        self.ctx.kernel.schedule(0, lambda: self._if_alive(inc, lambda: self._handle_produce(nxt)))
+        self.ctx.kernel.schedule(0, lambda: self._if_alive(inc, lambda: self._handle_produce(nxt, gen)))
 
-    def _handle_produce(self, req: ProduceRequest) -> None:
-        self._req_gen[(req.client, req.request_id)] = self._conn_gen.get(req.client, 0)
+    def _close_connection(self, conn: tuple[str, int]) -> None:
+        """Forget a connection with nothing left to read (or whose queued requests are dropped)."""
+        self._conn_busy.discard(conn)
+        self._conn_queue.pop(conn, None)
+        self._closed_written.discard(conn)
+
+    def _handle_produce(self, req: ProduceRequest, gen: int | None = None) -> None:
+        self._req_gen[(req.client, req.request_id)] = self._conn_gen.get(req.client, 0) if gen is None else gen
         if self._needs_verification(req):
             self._verify(req)
             return

@@ -297,6 +297,15 @@ class WriteTxnMarkersResponse:
 
 
 @frozen
+class ClientDisconnect:
+    """A client closed its connection to a broker at ``closed_ms`` (the Java client, or
+    librdkafka, on a request timeout); the broker's side learns it when the FIN arrives."""
+
+    client: str
+    closed_ms: int
+
+
+@frozen
 class BrokerHeartbeat:
     """Broker liveness (KRaft heartbeat / ZK session). A new ``incarnation`` is a restart;
     ``clean_shutdown`` is the on-disk clean-shutdown marker of the previous run (KIP-966)."""

@@ -50,7 +50,7 @@ from epochlab.generations import Generation
 from epochlab.sim.backoff import RETRY_BACKOFF_MAX_MS, ExponentialBackoff, MetadataBackoff
 from epochlab.sim.config import ProducerConfig
 from epochlab.sim.kernel import Timer
-from epochlab.sim.messages import ProduceRequest, ProduceResponse
+from epochlab.sim.messages import ClientDisconnect, ProduceRequest, ProduceResponse
 from epochlab.sim.producer_txn import FENCING_ERRORS, TransactionalMixin, Txn
 
 if TYPE_CHECKING:
@@ -414,8 +414,7 @@ class Producer(TransactionalMixin):
         ``rd_kafka_broker_timeout_scan``): the Java client closes the
         connection (``NetworkClient.handleTimedOutRequests`` -> ``processTimeoutDisconnection``),
         which fails every other request in flight on it as disconnected (NETWORK_EXCEPTION,
-        retried) and makes the broker drop the requests it had not read yet (its channel was
-        muted behind the one it was handling, see ``Broker.on_produce``)."""
+        retried; the broker may still write one of them: ``Broker.on_client_disconnect``)."""
         if session != self.session:
             return
         entry = self._in_flight.pop(request_id, None)
@@ -426,7 +425,8 @@ class Producer(TransactionalMixin):
         self._dequeue(request_id)
         others = list(self._order.pop(dst, [])) if dst is not None else []
         if dst is not None:
-            self.ctx.post(self.name, dst, "on_client_disconnect", self.name)
+            self.ctx.post(self.name, dst, "on_client_disconnect",
+                          ClientDisconnect(self.name, self.ctx.now_ms))
         self._on_error(entry[0], "REQUEST_TIMED_OUT")
         for other in others:
             pending = self._in_flight.pop(other, None)
