@@ -338,13 +338,13 @@ def test_a_release_without_controller_bootstrap_cannot_elect_a_chosen_broker(tmp
 
 
 def test_the_java_producer_settings_are_the_scenarios() -> None:
-    from epochlab.kafka.live.java_clients import RECORD_BYTES, java_producer_settings
+    from epochlab.kafka.live.java_clients import java_batch_size, java_producer_settings
     from epochlab.sim.config import ProducerConfig
 
     one = java_producer_settings(ProducerConfig(acks="all", request_timeout_ms=30000), "h:9092", "p1")
     assert (one["acks"], one["batch.size"], one["request.timeout.ms"], one["client.id"]) == ("all", "1", "30000", "p1")
     assert one["enable.idempotence"] == "false" and "transactional.id" not in one
     many = java_producer_settings(ProducerConfig(batch_size_records=4, transactional_id="t", acks="all"), "h", "p")
-    assert many["batch.size"] == str(4 * RECORD_BYTES)
+    assert many["batch.size"] == str(java_batch_size(4))
     assert (many["transactional.id"], many["enable.idempotence"]) == ("t", "true")
 

@@ -19,10 +19,18 @@ error name is the protocol error Kafka's ``Errors.forException`` gives the excep
 
 Settings: the scenario's :class:`~epochlab.sim.config.ProducerConfig` under the Java names.
 ``batch_size_records`` and ``buffer_memory_records`` count records; the Java client counts
-bytes: one record per batch (the model's default) is ``batch.size=1`` (a record larger than
-``batch.size`` is a batch of its own, ``RecordAccumulator.append``), several records per batch
-are ``batch.size`` = records x :data:`RECORD_BYTES`, and the buffer likewise, at least Kafka's
-minimum for one batch. Values travel as 8-byte big-endian integers.
+bytes. A new batch's buffer is ``max(batch.size, the upper bound of its first record)``
+(``RecordAccumulator.append``, ``AbstractRecords.estimateSizeInBytesUpperBound``) and a record
+joins a batch while ``MemoryRecordsBuilder.hasRoomFor`` says it fits. The upper bound is loose
+(21 bytes of record overhead where ours take 6), so with ``batch.size=1`` a second 8-byte
+record still fits into the first one's buffer when both are appended before the sender drains
+the batch: Kafka's Java client put m11 and m12 in one request where the model sent two
+(``epochlab kafka fuzz`` run 1, docs/kafka-run.md). Each record therefore carries the
+:data:`MARKER_HEADER` (3 bytes), which makes a second record overflow that slack, so
+``batch.size=1`` is one record per batch, the model's default; ``n`` records per batch are
+``batch.size`` = :data:`BATCH_OVERHEAD` + n x :data:`RECORD_BYTES`, and the buffer likewise,
+at least Kafka's minimum for one batch (``tests/test_java_batches.py`` checks both with
+Kafka's own classes). Values travel as 8-byte big-endian integers.
 """
 
 from __future__ import annotations
@@ -37,12 +45,27 @@ from epochlab.errors import ConfigError
 from epochlab.kafka.live.clients import History, decode_value, end_transaction
 from epochlab.sim.config import ConsumerConfig, ProducerConfig
 
-__all__ = ["RECORD_BYTES", "JavaRecordingConsumer", "JavaRecordingProducer", "java_consumer_settings",
+__all__ = ["BATCH_OVERHEAD", "MARKER_HEADER", "RECORD_BYTES", "JavaRecordingConsumer", "JavaRecordingProducer", "java_consumer_settings",
            "java_producer_settings"]
 
-#: The bytes one of our records takes in a v2 batch (an 8-byte value, no key, no headers, and
-#: the record's varint framing), for the record counts the model's settings give.
-RECORD_BYTES = 16
+#: A header every record of the Java producer carries (key ``"e"``, empty value: 3 bytes in a
+#: v2 record), so that the batch buffer ``batch.size=1`` gives holds one record (module doc).
+MARKER_HEADER = ("e", b"")
+
+#: A v2 record batch's header (``DefaultRecordBatch.RECORD_BATCH_OVERHEAD``).
+BATCH_OVERHEAD = 61
+
+#: The bytes one of our records takes in a v2 batch, rounded up: 18 (an 8-byte value, no key,
+#: the marker header, the varint framing with a timestamp delta under 64 ms), 19 with a
+#: delta from the batch's first record of 64 ms to 8.2 s; at 19 per record a batch holds n of
+#: either kind for n up to 17.
+RECORD_BYTES = 19
+
+
+def java_batch_size(records: int) -> int:
+    """``batch.size`` for batches of ``records`` of ours."""
+    return 1 if records <= 1 else BATCH_OVERHEAD + records * RECORD_BYTES
+
 
 #: Errors after which the record was certainly not written (the broker refused the batch whole).
 _DEFINITE = frozenset({"MESSAGE_TOO_LARGE", "RECORD_LIST_TOO_LARGE", "INVALID_RECORD", "CORRUPT_MESSAGE",
@@ -60,7 +83,7 @@ def java_producer_settings(config: ProducerConfig, bootstrap: str, client_id: st
         "delivery.timeout.ms": str(max(config.delivery_timeout_ms, config.request_timeout_ms + config.linger_ms)),
         "max.in.flight.requests.per.connection": str(config.max_in_flight_requests_per_connection),
         "linger.ms": str(config.linger_ms), "max.block.ms": str(config.max_block_ms),
-        "batch.size": str(1 if config.batch_size_records <= 1 else config.batch_size_records * RECORD_BYTES),
+        "batch.size": str(java_batch_size(config.batch_size_records)),
         "buffer.memory": str(max(config.buffer_memory_records * RECORD_BYTES, 16384)),
         "key.serializer": "org.apache.kafka.common.serialization.ByteArraySerializer",
         "value.serializer": "org.apache.kafka.common.serialization.ByteArraySerializer",
@@ -95,6 +118,8 @@ class JavaRecordingProducer:
         self._errors = j("org.apache.kafka.common.protocol.Errors")
         self._bytes = jpype.JArray(jpype.JByte)
         self._integer = j("java.lang.Integer")
+        self._headers = j("java.util.List").of(j("org.apache.kafka.common.header.internals.RecordHeader")(
+            MARKER_HEADER[0], self._bytes(MARKER_HEADER[1])))
         self._outstanding = 0
         self._cond = threading.Condition()
         self._txn_number = 0
@@ -110,8 +135,8 @@ class JavaRecordingProducer:
         self.history.record(self.name, "invoke", "send", value=value, acks=acks)
         if self._txn_values is not None:
             self._txn_values.append(value)
-        record = self._record(self.topic, self._integer(self.partition), None,
-                              self._bytes(struct.pack(">Q", value)))
+        record = self._record(self.topic, self._integer(self.partition), None, None,  # no timestamp, no key
+                              self._bytes(struct.pack(">Q", value)), self._headers)
         with self._cond:
             self._outstanding += 1
         try:

@@ -1,0 +1,58 @@
+"""How many of the live harness's records Kafka's Java producer puts in one batch, asked of
+Kafka's own classes: the buffer ``RecordAccumulator.append`` allocates for a new batch
+(``max(batch.size, AbstractRecords.estimateSizeInBytesUpperBound(first record))``) and
+``MemoryRecordsBuilder.hasRoomFor`` for every record after the first. The model's producer
+puts ``batch_size_records`` records in a batch; the harness's ``batch.size`` and marker header
+must give the Java client the same count, whenever the sender drains."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from epochlab.kafka.live.java_clients import MARKER_HEADER, java_batch_size, java_producer_settings
+from epochlab.sim.config import ProducerConfig
+
+
+def _records_per_batch(jpype, batch_size: int, header: tuple[str, bytes] | None, delta_ms: int) -> int:
+    """Records of ours (8-byte values, ``delta_ms`` apart) one batch of the Java producer takes."""
+    j = jpype.JClass
+    internal = "org.apache.kafka.common.record.internal."
+    records = j(internal + "AbstractRecords")
+    memory = j(internal + "MemoryRecords")
+    header_type = j("org.apache.kafka.common.header.Header")
+    raw = jpype.JArray(jpype.JByte)
+    headers = jpype.JArray(header_type)(
+        [] if header is None else [j("org.apache.kafka.common.header.internals.RecordHeader")(header[0], raw(header[1]))])
+    values = [raw(struct.pack(">Q", v)) for v in range(1, 41)]
+    first = records.estimateSizeInBytesUpperBound(2, j(internal + "CompressionType").NONE, None, values[0], headers)
+    builder = memory.builder(j("java.nio.ByteBuffer").allocate(max(batch_size, first)),
+                             j("org.apache.kafka.common.compress.Compression").NONE,
+                             j("org.apache.kafka.common.record.TimestampType").CREATE_TIME, 0)
+    n = 0
+    while n < len(values) and (n == 0 or builder.hasRoomFor(1000 + n * delta_ms, None, values[n], headers)):
+        builder.append(1000 + n * delta_ms, None, values[n], headers)
+        n += 1
+    return n
+
+
+@pytest.fixture(scope="module")
+def jpype():
+    from epochlab.kafka.jvm import ensure_jvm
+
+    return ensure_jvm()
+
+
+def test_batch_size_one_takes_two_plain_records(jpype) -> None:
+    """Why the marker header exists: without it ``batch.size=1`` still holds two of ours."""
+    assert _records_per_batch(jpype, 1, None, 0) == 2
+    assert _records_per_batch(jpype, 1, None, 100) == 2
+
+
+@pytest.mark.parametrize("records", [1, 2, 3, 4, 5, 8, 16, 17])
+@pytest.mark.parametrize("delta_ms", [0, 50, 100, 400])
+def test_the_java_batch_holds_the_models_record_count(jpype, records: int, delta_ms: int) -> None:
+    settings = java_producer_settings(ProducerConfig(batch_size_records=records), "h:9092", "p")
+    assert settings["batch.size"] == str(java_batch_size(records))
+    assert _records_per_batch(jpype, int(settings["batch.size"]), MARKER_HEADER, delta_ms) == records
