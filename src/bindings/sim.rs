@@ -171,7 +171,13 @@ impl KernelState {
         Some(match self.kernel.pop(limit)? {
             What::Call { callback, owner, .. } => Some(Job { callable: callback, post: false, owner }),
             What::Deliver { net, message } => {
-                self.nets[net].net.arrive(*message).map(|d| Job { callable: d.deliver, post: d.post, owner: None })
+                let KernelState { kernel, nets, .. } = self;
+                let now = kernel.now();
+                let mut deliver_at = |time: i64, m: Message<Delivery>| {
+                    let quiet = m.quiet;
+                    kernel.schedule_at(time, Some(quiet), What::Deliver { net, message: Box::new(m) });
+                };
+                nets[net].net.arrive(*message, now, &mut deliver_at).map(|d| Job { callable: d.deliver, post: d.post, owner: None })
             }
         })
     }

@@ -9,7 +9,10 @@
 //!   most [`RECONNECT_MS`] in all. A `duplicate` probability sends a second copy (one
 //!   `random()` draw per send).
 //! * One directed connection (the same incarnations of both ends) delivers in send order
-//!   unless its link reorders: an arrival is never before the previous one on it.
+//!   unless its link reorders: an arrival is never before the previous one on it, and a
+//!   message that arrives while an earlier one, released after a hold, is still on its way
+//!   waits for it (TCP's receiver holds out-of-order segments until the retransmitted one
+//!   fills the gap), then goes at once.
 //! * A partition or a link with `drop = 1` holds what is sent across it; held messages go, in
 //!   order, once the path is usable again (connections released in the order of their names,
 //!   only the newest of each `coalesce` key on one), and die with either end of their
@@ -25,6 +28,8 @@
 //!
 //! Nodes are named by keys: `b<id>` for a broker, `n<name>` else ([`broker_key`],
 //! [`named_key`]); a node exists from the first time it is named.
+
+use std::collections::VecDeque;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
@@ -147,6 +152,10 @@ pub struct Network<M> {
     last_arrival: HashMap<Direction, i64>,
     seq: u64,
     held: HashMap<Direction, Vec<Message<M>>>,
+    /// Per connection, the send-order places of released messages still on their way.
+    on_way: HashMap<Direction, VecDeque<u64>>,
+    /// Per connection, messages that arrived behind one of those, in send order.
+    behind: HashMap<Direction, Vec<Message<M>>>,
     sent: u64,
     delivered: u64,
     dropped: u64,
@@ -169,6 +178,8 @@ impl<M> Network<M> {
             last_arrival: HashMap::default(),
             seq: 0,
             held: HashMap::default(),
+            on_way: HashMap::default(),
+            behind: HashMap::default(),
             sent: 0,
             delivered: 0,
             dropped: 0,
@@ -367,22 +378,65 @@ impl<M> Network<M> {
         self.schedule(now, direction, message, link, deliver_at)
     }
 
-    /// A scheduled message is due: its payload when it is delivered; `None` when it was lost
-    /// (its destination died or restarted since it was sent) or held (the connection holds
-    /// messages, or the path is not usable).
-    pub fn arrive(&mut self, message: Message<M>) -> Option<M> {
+    /// A scheduled message is due at `now`: its payload when it is delivered; `None` when it
+    /// was lost (its destination died or restarted since it was sent), held (the connection
+    /// holds messages, or the path is not usable) or arrived behind an earlier message that
+    /// was released after a hold and is still on its way. When such a released message
+    /// arrives, the messages that waited behind it are handed to `deliver_at` for `now`, in
+    /// send order (`Network._arrive`).
+    pub fn arrive(&mut self, message: Message<M>, now: i64, deliver_at: &mut impl FnMut(i64, Message<M>)) -> Option<M> {
+        let direction = message.direction();
+        let mut released = false;
+        if let Some(way) = self.on_way.get_mut(&direction) {
+            if let Some(at) = way.iter().position(|&seq| seq == message.seq) {
+                way.remove(at);
+                released = true;
+            } else if way.iter().min().is_some_and(|&first| first < message.seq) {
+                let queue = self.behind.entry(direction).or_default();
+                let index = queue.partition_point(|m| m.seq <= message.seq);
+                queue.insert(index, message);
+                return None;
+            }
+        }
+        let out = self.arrive_in_order(direction, message);
+        if released {
+            self.unblock(direction, now, deliver_at);
+        }
+        out
+    }
+
+    fn arrive_in_order(&mut self, direction: Direction, message: Message<M>) -> Option<M> {
         if !self.alive_as_sent(message.dst, message.dst_incarnation) {
             self.dropped += 1;
             self.discarded.push(message.payload);
             return None;
         }
-        let direction = message.direction();
         if self.held.contains_key(&direction) || !self.usable(message.src, message.dst) {
             self.hold(direction, message);
             return None;
         }
         self.delivered += 1;
         Some(message.payload)
+    }
+
+    /// Hand to `deliver_at` the messages of `direction` no released message is still ahead of.
+    fn unblock(&mut self, direction: Direction, now: i64, deliver_at: &mut impl FnMut(i64, Message<M>)) {
+        let first = self.on_way.get(&direction).and_then(|w| w.iter().min().copied());
+        if first.is_none() {
+            self.on_way.remove(&direction);
+        }
+        let Some(queue) = self.behind.get_mut(&direction) else { return };
+        let ready = match first {
+            Some(seq) => queue.partition_point(|m| m.seq < seq),
+            None => queue.len(),
+        };
+        let go: Vec<Message<M>> = queue.drain(..ready).collect();
+        if queue.is_empty() {
+            self.behind.remove(&direction);
+        }
+        for m in go {
+            deliver_at(now, m);
+        }
     }
 
     /// Drop what is held on the connections `src` -> `dst` (the sender gave up on it);
@@ -405,14 +459,17 @@ impl<M> Network<M> {
         std::mem::take(&mut self.discarded)
     }
 
-    /// Every held message, in no particular order.
+    /// Every held message and every one waiting behind a released one, in no particular order.
     pub fn held_messages(&self) -> impl Iterator<Item = &Message<M>> {
-        self.held.values().flatten()
+        self.held.values().flatten().chain(self.behind.values().flatten())
     }
 
-    /// Empty the held queues (no count changes), handing back what was in them.
+    /// Empty the held and waiting queues (no count changes), handing back what was in them.
     pub fn take_held(&mut self) -> Vec<Message<M>> {
-        self.held.drain().flat_map(|(_, q)| q).collect()
+        self.on_way.clear();
+        let mut out: Vec<Message<M>> = self.held.drain().flat_map(|(_, q)| q).collect();
+        out.extend(self.behind.drain().flat_map(|(_, q)| q));
+        out
     }
 
     fn pair(&self, a: NodeId, b: NodeId) -> (NodeId, NodeId) {
@@ -539,9 +596,13 @@ impl<M> Network<M> {
                     self.discarded.push(m.payload);
                     continue;
                 }
+                let seq = m.seq;
                 if let Err(e) = self.schedule(now, d, m, link, deliver_at) {
                     self.discarded.extend(rest.map(|(m, _)| m.payload));
                     return Err(e);
+                }
+                if !link.reorder {
+                    self.on_way.entry(d).or_default().push_back(seq);
                 }
             }
         }
@@ -598,8 +659,11 @@ mod tests {
         fn run_until(&mut self, limit: i64) {
             let Sim { kernel, net, log } = self;
             kernel.run_until(limit, |k, m| {
-                if let Some(label) = net.arrive(m) {
-                    log.push((k.now(), label));
+                let now = k.now();
+                if let Some(label) = net.arrive(m, now, &mut |t, m| {
+                    k.schedule_at(t, Some(m.quiet), m);
+                }) {
+                    log.push((now, label));
                 }
                 false
             });
@@ -852,7 +916,10 @@ mod tests {
                 _ => {
                     let limit = now + rng.below(40) as i64;
                     while let Some(m) = kernel.pop(Some(limit)) {
-                        if let Some(p) = net.arrive(m) {
+                        let now = kernel.now();
+                        if let Some(p) = net.arrive(m, now, &mut |t, m| {
+                            kernel.schedule_at(t, Some(false), m);
+                        }) {
                             assert!(net.is_alive(p.dst) && net.incarnation(p.dst) == p.dst_incarnation, "{p:?}");
                             delivered.push(p);
                         }
@@ -882,13 +949,33 @@ mod tests {
     }
 
     #[test]
-    fn without_holds_a_connection_delivers_in_send_order() {
-        // (with holds it need not: a message held on arrival is scheduled again when it is
-        // released, with a new delay, while a later one still in flight keeps its own: the
-        // Python network does the same)
-        for seed in [7, 70, 700] {
+    fn a_message_released_after_a_hold_is_not_overtaken_by_a_later_one_in_flight() {
+        // m1 due at 100, m2 at 105; the path is cut at 99 and healed at 100: m1 is held on
+        // arrival and released with a fresh delay (due at 200); m2 arrives at 105 and waits
+        // for it, as TCP's receiver waits for the retransmitted segment
+        let mut s = Sim::new();
+        assert!(s.set_link("1", "2", Some((100, 100)), 0.0, 0.0, false));
+        s.send("1", "2", 1);
+        s.run_until(5);
+        s.send("1", "2", 2);
+        s.run_until(99);
+        s.partition(&[&["2"]]);
+        s.run_until(100);
+        assert!(s.log.is_empty());
+        s.heal();
+        s.run_until(150);
+        assert!(s.log.is_empty(), "m2 overtook the released m1: {:?}", s.log);
+        assert_eq!(s.net.held_messages().count(), 1);
+        s.run_until(1000);
+        assert_eq!(s.log, vec![(200, 1), (200, 2)]);
+        assert_eq!(s.net.held_messages().count(), 0);
+    }
+
+    #[test]
+    fn a_connection_delivers_in_send_order_with_and_without_holds() {
+        for (seed, holds) in [(7, false), (70, false), (700, false), (7, true), (70, true), (700, true)] {
             let mut last: HashMap<(NodeId, u64, NodeId, u64), u32> = HashMap::default();
-            for p in walk(seed, false) {
+            for p in walk(seed, holds) {
                 if let Some(before) = last.insert((p.src, p.src_incarnation, p.dst, p.dst_incarnation), p.label) {
                     assert!(before < p.label, "{p:?} after {before} on its connection");
                 }

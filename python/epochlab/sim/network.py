@@ -10,7 +10,10 @@ is lost while a later one gets through (unless the link was configured with ``re
 an addition that lets random delays reorder them). A network partition or a link with
 ``drop=1.0`` does not lose what is sent across it: TCP keeps retransmitting, so the messages
 are *held* and delivered, in order, once the path is usable again (the way an ``iptables
-DROP`` partition behaves: Jepsen's partitions are made that way). A ``drop`` probability below
+DROP`` partition behaves: Jepsen's partitions are made that way). A released message gets a
+fresh delay (the retransmission); a later message of the same connection that arrives while
+it is still on its way waits for it and goes right after it (TCP's receiver keeps
+out-of-order segments until the missing one fills the gap). A ``drop`` probability below
 1 stands for packet loss: each loss costs one retransmission timeout (200 ms, doubling, as
 Linux's ``TCP_RTO_MIN`` and backoff), the message and everything behind it arrive later, but
 never more than ``request.timeout.ms`` (30 s) later: then Kafka reconnects and sends again.
@@ -132,6 +135,10 @@ class Network:
         self._last_arrival: dict[tuple[str, str], int] = {}
         self._seq = 0
         self._held: dict[tuple[str, str], list[_Message]] = {}
+        # per connection: the seqs of released messages still on their way, and the messages
+        # that arrived behind one of them (in send order)
+        self._on_way: dict[tuple[str, str], list[int]] = {}
+        self._behind: dict[tuple[str, str], list[_Message]] = {}
         self.sent = 0
         self.delivered = 0
         self.dropped = 0
@@ -271,6 +278,24 @@ class Network:
         return self._alive.get(key, False) and self._incarnation.get(key, 0) == incarnation
 
     def _arrive(self, direction: tuple[str, str], msg: _Message) -> None:
+        way = self._on_way.get(direction)
+        released = False
+        if way is not None:
+            if msg.seq in way:
+                way.remove(msg.seq)
+                released = True
+            elif min(way) < msg.seq:
+                queue = self._behind.setdefault(direction, [])
+                index = len(queue)
+                while index > 0 and queue[index - 1].seq > msg.seq:
+                    index -= 1
+                queue.insert(index, msg)
+                return
+        self._arrive_in_order(direction, msg)
+        if released:
+            self._unblock(direction)
+
+    def _arrive_in_order(self, direction: tuple[str, str], msg: _Message) -> None:
         if not self._alive_as_sent(msg.dst_key, msg.dst_incarnation):
             self.dropped += 1
             return
@@ -279,6 +304,26 @@ class Network:
             return
         self.delivered += 1
         msg.deliver()
+
+    def _unblock(self, direction: tuple[str, str]) -> None:
+        """Deliver now, in send order, the messages of ``direction`` that waited behind
+        released ones no longer on their way."""
+        way = self._on_way.get(direction)
+        if not way:
+            self._on_way.pop(direction, None)
+        queue = self._behind.get(direction)
+        if not queue:
+            return
+        first = min(way) if way else None
+        ready = len(queue) if first is None else sum(1 for m in queue if m.seq < first)
+        go, rest = queue[:ready], queue[ready:]
+        if rest:
+            self._behind[direction] = rest
+        else:
+            del self._behind[direction]
+        now = self._kernel.now_ms
+        for m in go:
+            self._kernel.schedule_at(now, lambda m=m: self._arrive(direction, m), m.quiet)
 
     def discard_held(self, src: Node, dst: Node) -> int:
         """Drop what is held on the connection ``src`` -> ``dst`` (the sender gave up on it,
@@ -323,6 +368,8 @@ class Network:
                     self.dropped += 1
                     continue
                 self._schedule(direction, msg, link)
+                if not link.reorder:
+                    self._on_way.setdefault(direction, []).append(msg.seq)
 
     def _pair(self, a: Node, b: Node) -> tuple[str, str]:
         ka, kb = _key(a), _key(b)
