@@ -61,12 +61,27 @@ _BATCH_ID = attrgetter("batch_id")  # the sort key of batches waiting to be sent
 __all__ = ["Producer"]
 
 METADATA_TIMEOUT_MS = 1000
+#: librdkafka's broker thread scans its requests for timeouts this often.
+LIBRDKAFKA_SCAN_MS = 1000
 _RETRIABLE = {"NOT_LEADER_OR_FOLLOWER", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
               "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION", "UNKNOWN_LEADER_EPOCH",
               "FENCED_LEADER_EPOCH"}
 _REFRESH = {"NOT_LEADER_OR_FOLLOWER", "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION",
             "UNKNOWN_LEADER_EPOCH", "FENCED_LEADER_EPOCH"}
 _INDETERMINATE = {"REQUEST_TIMED_OUT", "NOT_ENOUGH_REPLICAS_AFTER_APPEND", "NOT_LEADER_OR_FOLLOWER"}
+
+
+class _NoTimer:
+    """What a Java client's request holds in place of a timeout timer: its poll finds its
+    timeout (:meth:`Producer._poll`)."""
+
+    __slots__ = ()
+
+    def cancel(self) -> None:
+        pass
+
+
+_NO_TIMER = _NoTimer()
 
 
 @dataclass
@@ -168,7 +183,12 @@ class Producer(TransactionalMixin):
         self._accumulator: list[tuple[int, int, int, Txn | None]] = []
         self._blocked: list[tuple[int, int, Timer, Txn | None]] = []
         self._ready: list[_Batch] = []
-        self._in_flight: dict[int, tuple[_Batch, Timer]] = {}
+        self._in_flight: dict[int, tuple[_Batch, Timer | _NoTimer]] = {}
+        # the Java client's request deadlines, found by its poll (_poll), and the poll's clock
+        self._deadline: dict[int, int] = {}
+        self._last_poll = self.ctx.now_ms
+        self._poll_timer: Timer | None = None
+        self._scan_origin = self.ctx.now_ms  # librdkafka's timeout scan ticks from here
         # per broker connection, request ids in send order, and answers that came early
         self._order: dict[int, list[int]] = {}
         self._early: dict[int, ProduceResponse] = {}
@@ -215,6 +235,11 @@ class Producer(TransactionalMixin):
 
     # -- batching and sending ---------------------------------------------------------------
     def _drain(self) -> None:
+        """One turn of the client's sender: :meth:`_drain_now`, then :meth:`_poll`."""
+        self._drain_now()
+        self._poll()
+
+    def _drain_now(self) -> None:
         """Move blocked sends into free buffer space, close batches, send what may be sent."""
         while self._blocked and self._buffered() < self.config.buffer_memory_records:
             send_id, value, timer, txn = self._blocked.pop(0)
@@ -319,10 +344,18 @@ class Producer(TransactionalMixin):
             self._complete(batch, None)
             return
         session = self.session
-        wait = c.request_timeout_ms
-        if c.socket_timeout_ms is not None:  # librdkafka: the client's own limit (ProducerConfig)
-            wait = max(1, min(c.socket_timeout_ms, batch.created_ms + c.delivery_timeout_ms - self.ctx.now_ms))
-        timer = self.ctx.kernel.schedule(wait, lambda: self._request_timeout(session, request_id))
+        now = self.ctx.now_ms
+        if c.socket_timeout_ms is not None:
+            # librdkafka: the client's own limit (ProducerConfig), found by the broker thread's
+            # scan of its wait-response queue, which runs once a second
+            # (rd_kafka_broker_serve: rd_interval(&rkb->rkb_timeout_scan_intvl, 1000000, now))
+            due = now + max(1, min(c.socket_timeout_ms, batch.created_ms + c.delivery_timeout_ms - now))
+            tick = self._scan_origin + -(-(due - self._scan_origin) // LIBRDKAFKA_SCAN_MS) * LIBRDKAFKA_SCAN_MS
+            timer: Timer | _NoTimer = self.ctx.kernel.schedule(
+                tick - now, lambda: self._request_timeout(session, request_id))
+        else:
+            self._deadline[request_id] = now + c.request_timeout_ms
+            timer = _NO_TIMER
         self._in_flight[request_id] = (batch, timer)
         self._order.setdefault(leader, []).append(request_id)
 
@@ -378,15 +411,19 @@ class Producer(TransactionalMixin):
         (it handles one request of a connection at a time): an answer that overtook an earlier
         request's waits for it."""
         if resp.request_id not in self._in_flight:
+            self._poll()
             return  # answered after the client-side timeout: the connection was closed
         queue = next((q for q in self._order.values() if resp.request_id in q), None)
         if queue is not None and queue[0] != resp.request_id:
             self._early[resp.request_id] = resp
+            self._poll()
             return
         self._take_response(resp)
+        self._poll()
 
     def _take_response(self, resp: ProduceResponse) -> None:
         entry = self._in_flight.pop(resp.request_id, None)
+        self._deadline.pop(resp.request_id, None)
         if entry is None:
             return
         batch, timer = entry
@@ -409,6 +446,43 @@ class Producer(TransactionalMixin):
                 self._take_response(self._early.pop(queue[0]))
                 return
 
+    def _poll(self) -> None:
+        """The end of a turn of the Java client's network poll (``NetworkClient.poll``): after
+        the answers that woke it (``handleCompletedReceives``), the requests past their
+        ``request.timeout.ms`` (``handleTimedOutRequests``: the oldest of a connection closes
+        it, :meth:`_request_timeout`). The client looks only when its poll wakes: on an answer,
+        a new batch (``Sender.wakeup``), a timer of its own (linger, backoff), or after
+        ``request.timeout.ms`` without any (``selector.poll(min(timeout, ...,
+        defaultRequestTimeoutMs))``). So a request is given up some time after its deadline,
+        and an answer that arrives in between, even late, is taken (on Kafka 4.3.1 here, an
+        acks=all produce the broker timed out at the client's deadline was answered and
+        retried, while the request behind it closed the connection: ``epochlab kafka fuzz``
+        run 1, docs/kafka-run.md). librdkafka scans once a second instead (``_send_batch``)."""
+        if self.config.socket_timeout_ms is not None:
+            return
+        now, session = self.ctx.now_ms, self.session
+        for dst in sorted(self._order):
+            queue = self._order.get(dst)
+            if queue and self._deadline.get(queue[0], now + 1) <= now:
+                self._request_timeout(session, queue[0])
+        self._last_poll = now
+        if self._in_flight and self._poll_timer is None:
+            self._poll_timer = self.ctx.kernel.schedule(self.config.request_timeout_ms,
+                                                        lambda: self._poll_due(session))
+
+    def _poll_due(self, session: int) -> None:
+        """The poll's sleep of ``request.timeout.ms`` since its last turn ends (if nothing woke
+        it since: then it sleeps on from that turn)."""
+        if session != self.session:
+            return
+        self._poll_timer = None
+        due = self._last_poll + self.config.request_timeout_ms
+        if due > self.ctx.now_ms:
+            if self._in_flight:
+                self._poll_timer = self.ctx.kernel.schedule_at(due, lambda: self._poll_due(session))
+            return
+        self._drain()
+
     def _request_timeout(self, session: int, request_id: int) -> None:
         """A request unanswered after ``request.timeout.ms`` (librdkafka: ``socket.timeout.ms``,
         ``rd_kafka_broker_timeout_scan``): the Java client closes the
@@ -419,6 +493,7 @@ class Producer(TransactionalMixin):
             return
         entry = self._in_flight.pop(request_id, None)
         self._early.pop(request_id, None)
+        self._deadline.pop(request_id, None)
         if entry is None:
             return
         dst = next((d for d, q in self._order.items() if request_id in q), None)
@@ -431,6 +506,7 @@ class Producer(TransactionalMixin):
         for other in others:
             pending = self._in_flight.pop(other, None)
             self._early.pop(other, None)
+            self._deadline.pop(other, None)
             if pending is not None:
                 pending[1].cancel()
                 pending[0].indeterminate = True  # it may have been answered on the wire
@@ -445,11 +521,13 @@ class Producer(TransactionalMixin):
         for request_id in self._order.pop(broker, []):  # type: ignore[call-overload]
             entry = self._in_flight.pop(request_id, None)
             self._early.pop(request_id, None)
+            self._deadline.pop(request_id, None)
             if entry is not None:
                 entry[1].cancel()
                 entry[0].indeterminate = True
                 self._on_error(entry[0], "NETWORK_EXCEPTION")
         self._release_early()
+        self._poll()
 
     def _on_error(self, batch: _Batch, error: str) -> None:
         """Retry or fail one batch after an error (see the module doc)."""
@@ -540,6 +618,10 @@ class Producer(TransactionalMixin):
             self._drain()
 
     def on_metadata_response(self, msg: tuple[int, int | None, int], src: object) -> None:
+        self._on_metadata_response(msg)
+        self._poll()
+
+    def _on_metadata_response(self, msg: tuple[int, int | None, int]) -> None:
         request_id, leader, epoch = msg
         if request_id != self._metadata_pending:
             return
