@@ -184,6 +184,10 @@ STATS_INTERVAL_MS = 100
 #: model's producer gets the same when it stands for these clients (``run_compare.model_scenario``).
 SOCKET_TIMEOUT_MS = 5000
 
+#: How long a consumer's ``commit`` step waits for the acknowledgement before it goes on
+#: (the commit itself goes on in the background: :meth:`RecordingConsumer.commit`).
+COMMIT_WAIT_S = 0.5
+
 
 def _base(bootstrap: str) -> dict[str, Any]:
     return {"bootstrap.servers": bootstrap, "logger": RDKAFKA_LOG, "socket.timeout.ms": SOCKET_TIMEOUT_MS}
@@ -399,21 +403,38 @@ class RecordingConsumer:
         got = self._consumer.committed([TopicPartition(self.topic, self.partition)], timeout=timeout_s)
         return got[0].offset if got and got[0].offset >= 0 else None
 
-    def commit(self) -> bool:
-        """Commit the position after the last record polled (synchronously)."""
+    def commit(self, wait_s: float = COMMIT_WAIT_S) -> bool:
+        """Commit the position after the last record polled; whether it was acknowledged
+        within ``wait_s``. librdkafka's synchronous commit has no timeout: with no group
+        coordinator (every broker down) it blocks until one answers, which once held a
+        ``kafka fuzz`` run for minutes. So it runs on a thread of its own: the step waits
+        ``wait_s`` (a healthy commit takes milliseconds) and goes on; the commit ends in the
+        history when it ends (``ok`` or ``fail``), as the model's asynchronous commit does."""
         from confluent_kafka import KafkaException, TopicPartition
 
         if self.position is None:
             return False
-        self.history.record(self.name, "invoke", "commit", value=self.position)
-        try:
-            self._consumer.commit(offsets=[TopicPartition(self.topic, self.partition, self.position)],
-                                  asynchronous=False)
-        except KafkaException as exc:
-            self.history.record(self.name, "fail", "commit", value=self.position, error=exc.args[0].name())
-            return False
-        self.history.record(self.name, "ok", "commit", value=self.position)
-        return True
+        position, history = self.position, self.history
+        history.record(self.name, "invoke", "commit", value=position)
+        ended = threading.Event()
+        acknowledged: list[bool] = []
+
+        def run() -> None:
+            try:
+                self._consumer.commit(offsets=[TopicPartition(self.topic, self.partition, position)],
+                                      asynchronous=False)
+            except KafkaException as exc:
+                history.record(self.name, "fail", "commit", value=position, error=exc.args[0].name())
+            except RuntimeError:  # the consumer was closed meanwhile: the outcome stays unknown
+                pass
+            else:
+                history.record(self.name, "ok", "commit", value=position)
+                acknowledged.append(True)
+            finally:
+                ended.set()
+
+        threading.Thread(target=run, name=f"{self.name}-commit", daemon=True).start()
+        return ended.wait(wait_s) and bool(acknowledged)
 
     def list_offsets(self, spec: str = "latest", timeout_s: float = 60.0) -> int | None:
         """ListOffsets at the leader (librdkafka's ``query_watermark_offsets``: the earliest and

@@ -377,7 +377,10 @@ def list_offsets(d: Driver, p: dict[str, Any]) -> str:
 def commit(d: Driver, p: dict[str, Any]) -> str:
     if p["consumer"] in d.crashed_consumers:
         return "nothing to commit (the consumer is down)"
-    return "committed" if d.consumer(p["consumer"]).commit() else "nothing to commit / commit failed"
+    c = d.consumer(p["consumer"])
+    if c.position is None:
+        return "nothing to commit"
+    return "committed" if c.commit() else "commit not acknowledged yet (its outcome is in the history)"
 
 
 def crash_consumer(d: Driver, p: dict[str, Any]) -> str:
