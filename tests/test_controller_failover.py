@@ -176,9 +176,9 @@ def test_the_checker_sees_a_leader_hw_rise_in_the_event_that_stops_it() -> None:
     answer carrying that state let broker 3 raise its HW, answer a consumer and stop, all in
     one event. Observing only after events, the checker never saw that HW and called the read
     uncommitted (Inv-ReadCommittedOnly); it now looks before a broker stops. The schedule's
-    run seed is 67 since the broker model reads a connection its client closed until a write
-    fails (``Broker.on_client_disconnect``): that moved the original run (seed 1605743167,
-    kept as the origin), and 67 is the first seed from 0 whose run needs the look again."""
+    run seed is the first from 0 whose run needs the look on the current model (69): the
+    client-connection rules (``Broker.on_client_disconnect``, ``Producer._poll``) moved the
+    original run (seed 1605743167, kept as the origin)."""
     import json
     from pathlib import Path
 
