@@ -11,6 +11,7 @@
 //! run Python code).
 
 pub mod kernel;
+pub mod fetcher;
 pub mod network;
 pub mod twister;
 
