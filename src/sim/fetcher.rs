@@ -42,8 +42,10 @@
 //!   appended (`DelayedFetch.tryComplete`, from `Partition.tryCompleteDelayedRequests`), at the
 //!   wait's end (`DelayedFetch.onExpiration` / `onComplete`), or when the broker stops leading
 //!   (`ReplicaManager.makeFollowers` completes the partition's delayed fetches);
-//! * KRaft fetches carry the broker epoch (KIP-903, `ReplicaFetcherThread.buildFetch` /
-//!   `FetchRequest.Builder.forReplica(..., replicaEpoch, ...)`);
+//! * KRaft fetches carry the broker epoch (KIP-903: `RemoteLeaderEndPoint.buildFetch` passes
+//!   `brokerEpochSupplier()` to `FetchRequest.Builder.forReplica`);
+//! * an OffsetsForLeaderEpoch request is answered at once (`KafkaApis` ->
+//!   `ReplicaManager.lastOffsetForLeaderEpoch`, no purgatory);
 //! * a timer runs only in the broker incarnation that set it, while the broker is alive (a
 //!   restarted broker is a new process: `Broker._if_alive`).
 //!
@@ -442,7 +444,7 @@ impl<R: PartialEq, T> Fetcher<R, T> {
     }
 
     /// An OffsetsForLeaderEpoch `request` from `follower`, answered by the replica with
-    /// `response`: answered at once (`ReplicaManager.fetchEpochEndOffsets` has no purgatory).
+    /// `response`: answered at once (`ReplicaManager.lastOffsetForLeaderEpoch`, no purgatory).
     pub fn serve_offsets(&mut self, request: R, follower: BrokerId, response: OffsetsForLeaderEpochResponse)
                          -> Vec<Effect<R, T>> {
         vec![Effect::RespondOffsets { to: follower, request, response }]
