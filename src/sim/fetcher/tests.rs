@@ -125,7 +125,10 @@ fn an_answer_to_a_request_given_up_on_is_ignored() {
     let token = send(&mut f, 1, 10);
     assert_eq!(f.timeout(token), vec![Effect::Backoff { token, delay_ms: 1_000 }]);
     assert!(!f.take_answer(Some(&1)));
-    // nor is an answer that echoes no request while one is in flight
+    // identity as in the Python statement (`resp.request is self._fetch_sent`): with nothing
+    // in flight, an answer that echoes no request is the one waited for
+    assert!(f.take_answer(None));
+    // but not while a request is in flight
     sent_next(&mut f, 2, 20);
     assert!(!f.take_answer(None));
     assert!(f.take_answer(Some(&2)));
@@ -169,6 +172,17 @@ fn a_reset_fails_the_request_in_flight_to_that_peer_only() {
 }
 
 #[test]
+fn a_reset_leaves_alone_a_request_of_an_older_token() {
+    let mut f = Engine::new(CONFIG);
+    send(&mut f, 1, 10);
+    // a restart of the fetcher that finds nothing to send: the old request's destination is
+    // still recorded, with a token that is no longer current
+    assert!(matches!(f.start()[..], [Effect::Cancel(10), Effect::SendNext]));
+    assert_eq!(f.send_next(FollowerView { request: None, ..view(fetch()) }).unwrap(), vec![]);
+    assert_eq!(f.reset(Some(LEADER), true), vec![]);
+}
+
+#[test]
 fn halt_discard_and_fenced_answers() {
     let mut f = Engine::new(CONFIG);
     send(&mut f, 1, 10);
@@ -177,6 +191,8 @@ fn halt_discard_and_fenced_answers() {
     assert_eq!(f.settle(FollowerAction::Halt), vec![Effect::Halt]);
     // neither touched the timer: the fenced settle cancels it and sends nothing
     assert_eq!(f.settle(FollowerAction::Fenced), vec![Effect::Cancel(10)]);
+    // nothing is in flight any more: a reset from the leader has nothing to fail
+    assert_eq!(f.reset(Some(LEADER), true), vec![]);
     assert_eq!(f.stop(), vec![]);
 }
 
@@ -295,4 +311,13 @@ fn a_restart_forgets_everything_of_the_previous_incarnation() {
     assert!(!f.take_answer(Some(&1)));
     assert_eq!(f.timers().copied().collect::<Vec<_>>(), vec![20]);
     assert_eq!(f.fire(&Due::Timeout(f.token()), 2, restarted).len(), 1);
+}
+
+#[test]
+fn a_stopped_fetcher_has_nothing_in_flight_and_no_timer() {
+    let mut f = Engine::new(CONFIG);
+    send(&mut f, 1, 10);
+    assert_eq!(f.stop(), vec![Effect::Cancel(10)]);
+    assert_eq!(f.reset(Some(LEADER), true), vec![]);
+    assert_eq!(f.timers().count(), 0);
 }
