@@ -21,7 +21,9 @@
 //! - **Simulator engine**: the event kernel (virtual time, a queue ordered by
 //!   `(time, sequence)`, cancellation), the network model (delays, loss with retransmission
 //!   costs, partitions, cut links, restarts) and CPython's Mersenne Twister it draws from, each
-//!   generic over what it carries ([`sim`]); `epochlab._core.Kernel` and `Network` wrap them.
+//!   generic over what it carries, and a broker's fetcher and fetch serving as a state machine
+//!   that returns effects ([`sim`]); `epochlab._core.Kernel`, `Network` and `FetchPlane` wrap
+//!   them.
 //! - **State invariants**: the checker's predicates over a plain view of the cluster and the
 //!   whole-log scans ([`invariants`]).
 //! - **Protocol-state coverage**: the abstraction of a cluster's state a guided search counts

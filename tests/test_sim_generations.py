@@ -270,7 +270,7 @@ def test_a_fetcher_ignores_answers_to_requests_it_gave_up_on(backend: str, monke
     verdict = execute(schedule, backend=backend).verdict
     assert verdict.ok, [(v.invariant, v.verdict) for v in verdict.violations]
     if backend == "rust":
-        # the Rust FetchPlane runs this check itself (src/bindings/plane.rs, ``answers``): the
+        # the Rust FetchPlane runs this check itself (src/sim/fetcher.rs, ``take_answer``): the
         # backends' differential tests hold it to the Python statement mutated below
         return
     original = broker.Broker._answers_request_in_flight

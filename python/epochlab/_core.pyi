@@ -820,8 +820,9 @@ class Watcher:
 class FetchPlane:
     """The replication traffic of brokers with Rust replicas, run without Python frames: the
     follower's fetcher and the leader's fetch serving of ``epochlab.sim.broker.Broker``, step
-    for step (``Broker.use_plane``; ``src/bindings/plane.rs``). A broker id not attached, or
-    an attached object without a broker's attributes, is a ``TypeError``."""
+    for step (``Broker.use_plane``; the engine is ``src/sim/fetcher.rs``, which
+    ``src/bindings/plane.rs`` drives). A broker id not attached, or an attached object without
+    a broker's attributes, is a ``TypeError``."""
     def __new__(cls, kernel: Kernel, network: Network, nodes: dict[Any, Any],
                 request_timeout_ms: int, backoff_ms: int, wait_max_ms: int,
                 kraft: bool) -> FetchPlane: ...

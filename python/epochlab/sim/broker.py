@@ -486,9 +486,10 @@ class Broker:
 
     # -- follower fetcher -------------------------------------------------------------------
     # With Rust replicas (the ``rust`` backend) ``_core.FetchPlane`` runs this section and the
-    # fetch serving below, step for step (src/bindings/plane.rs): a fetch, its answer and
-    # their timers then run no Python frame unless the broker's own state is involved. These
-    # methods are the statement it follows, and what the other backends run.
+    # fetch serving below, step for step (the engine is src/sim/fetcher.rs, driven by
+    # src/bindings/plane.rs): a fetch, its answer and their timers then run no Python frame
+    # unless the broker's own state is involved. These methods are the statement it follows,
+    # and what the other backends run.
     def use_plane(self, plane: Any) -> None:
         """Hand this broker's replication traffic to ``plane`` (a ``_core.FetchPlane``; the
         replica must be a Rust replica): its handlers replace ``on_fetch``,
