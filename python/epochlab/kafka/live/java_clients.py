@@ -126,6 +126,11 @@ class JavaRecordingProducer:
         self._txn_values: list[int] | None = None
         if self.config.enable_idempotence or self.config.transactional_id:
             history.idempotent.add(name)
+        # The topic's metadata now: the first send() of a producer that has none blocks the
+        # caller until a broker gives it (KafkaProducer.waitOnMetadata, up to max.block.ms),
+        # 8.9 s in a kafka fuzz run whose leader was cut off, while the model's producer asks
+        # for it without holding up the sends.
+        self._producer.partitionsFor(topic)
         if self.config.transactional_id is not None:
             self._producer.initTransactions()
 
