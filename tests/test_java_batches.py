@@ -56,3 +56,26 @@ def test_the_java_batch_holds_the_models_record_count(jpype, records: int, delta
     settings = java_producer_settings(ProducerConfig(batch_size_records=records), "h:9092", "p")
     assert settings["batch.size"] == str(java_batch_size(records))
     assert _records_per_batch(jpype, int(settings["batch.size"]), MARKER_HEADER, delta_ms) == records
+
+
+def test_ctrl_c_stays_pythons_after_the_jvm_starts() -> None:
+    """The JVM JPype starts takes SIGINT: by default Ctrl-C halted the process at once (the
+    brokers it had started kept running), and with ``interrupt=False`` alone it was ignored.
+    After ``ensure_jvm`` a SIGINT is a KeyboardInterrupt, so cleanup code runs."""
+    import signal
+    import subprocess
+    import sys
+
+    code = ("from epochlab.kafka.jvm import ensure_jvm\nensure_jvm()\nprint('up', flush=True)\n"
+            "try:\n    import time; time.sleep(60)\nexcept KeyboardInterrupt:\n"
+            "    print('cleaned up', flush=True); raise SystemExit(3)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "up"
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert (out.strip(), proc.returncode) == ("cleaned up", 3)

@@ -16,6 +16,7 @@ configuration it prints a warning on the first message, so their log4j gets a nu
 
 from __future__ import annotations
 
+import signal
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,6 +35,17 @@ _extra: tuple[Path, ...] = ()
 def running_release() -> str | None:
     """The Kafka version whose jars the process's JVM carries, or None before the first start."""
     return _release
+
+
+def _keep_ctrl_c() -> None:
+    """Give SIGINT back to Python after the JVM started. The JVM installs its own handler:
+    with JPype's default (``interrupt=True``) Ctrl-C halted the process at once, leaving the
+    brokers it had started running; with ``interrupt=False`` alone, SIGINT was ignored (a
+    ``kafka fuzz --client both`` campaign went on through it). Python's handler raises
+    KeyboardInterrupt, so the code that started brokers and clients stops them. Only the
+    main thread may set it; a JVM started elsewhere keeps the JVM's."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def ensure_jvm(version: str = DEFAULT_KAFKA_VERSION, extra: Sequence[Path] = ()) -> Any:
@@ -67,7 +79,8 @@ def ensure_jvm(version: str = DEFAULT_KAFKA_VERSION, extra: Sequence[Path] = ())
             raise ConfigError("this process's JVM was started outside epochlab.kafka.jvm, with an "
                               f"unknown class path; run Kafka {version} in another process",
                               where="jvm", field="version", expected="no JVM yet", got=version)
-        jpype.startJVM("-Xmx512m", "-XX:+UseSerialGC", classpath=jars, convertStrings=False)
+        jpype.startJVM("-Xmx512m", "-XX:+UseSerialGC", classpath=jars, convertStrings=False, interrupt=False)
+        _keep_ctrl_c()
         if any(Path(j).name.startswith("log4j-1.") for j in jars):
             _silence_log4j(jpype)
         _release = version
