@@ -812,20 +812,21 @@ class Broker:
             if gen == self._conn_gen.get(req.client, 0):
                 self._conn_last_write[conn] = self.ctx.now_ms
             elif conn in self._closed_written:
-                self._close_connection(conn)  # the client closed it: the second write fails
+                self._forget_connection(conn)  # the client closed it: the second write fails
                 return
             else:
                 self._closed_written.add(conn)  # the first write since the close goes out
         queue = self._conn_queue.get(conn)
         if not queue:
-            self._close_connection(conn)
+            self._forget_connection(conn)
             return
         nxt = queue.pop(0)
         inc = self.incarnation
         self.ctx.kernel.schedule(0, lambda: self._if_alive(inc, lambda: self._handle_produce(nxt, gen)))
 
-    def _close_connection(self, conn: tuple[str, int]) -> None:
-        """Forget a connection with nothing left to read (or whose queued requests are dropped)."""
+    def _forget_connection(self, conn: tuple[str, int]) -> None:
+        """Forget what is kept of a connection with nothing left to read: an idle one (it is
+        marked busy again by its next request) or a closed one (its queued requests dropped)."""
         self._conn_busy.discard(conn)
         self._conn_queue.pop(conn, None)
         self._closed_written.discard(conn)
