@@ -13,7 +13,8 @@ from epochlab.errors import InvalidArgumentError
 from epochlab.fuzz.bandit import Bandit
 from epochlab.fuzz.campaign import run_seed
 from epochlab.fuzz.generator import DELAYS, FuzzProfile, RandomSource, generate_schedule
-from epochlab.fuzz.guided import ARMS, BATCH, INITIAL, OPENING_BATCH, GuidedSearch, round_size
+from epochlab.fuzz.guided import (ARMS, BATCH, INITIAL, OPENING_BATCH, GuidedSearch, build, round_size,
+                                  round_start)
 from epochlab.fuzz.swarm import (CONSUME_PERCENTS, PRODUCE_PERCENTS, draw_swarm,
                                  generate_swarm_schedule)
 from epochlab.generations import Generation
@@ -124,10 +125,14 @@ def test_the_opening_rounds_are_short_and_fresh() -> None:
     assert [round_size(r) for r in opening] == [OPENING_BATCH] * len(opening)
     assert round_size(INITIAL) == round_size(INITIAL + BATCH) == BATCH
     search = GuidedSearch(Generation.KIP_101, seed=2, seconds=None, runs=1)
-    first = search._children(0, OPENING_BATCH)  # no corpus yet: every schedule fresh
-    assert [c["origin"]["arm"] for c in first] == ["fresh"] * OPENING_BATCH
+    specs = search._children(0)  # no corpus yet: every schedule fresh
+    assert [(run, arm, data) for run, arm, data in specs] == \
+        [(run, "fresh", None) for run in range(OPENING_BATCH)]
+    first = [build(search._task(), spec)[0] for spec in specs]
     assert first[0] == {**generate_swarm_schedule(run_seed(2, 0), Generation.KIP_101).to_dict(),
                         "origin": first[0]["origin"]}
+    assert [round_start(i) for i in range(INITIAL // OPENING_BATCH + 2)] == \
+        [*opening, INITIAL, INITIAL + BATCH]
 
 
 def test_the_search_rewards_the_arms_that_made_its_corpus() -> None:
@@ -150,3 +155,30 @@ def test_the_search_rewards_the_arms_that_made_its_corpus() -> None:
     wins = Counter(arm for arm, won in seen if won)
     assert wins["fresh"] >= 1 and len(search.corpus) == sum(wins.values())
     assert all(search.bandit.wins[a] <= wins[a] for a in ARMS)
+
+
+def test_the_next_round_is_drawn_before_this_one_is_merged() -> None:
+    """The pipeline: round *i* is drawn from the corpus of rounds *0 .. i-2*, after the last
+    of them is merged and before any run of round *i-1* is, so the workers have it queued
+    while the driver merges (and the draw does not depend on how many workers there are)."""
+    search = GuidedSearch(Generation.KIP_101, seed=5, seconds=None, runs=INITIAL + 2 * BATCH,
+                          profile=FuzzProfile(actions=30))
+    merged: list[int] = []
+    drawn: dict[int, list[int]] = {}
+    children, merge = search._children, search._merge
+
+    def draw(index):  # type: ignore[no-untyped-def]
+        drawn[index] = list(merged)
+        return children(index)
+
+    def spy(run, data, features, steps):  # type: ignore[no-untyped-def]
+        merged.append(run)
+        merge(run, data, features, steps)
+
+    search._children, search._merge = draw, spy  # type: ignore[method-assign]
+    search.run()
+    assert merged == list(range(INITIAL + 2 * BATCH))
+    last = INITIAL // OPENING_BATCH + 2  # the round after the budget is drawn too
+    assert sorted(drawn) == list(range(last + 1))
+    for index, before in drawn.items():
+        assert before == list(range(round_start(max(0, index - 1)))), index
