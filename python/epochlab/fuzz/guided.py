@@ -69,7 +69,7 @@ from epochlab.fuzz.schedule import Schedule
 from epochlab.fuzz.swarm import generate_swarm_schedule
 from epochlab.steps import STEPS
 
-__all__ = ["ARMS", "BATCH", "CORPUS_FORMAT", "CORPUS_VERSION", "INITIAL", "OPENING_BATCH", "Entry",
+__all__ = ["ARMS", "BATCH", "CORPUS_FORMAT", "CORPUS_VERSION", "FOCUS_SHARE", "INITIAL", "OPENING_BATCH", "Entry",
            "GuidedSearch", "build", "mutate", "round_size", "round_start"]
 
 #: Schedules per round after the opening; fixed, so the division of work never changes what
