@@ -14,15 +14,18 @@ schedules:
 * each schedule of a round is made by one of three *arms* (:data:`ARMS`): a fresh schedule,
   a mutant of a parent picked by energy, a mutant of a parent picked for a rare feature. A
   discounted Thompson-sampling bandit (:mod:`epochlab.fuzz.bandit`) chooses the arm, rewarded
-  per run by whether the run reached a feature no earlier run had; its counts change only
-  between rounds, like the corpus;
-* the rare arm's parents are picked for a rare feature (FairFuzz: one of the features
-  reached by the fewest runs, then an entry that reached it), and their mutants
+  per run by the new features it reached, each weighted by the smallest coverage family's size
+  over its own family's (:meth:`GuidedSearch._weight`; at most 1); its counts change only
+  between rounds, like the corpus; and :data:`FOCUS_SHARE` of the schedules are rare-arm
+  mutants whatever the bandit says (a floor for depth);
+* the rare arm's parents are picked for a rare feature (FairFuzz: a coverage family, then one
+  of its features reached by the fewest runs, then an entry that reached it), and their mutants
   are *focused* on the action at which the entry first reached that feature: the operators
   work near it, and ``regrow`` keeps the actions up to it and generates new ones after it
   (go back to the rare state, explore on from there);
 * the energy arm's parents are picked with probability proportional to their *energy*: the
-  sum over their features of one over the number of runs that reached the feature, damped by
+  sum over their features of the family weight over the number of runs that reached the
+  feature, damped by
   how often the entry was picked already (AFLFast's power schedules); their mutants change
   anything;
 * a mutant applies one to four operators to whole actions: insert freshly generated actions
