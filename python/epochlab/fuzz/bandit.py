@@ -66,12 +66,16 @@ class Bandit:
         samples = [rng.betavariate(1.0 + self.wins[a], 1.0 + self.losses[a]) for a in arms]
         return arms[samples.index(max(samples))]
 
-    def reward(self, arm: str, won: bool) -> None:
-        """Count one run of ``arm``: it reached a new feature (``won``) or not."""
-        if won:
-            self.wins[arm] += 1.0
-        else:
-            self.losses[arm] += 1.0
+    def reward(self, arm: str, won: bool | float) -> None:
+        """Count one run of ``arm``: it reached a new feature (``won`` True) or not (False);
+        a value in [0, 1] counts that fraction of a win and the rest as a loss (a fractional
+        Bernoulli outcome: the posterior stays a Beta)."""
+        value = float(won)
+        if not 0.0 <= value <= 1.0:
+            raise InvalidArgumentError(f"argument 'won' = {won!r} is outside [0, 1]",
+                                       argument="won", value=won, domain="[0, 1]")
+        self.wins[arm] += value
+        self.losses[arm] += 1.0 - value
 
     def end_round(self) -> None:
         """Forget a little: every count times :attr:`discount`."""

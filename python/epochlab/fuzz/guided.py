@@ -14,15 +14,18 @@ schedules:
 * each schedule of a round is made by one of three *arms* (:data:`ARMS`): a fresh schedule,
   a mutant of a parent picked by energy, a mutant of a parent picked for a rare feature. A
   discounted Thompson-sampling bandit (:mod:`epochlab.fuzz.bandit`) chooses the arm, rewarded
-  per run by whether the run reached a feature no earlier run had; its counts change only
-  between rounds, like the corpus;
-* the rare arm's parents are picked for a rare feature (FairFuzz: one of the features
-  reached by the fewest runs, then an entry that reached it), and their mutants
+  per run by the new features it reached, each weighted by the smallest coverage family's size
+  over its own family's (:meth:`GuidedSearch._weight`; at most 1); its counts change only
+  between rounds, like the corpus; and :data:`FOCUS_SHARE` of the schedules are rare-arm
+  mutants whatever the bandit says (a floor for depth);
+* the rare arm's parents are picked for a rare feature (FairFuzz: a coverage family, then one
+  of its features reached by the fewest runs, then an entry that reached it), and their mutants
   are *focused* on the action at which the entry first reached that feature: the operators
   work near it, and ``regrow`` keeps the actions up to it and generates new ones after it
   (go back to the rare state, explore on from there);
 * the energy arm's parents are picked with probability proportional to their *energy*: the
-  sum over their features of one over the number of runs that reached the feature, damped by
+  sum over their features of the family weight over the number of runs that reached the
+  feature, damped by
   how often the entry was picked already (AFLFast's power schedules); their mutants change
   anything;
 * a mutant applies one to four operators to whole actions: insert freshly generated actions
@@ -33,15 +36,21 @@ schedules:
   seed (the same actions, other network and timing draws);
 * after a round its runs are merged in run order: every run that reached a feature no earlier
   run reached joins the corpus; protocol violations go through the same checker, shrinker,
-  catalogue match and run directory as the random engine's (:class:`Campaign`).
+  catalogue match and run directory as the random engine's (:class:`Campaign`);
+* the rounds are pipelined: round *i + 1* is drawn from the corpus after round *i - 1*'s
+  merge and queued on the workers before round *i* is merged, so the workers run it while the
+  driver merges and draws, and no worker waits for the slowest run of a round. The driver only
+  draws: a fresh schedule is generated, and a mutant validated, by the worker that runs it
+  (:func:`build`).
 
 Every choice comes from ``random.Random`` seeded by the campaign seed and the round, and the
-corpus and the bandit's counts change only between rounds, so the runs, the corpus and the
+corpus and the bandit's counts change only between rounds, in a fixed order of draws and
+merges (draw 0, draw 1, merge 0, draw 2, merge 1, ...), so the runs, the corpus and the
 findings are a function of seed, profile and budget alone: the same on one process, ``--jobs
 N`` worker processes or a Spark cluster, and the same after a kill and ``--resume``: the
-corpus, the round and the bandit's counts are saved after each whole round in
-``<out>/corpus/`` (a round that a run budget or ``--until-found`` cut short is run again whole
-on resuming).
+corpus, the round, the bandit's counts and the next round's draw are saved after each whole
+round in ``<out>/corpus/`` (a round that a run budget or ``--until-found`` cut short is run
+again whole on resuming).
 """
 
 from __future__ import annotations
@@ -63,8 +72,8 @@ from epochlab.fuzz.schedule import Schedule
 from epochlab.fuzz.swarm import generate_swarm_schedule
 from epochlab.steps import STEPS
 
-__all__ = ["ARMS", "BATCH", "CORPUS_FORMAT", "INITIAL", "OPENING_BATCH", "Entry", "GuidedSearch",
-           "mutate", "round_size"]
+__all__ = ["ARMS", "BATCH", "CORPUS_FORMAT", "CORPUS_VERSION", "FOCUS_SHARE", "INITIAL", "OPENING_BATCH", "Entry",
+           "GuidedSearch", "build", "mutate", "round_size", "round_start"]
 
 #: Schedules per round after the opening; fixed, so the division of work never changes what
 #: is run.
@@ -76,8 +85,17 @@ OPENING_BATCH = 8
 #: The ways to make a schedule the bandit chooses among: a fresh swarm schedule, a mutant of a
 #: parent picked by energy, a mutant focused on a rare feature's first step.
 ARMS = ("fresh", "energy", "rare")
+#: The share of each round's schedules (after the first) that are mutants focused on a rare
+#: feature whatever the bandit says: a bandit rewarded for any new feature gives most runs to
+#: fresh schedules, which reach new features as often once the corpus has grown, and starves
+#: the mutants that go back to a rare state and explore from it (measured: docs/bugs.md).
+FOCUS_SHARE = 0.3
+#: The coverage families (the two low bits of a feature, ``epochlab.fuzz.coverage``).
+FAMILIES = 4
 MAX_ACTIONS = 200
 CORPUS_FORMAT = "epochlab-guided-corpus"
+#: 3: the state holds the next round's draw (the pipeline)
+CORPUS_VERSION = 3
 RETIME = (1, 5, 20, 100, 300, 1000, 3000)
 
 
@@ -299,19 +317,45 @@ def mutate(parent: dict[str, Any], other: dict[str, Any] | None, rng: random.Ran
 
 # -- running a round -----------------------------------------------------------------------
 
-Outcome = tuple[Any, list[int], list[int], list[dict[str, Any]] | None]
+Outcome = tuple[dict[str, Any], Any, list[int], list[int], list[dict[str, Any]] | None]
+#: What a worker needs to build a round's schedules: campaign seed, generation label, profile,
+#: backend.
+Task = tuple[int, str, FuzzProfile, str | None]
 
 
-def _run_children(task: tuple[str | None], children: list[dict[str, Any]]) -> list[Outcome]:
-    """A worker's share of a round: each schedule's verdict, features, and (with a protocol
-    violation) its events for the catalogue's witnesses."""
-    (backend,) = task
+def _fresh(task: Task, run: int, arm: str) -> dict[str, Any]:
+    """The fresh swarm schedule of run ``run`` (its run seed), its origin naming ``arm``."""
+    seed, generation, profile, _backend = task
+    child = generate_swarm_schedule(run_seed(seed, run), generation, profile).to_dict()
+    child["origin"]["arm"] = arm
+    return child
+
+
+def build(task: Task, spec: tuple[int, str, dict[str, Any] | None]) -> tuple[dict[str, Any], Schedule]:
+    """The schedule of a round's ``spec`` = (run, arm, mutant or None): a fresh swarm schedule
+    for None, else the mutant, or the fresh schedule of the run when the validator refuses the
+    mutant. Built where the run executes (a worker), so the driver only draws the mutants."""
+    run, arm, data = spec
+    if data is not None:
+        try:
+            return data, Schedule.from_dict(data, "guided")
+        except ScheduleError:  # a mutant the validator refuses: a fresh schedule instead
+            pass
+    data = _fresh(task, run, arm)
+    return data, Schedule.from_dict(data, "guided")
+
+
+def _run_children(task: Task, specs: list[tuple[int, str, dict[str, Any] | None]]) -> list[Outcome]:
+    """A worker's share of a round: each schedule (:func:`build`), its verdict, features,
+    first steps, and (with a protocol violation) its events for the catalogue's witnesses."""
+    backend = task[3]
     out: list[Outcome] = []
     with gc_for_many_runs():
-        for data in children:
-            result = execute(Schedule.from_dict(data, "guided"), backend=backend, coverage=True)
+        for spec in specs:
+            data, schedule = build(task, spec)
+            result = execute(schedule, backend=backend, coverage=True)
             events = result.events if result.verdict.protocol_violations else None
-            out.append((result.verdict, result.features or [], result.first_steps or [], events))
+            out.append((data, result.verdict, result.features or [], result.first_steps or [], events))
     return out
 
 
@@ -321,9 +365,20 @@ def round_size(first: int) -> int:
     return OPENING_BATCH if first < INITIAL else BATCH
 
 
+def round_start(index: int) -> int:
+    """The first run of round ``index`` (rounds of :func:`round_size`)."""
+    opening = INITIAL // OPENING_BATCH
+    if index <= opening:
+        return index * OPENING_BATCH
+    return INITIAL + (index - opening) * BATCH
+
+
 def _pieces(items: list[Any], parts: int) -> list[list[Any]]:
     size = max(1, math.ceil(len(items) / parts))
     return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+Spec = tuple[int, str, "dict[str, Any] | None"]
 
 
 @dataclass
@@ -346,10 +401,23 @@ class GuidedSearch(Campaign):
     #: how the runs are shared among :data:`ARMS` (:mod:`epochlab.fuzz.bandit`)
     bandit: Bandit = field(default_factory=lambda: Bandit(ARMS))
     _saved_findings: list[dict[str, Any]] = field(default_factory=list)
+    #: the next round to merge
     _round: int = 0
+    #: the round after it, drawn before that merge (the pipeline: module doc)
+    _next: list[Spec] | None = None
     _new_entries: list[Entry] = field(default_factory=list)
+    #: distinct features per family (``feature & 3``), the denominators of rarity
+    _family: list[int] = field(default_factory=lambda: [0] * FAMILIES)
 
     # -- the loop ----------------------------------------------------------------------------
+    def _task(self) -> Task:
+        return (self.seed, self.generation.label, self.profile, self.backend)
+
+    def _budgeted(self, index: int, specs: list[Spec]) -> list[Spec]:
+        """The specs of round ``index`` the run budget allows."""
+        first = round_start(index)
+        return specs if self.runs is None else specs[:max(0, self.runs - first)]
+
     def _run(self) -> list[Finding]:
         start = time.monotonic()
         deadline = None if self.seconds is None else start + self.seconds
@@ -357,14 +425,18 @@ class GuidedSearch(Campaign):
             self._load()
         executor = self._executor()
         try:
+            current = self._next if self._next is not None else self._children(self._round)
+            running = executor.submit(self._budgeted(self._round, current))
             stop = False
             while not stop and self._more(self.total_runs, deadline):
-                first = self.total_runs
-                size = round_size(first)
-                count = size if self.runs is None else min(size, self.runs - self.total_runs)
-                children = self._children(first, count)
-                outcomes = executor(children)
-                for i, (data, (verdict, features, steps, events)) in enumerate(zip(children, outcomes)):
+                first, size = round_start(self._round), round_size(round_start(self._round))
+                # draw the next round now, from the corpus of the rounds merged so far, and
+                # hand it to the workers before waiting for this one: they never idle between
+                # rounds, and the draw depends on the merge order alone (module doc)
+                self._next = self._children(self._round + 1)
+                queued = executor.submit(self._budgeted(self._round + 1, self._next)) \
+                    if self._more(first + size, deadline) else None
+                for i, (data, verdict, features, steps, events) in enumerate(running.result()):
                     run = first + i
                     self._merge(run, data, features, steps)
                     for v in verdict.allowed:
@@ -381,40 +453,48 @@ class GuidedSearch(Campaign):
                         stop = True
                         break
                 self.curve.append((self.total_runs, len(self.hits)))
-                if self.total_runs == first + size:  # a whole round: the next one starts
-                    self._round += 1
-                    self.bandit.end_round()
-                    if self.out is not None:
-                        self._save()
+                if self.total_runs != first + size:
+                    break  # a round cut short by the budget or a stop: saved up to the last whole one
+                self._round += 1
+                self.bandit.end_round()
+                if self.out is not None:
+                    self._save()
+                if queued is None:
+                    break
+                running = queued
         finally:
-            close = getattr(executor, "close", None)
-            if close is not None:
-                close()
+            executor.close()
         self.elapsed = time.monotonic() - start
         if self.out is not None:
             self.write_summary()
         return list(self.findings.values())
 
-    def _children(self, first: int, count: int) -> list[dict[str, Any]]:
-        """The schedules of runs ``first .. first + count - 1``: a function of the campaign
-        seed, the round and the corpus (module doc)."""
-        rng = random.Random(f"epochlab-guided:{self.seed}:{self._round}")
+    def _children(self, index: int) -> list[Spec]:
+        """The specs of round ``index`` (:func:`build` makes their schedules): a function of
+        the campaign seed, the round and the state after the merges so far (module doc). The
+        whole round is drawn whatever the budget, so a search a budget cut and resumed draws
+        what an uncut one does."""
+        first = round_start(index)
+        rng = random.Random(f"epochlab-guided:{self.seed}:{index}")
         weights = self._energies()
         total = sum(weights)
         rare = self._rare_holders()
         allowed = ("fresh", "energy", "rare") if rare else ("fresh", "energy")
-        children = []
-        for run in range(first, first + count):
-            arm = self.bandit.choose(rng, allowed) if self.corpus else "fresh"
+        specs: list[Spec] = []
+        for run in range(first, first + round_size(first)):
+            if not self.corpus:
+                arm = "fresh"
+            elif rare and rng.random() < FOCUS_SHARE:
+                arm = "rare"
+            else:
+                arm = self.bandit.choose(rng, allowed)
             if arm == "fresh":
-                child = generate_swarm_schedule(run_seed(self.seed, run), self.generation,
-                                                self.profile).to_dict()
-                child["origin"]["arm"] = arm
-                children.append(child)
+                specs.append((run, arm, None))
                 continue
             focus = None
             if arm == "rare":
-                target, holders = rare[rng.randrange(len(rare))]
+                family = rare[rng.randrange(len(rare))]  # a family first, then a feature of it
+                target, holders = family[rng.randrange(len(family))]
                 parent = holders[rng.randrange(len(holders))]
                 focus = parent.step_of(target)
             else:
@@ -423,23 +503,32 @@ class GuidedSearch(Campaign):
             parent.picks += 1
             child = mutate(parent.schedule, other.schedule, rng, self.profile, focus)
             child["origin"]["parent_run"] = parent.run
-            try:
-                Schedule.from_dict(child, "guided")
-            except ScheduleError:  # a mutant the validator refuses: a fresh schedule instead
-                child = generate_swarm_schedule(run_seed(self.seed, run), self.generation,
-                                                self.profile).to_dict()
             child["origin"]["arm"] = arm
-            children.append(child)
-        return children
+            specs.append((run, arm, child))
+        return specs
+
+    def _weight(self, feature: int) -> float:
+        """How much a feature of its family counts: the size of the smallest family over the
+        size of its own (a new broker tuple among a hundred counts more than one more cluster
+        move among a thousand; Entropic, Böhme, Manès, Cha, ESEC/FSE 2020, weighs a feature
+        by its information in the same spirit)."""
+        sizes = [n for n in self._family if n]
+        return min(sizes) / self._family[feature & 3] if sizes and self._family[feature & 3] else 1.0
 
     def _energies(self) -> list[float]:
-        return [sum(1.0 / self.hits[f] for f in e.features) / math.sqrt(1 + e.picks)
+        """Each entry's energy: over its features, one over the runs that reached the feature
+        times the feature's family weight (:meth:`_weight`), damped by the square root of the
+        times the entry was picked (AFLFast's power schedules)."""
+        weight = [self._weight(family) for family in range(FAMILIES)]
+        return [sum(weight[f & 3] / self.hits[f] for f in e.features) / math.sqrt(1 + e.picks)
                 for e in self.corpus]
 
-    def _rare_holders(self) -> list[tuple[int, list[Entry]]]:
+    def _rare_holders(self) -> list[list[tuple[int, list[Entry]]]]:
         """The rarest features (reached by at most the smallest power of two at or above the
         fewest runs any feature was reached by) with the corpus entries reaching them, in
-        feature order: FairFuzz's rare-branch targeting, over protocol states."""
+        feature order, grouped by family (FairFuzz's rare-branch targeting, over protocol
+        states; a family is picked first, so a rare state of a small family, such as a broker
+        tuple, is as likely a target as one of the thousands of rare cluster moves)."""
         if not self.hits:
             return []
         cutoff = 1 << (min(self.hits.values()) - 1).bit_length()
@@ -448,7 +537,10 @@ class GuidedSearch(Campaign):
         for entry in self.corpus:
             for f in rare.intersection(entry.features):
                 holders.setdefault(f, []).append(entry)
-        return sorted(holders.items())
+        families: list[list[tuple[int, list[Entry]]]] = [[] for _ in range(FAMILIES)]
+        for f, entries in sorted(holders.items()):
+            families[f & 3].append((f, entries))
+        return [family for family in families if family]
 
     def _pick(self, weights: list[float], total: float, rng: random.Random) -> Entry:
         x = rng.random() * total
@@ -459,33 +551,37 @@ class GuidedSearch(Campaign):
         return self.corpus[-1]
 
     def _merge(self, run: int, data: dict[str, Any], features: list[int], steps: list[int]) -> None:
-        new = False
+        fresh = [f for f in features if f not in self.hits]
+        # the reward: the new features, each by its family weight before this run, at most 1
+        reward = min(1.0, sum(self._weight(f) for f in fresh))
         for f in features:
-            n = self.hits.get(f, 0)
-            new = new or n == 0
-            self.hits[f] = n + 1
+            self.hits[f] = self.hits.get(f, 0) + 1
+        for f in fresh:
+            self._family[f & 3] += 1
+        new = bool(fresh)
         if new:
             entry = Entry(run, data, tuple(features), tuple(steps))
             self.corpus.append(entry)
             self._new_entries.append(entry)
         arm = data.get("origin", {}).get("arm")
         if arm in self.bandit.arms:
-            self.bandit.reward(arm, new)
+            self.bandit.reward(arm, reward)
 
     def _executor(self) -> Any:
-        task = (self.backend,)
+        task = self._task()
         if self.master is not None:
             return _SparkRounds(self.master, task)
         if self.jobs > 1:
             return _PoolRounds(self.jobs, task)
-        return lambda children: _run_children(task, children)
+        return _InlineRounds(task)
 
     # -- the saved corpus --------------------------------------------------------------------
     def _settings(self) -> dict[str, Any]:
         return {"generation": self.generation.label, "seed": self.seed,
                 "profile": self.profile.to_dict(), "batch": BATCH, "initial": INITIAL,
                 "opening_batch": OPENING_BATCH, "arms": list(ARMS),
-                "discount": self.bandit.discount, "floor": self.bandit.floor}
+                "discount": self.bandit.discount, "floor": self.bandit.floor,
+                "focus_share": FOCUS_SHARE, "reward": "family-weighted"}
 
     def _save(self) -> None:
         assert self.out is not None
@@ -495,8 +591,9 @@ class GuidedSearch(Campaign):
             for e in self._new_entries:
                 f.write(json.dumps(e.to_dict(), sort_keys=True) + "\n")
         self._new_entries = []
-        state = {"format": CORPUS_FORMAT, "version": 2, **self._settings(),
+        state = {"format": CORPUS_FORMAT, "version": CORPUS_VERSION, **self._settings(),
                  "runs": self.total_runs, "round": self._round, "bandit": self.bandit.to_dict(),
+                 "next": [list(spec) for spec in self._next or ()],
                  "picks": {str(e.run): e.picks for e in self.corpus if e.picks},
                  "hits": {str(k): v for k, v in sorted(self.hits.items())},
                  "curve": self.curve, "allowed": self.allowed,
@@ -513,8 +610,8 @@ class GuidedSearch(Campaign):
             return
         try:
             state = json.loads(path.read_text(encoding="utf-8"))
-            if state.get("format") != CORPUS_FORMAT or state.get("version") != 2:
-                raise ValueError("not an epochlab guided corpus of version 2")
+            if state.get("format") != CORPUS_FORMAT or state.get("version") != CORPUS_VERSION:
+                raise ValueError(f"not an epochlab guided corpus of version {CORPUS_VERSION}")
             settings = {k: state.get(k) for k in self._settings()}
             if settings != json.loads(json.dumps(self._settings())):
                 differ = [k for k in settings if settings[k] != json.loads(json.dumps(self._settings()))[k]]
@@ -530,6 +627,7 @@ class GuidedSearch(Campaign):
                         corpus.append(Entry(int(d["run"]), d["schedule"], tuple(d["features"]),
                                             tuple(d["first_steps"]), picks.get(int(d["run"]), 0)))
             hits = {int(k): int(v) for k, v in state["hits"].items()}
+            pending: list[Spec] = [(int(run), str(arm), data) for run, arm, data in state["next"]]
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise ScheduleError(f"{path}: cannot resume the guided search: {e}") from e
         # rewrite the inputs without the entries of an unsaved round
@@ -537,7 +635,9 @@ class GuidedSearch(Campaign):
             for entry in corpus:
                 f.write(json.dumps(entry.to_dict(), sort_keys=True) + "\n")
         self.corpus, self.hits, self.total_runs = corpus, hits, runs
+        self._family = [sum(1 for f in hits if f & 3 == family) for family in range(FAMILIES)]
         self._round = int(state["round"])
+        self._next = pending
         self.bandit.load(state.get("bandit", {}))
         self.curve = [tuple(x) for x in state.get("curve", [])]  # type: ignore[misc]
         self.allowed = dict(state.get("allowed", {}))
@@ -557,41 +657,71 @@ class GuidedSearch(Campaign):
         return out if deployment else self._without_deployment(out)
 
 
-class _PoolRounds:
-    """A round's schedules on ``jobs`` worker processes (spawned), results in run order."""
+class _Done:
+    """A round already run, or run when asked (:class:`_InlineRounds`)."""
 
-    def __init__(self, jobs: int, task: tuple[str | None]) -> None:
+    def __init__(self, compute: Any) -> None:
+        self.compute = compute
+
+    def result(self) -> list[Outcome]:
+        return self.compute()
+
+
+class _InlineRounds:
+    """A round's schedules in this process, run when their results are asked for."""
+
+    def __init__(self, task: Task) -> None:
+        self.task = task
+
+    def submit(self, specs: list[Spec]) -> _Done:
+        return _Done(lambda: _run_children(self.task, specs))
+
+    def close(self) -> None:
+        pass
+
+
+class _PoolRounds:
+    """A round's schedules on ``jobs`` worker processes (spawned), in pieces queued as soon as
+    the round is drawn; results in run order."""
+
+    def __init__(self, jobs: int, task: Task) -> None:
         import concurrent.futures
         import multiprocessing
 
         self.jobs, self.task = jobs, task
         self.pool = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
 
-    def __call__(self, children: list[dict[str, Any]]) -> list[Outcome]:
+    def submit(self, specs: list[Spec]) -> _Done:
         futures = [self.pool.submit(_run_children, self.task, piece)
-                   for piece in _pieces(children, 2 * self.jobs)]
-        return [o for f in futures for o in f.result()]
+                   for piece in _pieces(specs, 2 * self.jobs)]
+        return _Done(lambda: [o for f in futures for o in f.result()])
 
     def close(self) -> None:
         self.pool.shutdown(cancel_futures=True)
 
 
 class _SparkRounds:
-    """A round's schedules as tasks of a Spark master, gathered in run order on the driver."""
+    """A round's schedules as tasks of a Spark master, gathered in run order on the driver;
+    a round's job starts when its results are asked for."""
 
-    def __init__(self, master: str, task: tuple[str | None]) -> None:
+    def __init__(self, master: str, task: Task) -> None:
         from epochlab.spark import build_session
 
         self.task = task
         self.spark = build_session(master, app_name="epochlab-guided")
         self.parallelism = max(1, self.spark.sparkContext.defaultParallelism)
 
-    def __call__(self, children: list[dict[str, Any]]) -> list[Outcome]:
+    def submit(self, specs: list[Spec]) -> _Done:
         task = self.task
-        pieces = _pieces(children, 2 * self.parallelism)
-        results = self.spark.sparkContext.parallelize(pieces, len(pieces)).map(
-            lambda piece: _run_children(task, piece)).collect()
-        return [o for piece in results for o in piece]
+        pieces = _pieces(specs, 2 * self.parallelism)
+
+        def collect() -> list[Outcome]:
+            if not pieces:
+                return []
+            results = self.spark.sparkContext.parallelize(pieces, len(pieces)).map(
+                lambda piece: _run_children(task, piece)).collect()
+            return [o for piece in results for o in piece]
+        return _Done(collect)
 
     def close(self) -> None:
         self.spark.stop()

@@ -1,0 +1,55 @@
+"""How often the guided engine's runs reach the broker state behind the re-elected KRaft
+leader: a live leader that believes a follower holds more than that follower's log does (the
+broker coverage tuple's leader code with bit 4, ``epochlab.fuzz.coverage.broker_codes``).
+An analysis of a search, not part of it: it tells reaching that state apart from going on
+from it to a lost write.
+
+    python benches/guided_stale_leader_reach.py --runs 3000 --seed 1
+
+Prints the runs that reached such a tuple, by the arm that made their schedule, the first
+such run, and the runs that reached each of those tuples.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import itertools
+from typing import Any
+
+from epochlab.fuzz.coverage import BROKER, feature
+from epochlab.fuzz.guided import GuidedSearch
+from epochlab.generations import Generation
+
+#: every broker tuple (the eight codes' ranges, ``broker_codes``) whose leader code has bit 4
+STALE_LEADER = {feature(BROKER, bytes(t)) for t in itertools.product(
+    range(2), range(3), range(4), range(2), range(3), range(2), range(2), range(8)) if t[7] & 4}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--generation", default="strict-min-isr")
+    args = parser.parse_args()
+    search = GuidedSearch(Generation.parse(args.generation), seed=args.seed, seconds=None, runs=args.runs)
+    by_arm: collections.Counter[str] = collections.Counter()
+    first: list[int] = []
+    merge = search._merge
+
+    def counted(run: int, data: dict[str, Any], features: list[int], steps: list[int]) -> None:
+        if STALE_LEADER.intersection(features):
+            by_arm[data["origin"]["arm"]] += 1
+            first.append(run)
+        merge(run, data, features, steps)
+
+    search._merge = counted  # type: ignore[method-assign]
+    search.run()
+    reached = sorted(search.hits[f] for f in STALE_LEADER.intersection(search.hits))
+    print(f"{args.generation} seed {args.seed}, {args.runs} runs: {sum(by_arm.values())} runs reached a "
+          f"stale-follower leader tuple (by arm: {dict(sorted(by_arm.items()))}), first at run "
+          f"{first[0] if first else None}; {len(reached)} such tuples, runs per tuple {reached}")
+
+
+if __name__ == "__main__":
+    main()
