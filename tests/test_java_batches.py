@@ -11,7 +11,8 @@ import struct
 
 import pytest
 
-from epochlab.kafka.live.java_clients import MARKER_HEADER, java_batch_size, java_producer_settings
+from epochlab.kafka.live.java_clients import (FIRST_RECORD_BOUND, MARKER_HEADER, java_batch_size,
+                                              java_buffer_memory, java_producer_settings)
 from epochlab.sim.config import ProducerConfig
 
 
@@ -56,6 +57,25 @@ def test_the_java_batch_holds_the_models_record_count(jpype, records: int, delta
     settings = java_producer_settings(ProducerConfig(batch_size_records=records), "h:9092", "p")
     assert settings["batch.size"] == str(java_batch_size(records))
     assert _records_per_batch(jpype, int(settings["batch.size"]), MARKER_HEADER, delta_ms) == records
+
+
+def test_the_buffer_holds_the_models_records(jpype) -> None:
+    """Each batch takes ``max(batch.size, the first record's upper bound)`` from the buffer
+    pool; the bound of one of ours with the marker header is what Kafka estimates."""
+    j = jpype.JClass
+    internal = "org.apache.kafka.common.record.internal."
+    raw = jpype.JArray(jpype.JByte)
+    header = j("org.apache.kafka.common.header.internals.RecordHeader")(MARKER_HEADER[0], raw(MARKER_HEADER[1]))
+    bound = j(internal + "AbstractRecords").estimateSizeInBytesUpperBound(
+        2, j(internal + "CompressionType").NONE, None, raw(struct.pack(">Q", 1)),
+        jpype.JArray(j("org.apache.kafka.common.header.Header"))([header]))
+    assert bound == FIRST_RECORD_BOUND
+    for records, per_batch in [(10000, 1), (10000, 4), (50, 1), (7, 3)]:
+        memory = int(java_producer_settings(ProducerConfig(buffer_memory_records=records, batch_size_records=per_batch),
+                                            "h", "p")["buffer.memory"])
+        assert memory == java_buffer_memory(records, per_batch)
+        batches = -(-records // per_batch)
+        assert memory >= batches * max(java_batch_size(per_batch), bound)
 
 
 def test_ctrl_c_stays_pythons_after_the_jvm_starts() -> None:

@@ -28,8 +28,9 @@ the batch: Kafka's Java client put m11 and m12 in one request where the model se
 (``epochlab kafka fuzz`` run 1, docs/kafka-run.md). Each record therefore carries the
 :data:`MARKER_HEADER` (3 bytes), which makes a second record overflow that slack, so
 ``batch.size=1`` is one record per batch, the model's default; ``n`` records per batch are
-``batch.size`` = :data:`BATCH_OVERHEAD` + n x :data:`RECORD_BYTES`, and the buffer likewise,
-at least Kafka's minimum for one batch (``tests/test_java_batches.py`` checks both with
+``batch.size`` = :data:`BATCH_OVERHEAD` + n x :data:`RECORD_BYTES`; ``buffer.memory`` holds the
+model's ``buffer_memory_records`` in such batches (:func:`java_buffer_memory`), at least
+Kafka's minimum (``tests/test_java_batches.py`` checks both with
 Kafka's own classes). Values travel as 8-byte big-endian integers.
 """
 
@@ -45,7 +46,7 @@ from epochlab.errors import ConfigError
 from epochlab.kafka.live.clients import History, decode_value, end_transaction
 from epochlab.sim.config import ConsumerConfig, ProducerConfig
 
-__all__ = ["BATCH_OVERHEAD", "MARKER_HEADER", "RECORD_BYTES", "JavaRecordingConsumer", "JavaRecordingProducer", "java_consumer_settings",
+__all__ = ["BATCH_OVERHEAD", "FIRST_RECORD_BOUND", "MARKER_HEADER", "RECORD_BYTES", "JavaRecordingConsumer", "JavaRecordingProducer", "java_consumer_settings",
            "java_producer_settings"]
 
 #: A header every record of the Java producer carries (key ``"e"``, empty value: 3 bytes in a
@@ -62,9 +63,24 @@ BATCH_OVERHEAD = 61
 RECORD_BYTES = 19
 
 
+#: Kafka's upper bound of one of our records in a batch of its own (with the marker header):
+#: the buffer a new batch takes when ``batch.size`` is smaller
+#: (``AbstractRecords.estimateSizeInBytesUpperBound``).
+FIRST_RECORD_BOUND = 96
+
+
 def java_batch_size(records: int) -> int:
     """``batch.size`` for batches of ``records`` of ours."""
     return 1 if records <= 1 else BATCH_OVERHEAD + records * RECORD_BYTES
+
+
+def java_buffer_memory(records: int, per_batch: int) -> int:
+    """``buffer.memory`` that holds ``records`` of ours in batches of ``per_batch``: every
+    batch takes a buffer of ``max(batch.size, FIRST_RECORD_BOUND)`` from the pool
+    (``RecordAccumulator.append`` -> ``BufferPool.allocate``), at least Kafka's minimum."""
+    per_batch = max(1, per_batch)
+    batches = -(-max(1, records) // per_batch)
+    return max(batches * max(java_batch_size(per_batch), FIRST_RECORD_BOUND), 16384)
 
 
 #: Errors after which the record was certainly not written (the broker refused the batch whole).
@@ -84,7 +100,7 @@ def java_producer_settings(config: ProducerConfig, bootstrap: str, client_id: st
         "max.in.flight.requests.per.connection": str(config.max_in_flight_requests_per_connection),
         "linger.ms": str(config.linger_ms), "max.block.ms": str(config.max_block_ms),
         "batch.size": str(java_batch_size(config.batch_size_records)),
-        "buffer.memory": str(max(config.buffer_memory_records * RECORD_BYTES, 16384)),
+        "buffer.memory": str(java_buffer_memory(config.buffer_memory_records, config.batch_size_records)),
         "key.serializer": "org.apache.kafka.common.serialization.ByteArraySerializer",
         "value.serializer": "org.apache.kafka.common.serialization.ByteArraySerializer",
     }
