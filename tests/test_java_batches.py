@@ -86,8 +86,8 @@ def test_ctrl_c_stays_pythons_after_the_jvm_starts() -> None:
     import subprocess
     import sys
 
-    code = ("from epochlab.kafka.jvm import ensure_jvm\nensure_jvm()\nprint('up', flush=True)\n"
-            "try:\n    import time; time.sleep(60)\nexcept KeyboardInterrupt:\n"
+    code = ("import time\nfrom epochlab.kafka.jvm import ensure_jvm\nensure_jvm()\n"
+            "try:\n    print('up', flush=True)\n    time.sleep(60)\nexcept KeyboardInterrupt:\n"
             "    print('cleaned up', flush=True); raise SystemExit(3)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
