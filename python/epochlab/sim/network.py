@@ -116,6 +116,14 @@ class _Message:
     quiet: bool = False  # the destination is a node whose events are quiet (Kernel)
 
 
+def _insert_in_send_order(queue: list[_Message], msg: _Message) -> None:
+    """Put ``msg`` into ``queue``, kept in send order (late arrivals are few: scan from the end)."""
+    index = len(queue)
+    while index > 0 and queue[index - 1].seq > msg.seq:
+        index -= 1
+    queue.insert(index, msg)
+
+
 class Network:
     """Routes messages between nodes through the kernel's event queue."""
 
@@ -267,11 +275,7 @@ class Network:
         self._kernel.schedule_at(arrival, lambda: self._arrive(direction, msg), msg.quiet)
 
     def _hold(self, direction: tuple[str, str], msg: _Message) -> None:
-        queue = self._held.setdefault(direction, [])
-        index = len(queue)
-        while index > 0 and queue[index - 1].seq > msg.seq:
-            index -= 1
-        queue.insert(index, msg)
+        _insert_in_send_order(self._held.setdefault(direction, []), msg)
         self.held += 1
 
     def _alive_as_sent(self, key: str, incarnation: int) -> bool:
@@ -285,11 +289,7 @@ class Network:
                 way.remove(msg.seq)
                 released = True
             elif min(way) < msg.seq:
-                queue = self._behind.setdefault(direction, [])
-                index = len(queue)
-                while index > 0 and queue[index - 1].seq > msg.seq:
-                    index -= 1
-                queue.insert(index, msg)
+                _insert_in_send_order(self._behind.setdefault(direction, []), msg)
                 return
         self._arrive_in_order(direction, msg)
         if released:
