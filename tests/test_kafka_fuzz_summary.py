@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,3 +76,29 @@ def test_reexamine_counts_the_model_seeds_that_give_a_kept_outcome(tmp_path: Pat
     changed = dict(real, acked={p: {**a, "999": 99} for p, a in real["acked"].items()})
     (tmp_path / "real.json").write_text(json.dumps(changed, default=str))
     assert reexamine(tmp_path, "java", seeds=1) == 0
+
+
+def _partitions(schedule: Any) -> list[tuple[str, Any]]:
+    return [(a.op, a.params.get("groups")) for a in schedule.actions if a.op in ("partition", "heal")]
+
+
+def test_a_live_schedule_keeps_the_clients_on_one_side() -> None:
+    """The live cluster's clients share one address: a partition that splits them is rewritten
+    to put every client on the first one's side, both on the cluster and on the model."""
+    from epochlab.fuzz.schedule import Schedule
+    from epochlab.kafka.runs.fuzz import live_schedule
+
+    base = {"format": "epochlab-schedule", "version": 1, "generation": "strict-min-isr", "seed": 3, "cluster": {"brokers": [1, 2, 3]},
+            "producers": {"p1": {"acks": "all"}}, "consumers": {"c1": {}}}
+    split = Schedule.from_dict({**base, "actions": [
+        {"at_ms": 10, "op": "partition", "groups": [[2, "controller", "c1"]]},
+        {"at_ms": 20, "op": "partition", "groups": [["p1"]]},
+        {"at_ms": 30, "op": "partition", "groups": [["c1"]]},
+        {"at_ms": 40, "op": "partition", "groups": [[3, "p1", "c1"]]}]})
+    live = live_schedule(split)
+    assert _partitions(live) == [("partition", ((2, "controller"),)), ("partition", (("p1", "c1"),)),
+                                 ("heal", None), ("partition", ((3, "p1", "c1"),))]
+    assert live.origin["live"] == "clients kept on one side"
+    assert Schedule.from_dict(live.to_dict()) == live  # what a run keeps replays as it ran
+    whole = Schedule.from_dict({**base, "actions": [{"at_ms": 10, "op": "partition", "groups": [[1, "p1", "c1"]]}]})
+    assert live_schedule(whole) is whole

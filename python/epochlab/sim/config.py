@@ -123,6 +123,10 @@ class ClusterConfig:
     ``flush_interval_ms=None`` means Kafka's default of never fsyncing (1.10), so a lossy crash
     drops everything written since start; ``network_delay_ms`` / ``controller_delay_ms`` are the
     ``(min, max)`` one-way delay of broker/client links and of controller links.
+    ``controller_quorum_append_linger_ms`` (``controller.quorum.append.linger.ms``, Kafka's
+    default 25): in the KRaft generation, how long a metadata record waits in the controller's
+    batch before it is written, committed and seen (:mod:`epochlab.sim.controller`); 0
+    publishes every decision at once.
     ``broker_startup_ms`` (``broker.startup.ms``) is the ``(min, max)`` time from a restart to
     the broker's registration (process start, log loading), drawn per restart: Kafka 4.3.1 on
     this machine took 2.2-4.3 s from restart to the ISR (``docs/kafka-run.md``), the model
@@ -159,6 +163,7 @@ class ClusterConfig:
     broker_startup_ms: tuple[int, int] = (2000, 3800)
     network_delay_ms: tuple[int, int] = (1, 5)
     controller_delay_ms: tuple[int, int] = (1, 10)
+    controller_quorum_append_linger_ms: int = 25
     transaction_pre_kip890: bool | None = None
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10000
     replica_selector_class: str | None = None
@@ -188,6 +193,7 @@ class ClusterConfig:
                      "replica_fetch_backoff_ms", "high_watermark_checkpoint_interval_ms"):
             _int(w, name, getattr(self, name), 1)
         _int(w, "replica_fetch_wait_max_ms", self.replica_fetch_wait_max_ms, 0)
+        _int(w, "controller_quorum_append_linger_ms", self.controller_quorum_append_linger_ms, 0)
         if self.flush_interval_ms is not None:
             _int(w, "flush_interval_ms", self.flush_interval_ms, 1)
         if self.eligible_leader_replicas_enable is not None:

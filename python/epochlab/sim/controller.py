@@ -50,18 +50,32 @@ rules 1.7, 1.9, 1.10) for the one simulated partition, plus the coordinators cli
   KRaft (G5): the new active controller starts every registered broker's session afresh
   (``ClusterControlManager.activate`` -> ``BrokerHeartbeatManager.register`` -> ``touch``); the
   metadata log itself carries over, so nothing is stale.
+* The KRaft metadata log's append linger (G5): the active controller applies a decision to its
+  own state at once, but a record reaches the brokers, and the request that caused it is
+  answered, only when the record is committed. Records go into a batch that is written
+  ``controller.quorum.append.linger.ms`` (default 25) after the batch's first record
+  (raft ``BatchAccumulator.append``: the linger timer starts with a new batch;
+  ``QuorumConfig.DEFAULT_QUORUM_LINGER_MS``), so every record appended meanwhile goes out with
+  it; a request that wrote nothing is still answered only after the records before it commit
+  (``QuorumController.ControllerWriteEvent.run``: with no records it waits for
+  ``deferredEventQueue.highestPendingOffset()``). The model publishes the state at the batch's
+  end (:meth:`Controller._drain`); the quorum's own fsync and replication add nothing here (one
+  voter, as on the live cluster).
 
 Simplifications: the controller is one node that is never down (failover is a step, not a
 crash); the new controller's view of the partition is ZooKeeper's at every moment (a real one
 caches what it read at failover until it next reads or writes); it hands out
 producer ids (to idempotent producers directly, to the transaction coordinator
 :mod:`epochlab.sim.coordinator` for transactional ones) and acts as group coordinator (committed
-offsets), kept durably; the metadata clients fetch is the controller's current state.
+offsets), kept durably; the metadata clients fetch is the controller's last published state
+(KRaft: the state as of the last committed batch). A KRaft controller failover first commits
+the batch in progress (a real failover would drop what was not yet committed and revert the
+controller's state to the last committed offset, ``QuorumController.renounce``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from epochlab.generations import Generation
 from epochlab.sim.config import ClusterConfig
@@ -131,6 +145,14 @@ class Controller:
         self.transactional_ids: dict[str, tuple[int, int]] = {}
         # group -> (offset, leader epoch of the last consumed record): OffsetCommit v7+ (2.3+)
         self.committed_offsets: dict[str, tuple[int, int | None]] = {}
+        # KRaft: the metadata batch lingering before its write (None: nothing uncommitted),
+        # whether it changes the partition state, the answers waiting for it, and the leader
+        # and epoch as last committed (what brokers, and so clients, know)
+        self._linger_ms = config.controller_quorum_append_linger_ms if generation.kraft else 0
+        self._batch: Timer | None = None
+        self._broadcast_due = False
+        self._waiting: list[Callable[[], None]] = []
+        self._published: tuple[int | None, int] = (self.leader, self.leader_epoch)
         for b in config.brokers:
             self._arm_session(b)
 
@@ -149,11 +171,46 @@ class Controller:
 
     def _metadata_changed(self, broadcast: bool = True) -> None:
         """A new metadata record (partition change, broker registration or fencing). KRaft
-        brokers follow the metadata log continuously, so in G5 every change reaches them at
-        once (``broadcast``; a partition change broadcasts itself in :meth:`_commit`)."""
+        brokers follow the metadata log continuously, so in G5 every change reaches them as
+        soon as its batch commits (``broadcast``; a partition change broadcasts itself in
+        :meth:`_commit`)."""
+        self._append()
         self.metadata_version += 1
         if broadcast and self.generation.kraft:
+            self._publish()
+
+    def _append(self) -> None:
+        """A record goes into the metadata log's open batch, or opens one that is written
+        ``controller.quorum.append.linger.ms`` from now (see the module docstring)."""
+        if self._linger_ms and self._batch is None:
+            self._published = (self.leader, self.leader_epoch)
+            self._batch = self.ctx.kernel.schedule(self._linger_ms, self._drain)
+
+    def _publish(self) -> None:
+        """The partition state to the replicas, once what was appended is committed."""
+        if self._batch is not None:
+            self._broadcast_due = True
+        else:
             self._broadcast()
+
+    def _answer(self, send: Callable[[], None]) -> None:
+        """Answer a request once every record appended before its answer is committed."""
+        if self._batch is not None:
+            self._waiting.append(send)
+        else:
+            send()
+
+    def _drain(self) -> None:
+        """The lingering batch is written and committed: brokers see the state it ends in,
+        and the requests waiting for it are answered, in arrival order."""
+        self._batch = None
+        self._published = (self.leader, self.leader_epoch)
+        if self._broadcast_due:
+            self._broadcast_due = False
+            self._broadcast()
+        waiting, self._waiting = self._waiting, []
+        for send in waiting:
+            send()
 
     def _send_state(self, broker: int, msg: LeaderAndIsr) -> None:
         """The partition state to one broker. A KRaft broker that was cut off from the
@@ -184,6 +241,7 @@ class Controller:
         controller epoch of the decision that made it leader (``Partition.updateIsr`` writes
         the partition's ``controllerEpoch``)."""
         now = self.ctx.now_ms
+        self._append()
         if leader != self.leader or bump_epoch:
             self.leader_epoch += 1
         old_isr, old_leader = self.isr, self.leader
@@ -209,7 +267,7 @@ class Controller:
             "election" if why.startswith("elect") or unclean else "controller",
             f"controller: {why}: leader {leader} epoch {self.leader_epoch} ISR {list(isr)} "
             f"partition epoch {self.partition_epoch}" + (" (UNCLEAN)" if unclean else ""))
-        self._broadcast()
+        self._publish()
 
     def _update_elr(self, old_isr: tuple[int, ...]) -> None:
         """KIP-966 ``maybePopulateTargetElr`` (1.9), only with ELR enabled."""
@@ -341,7 +399,7 @@ class Controller:
             self._register(b, hb)
         self._arm_session(b)
         if self.generation.broker_epochs:
-            self._send_state(b, self.state())
+            self._answer(lambda: self._send_state(b, self.state()))
             return
         # ZooKeeper era before 2.2: a session ping carries no partition state. The controller
         # sends LeaderAndIsr on its own events only: a broker it saw start
@@ -384,6 +442,9 @@ class Controller:
     # -- controller failover ----------------------------------------------------------------
     def failover(self) -> None:
         """A new controller takes over, one controller epoch up (see the module docstring)."""
+        if self._batch is not None:
+            self._batch.cancel()
+            self._drain()
         deposed = self.controller_epoch
         self.controller_epoch += 1
         self._metadata_changed(broadcast=False)
@@ -519,7 +580,8 @@ class Controller:
                 self._commit(candidates[0], isr, f"elect after controlled shutdown of {b}")
         elif b in self.isr and len(self.isr) > 1:
             self._shrink(b, f"broker {b} removed from ISR (controlled shutdown)")
-        self.ctx.post("controller", b, "on_controlled_shutdown_response", self.state())
+        self._answer(lambda: self.ctx.post("controller", b, "on_controlled_shutdown_response",
+                                           self.state()))
 
     # -- AlterPartition ---------------------------------------------------------------------
     def _ineligible(self, req: AlterPartitionRequest) -> list[int]:
@@ -545,7 +607,8 @@ class Controller:
             self.ctx.log_event("isr", f"controller rejects AlterPartition {list(req.new_isr)} "
                                f"from {req.broker_id}: {error}")
         resp = AlterPartitionResponse(req, error, self.leader_epoch, self.partition_epoch, self.isr)
-        self.ctx.post("controller", req.broker_id, "on_alter_partition_response", resp)
+        self._answer(lambda: self.ctx.post("controller", req.broker_id,
+                                           "on_alter_partition_response", resp))
 
     # -- coordinators (simplification: hosted by the controller) ---------------------------
     def allocate_producer_id(self) -> int:
@@ -573,8 +636,8 @@ class Controller:
 
     def on_metadata(self, msg: tuple[str, int], src: object) -> None:
         client, request_id = msg
-        self.ctx.post("controller", client, "on_metadata_response",
-                      (request_id, self.leader, self.leader_epoch))
+        leader, epoch = self._published if self._batch is not None else (self.leader, self.leader_epoch)
+        self.ctx.post("controller", client, "on_metadata_response", (request_id, leader, epoch))
 
     def on_offset_commit(self, msg: tuple[str, int, int, int | None], src: object) -> None:
         client, request_id, offset, leader_epoch = msg

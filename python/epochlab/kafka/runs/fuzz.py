@@ -37,11 +37,11 @@ from pathlib import Path
 from typing import Any
 
 from epochlab.fuzz.generator import FAULT_CLASSES, FuzzProfile, generate_schedule
-from epochlab.fuzz.schedule import Schedule
+from epochlab.fuzz.schedule import Action, Schedule
 from epochlab.kafka.runs.scenario import GENERATION
 
-__all__ = ["FUZZ_CLIENTS", "REAL_FAULT_CLASSES", "KafkaFuzzRun", "real_profile", "reexamine", "reproduced",
-           "schedule_scenario", "fuzz_cluster"]
+__all__ = ["FUZZ_CLIENTS", "REAL_FAULT_CLASSES", "KafkaFuzzRun", "live_schedule", "real_profile", "reexamine",
+           "reproduced", "schedule_scenario", "fuzz_cluster"]
 
 #: ``--client`` choices: one client family, or each schedule with both.
 FUZZ_CLIENTS = ("librdkafka", "java", "both")
@@ -65,6 +65,47 @@ def real_profile(actions: int = 15) -> FuzzProfile:
     faults of :data:`REAL_FAULT_CLASSES` and no per-run variation of the broker settings (one
     cluster serves every run)."""
     return replace(FuzzProfile(), actions=actions, fault_classes=dict(REAL_FAULT_CLASSES), vary_config=False)
+
+
+def live_schedule(schedule: Schedule) -> Schedule:
+    """``schedule`` with every partition the harness cannot make rewritten into one it can.
+
+    Every client of a live run shares one network address (the harness's), so a partition
+    can cut the clients off from brokers only all together: one that puts clients on
+    different sides leaves them connected to every broker on the live cluster
+    (``epochlab.kafka.runs.driver``), a fault the model cannot express, and the two runs would
+    differ by construction. Such a partition here puts every client on the side of the first
+    one (producers, then consumers, by name), which both the cluster and the model make
+    exactly; a group left without members is dropped, and a partition left without groups
+    becomes a heal. The rewritten schedule is the one a run keeps, so ``epochlab replay``
+    replays what ran."""
+    clients = sorted(schedule.producers) + sorted(schedule.consumers)
+    actions: list[Action] = []
+    changed = False
+    for action in schedule.actions:
+        groups = action.params.get("groups") if action.op == "partition" else None
+        if not groups or not clients:
+            actions.append(action)
+            continue
+
+        def side(name: str) -> int:
+            return next((i for i, g in enumerate(groups) if name in g), -1)
+
+        if len({side(c) for c in clients}) == 1:
+            actions.append(action)
+            continue
+        target = side(clients[0])
+        kept = [[n for n in g if n not in clients] + (clients if i == target else [])
+                for i, g in enumerate(groups)]
+        kept = [g for g in kept if g]
+        changed = True
+        if kept:
+            actions.append(Action(action.at_ms, "partition", {**action.params, "groups": kept}))
+        else:
+            actions.append(Action(action.at_ms, "heal", {}))
+    if not changed:
+        return schedule
+    return Schedule.from_dict(schedule.with_actions(actions, live="clients kept on one side").to_dict())
 
 
 def schedule_scenario(schedule: Schedule, name: str) -> Any:
@@ -167,7 +208,7 @@ def fuzz_cluster(cluster: Any, runs: int, seed: int, out: Path, actions: int = 1
         if seconds is not None and time.monotonic() - start >= seconds:
             break
         run_seed = rng.randrange(2**31)
-        schedule = generate_schedule(run_seed, GENERATION, profile)
+        schedule = live_schedule(generate_schedule(run_seed, GENERATION, profile))
         for each in (("librdkafka", "java") if client == "both" else (client,)):
             directory = out / (f"run-{index:03d}-{each}" if client == "both" else f"run-{index:03d}")
             run = _one_run(cluster, schedule, run_seed, index, directory, each)

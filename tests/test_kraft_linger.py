@@ -1,0 +1,78 @@
+"""The KRaft metadata log's append linger: a controller decision reaches the brokers, and the
+request that caused it is answered, ``controller.quorum.append.linger.ms`` after the batch's
+first record (``BatchAccumulator.maybeResetLinger``, ``QuorumController.ControllerWriteEvent``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from epochlab.errors import ConfigError
+from epochlab.sim.cluster import Cluster
+from epochlab.sim.config import ClusterConfig
+
+
+def _cluster(generation: str = "strict-min-isr", **config: object) -> Cluster:
+    return Cluster(ClusterConfig.from_dict({"brokers": [1, 2, 3], **config}), generation, seed=5)
+
+
+def _leader_moves_after(c: Cluster) -> int:
+    """Milliseconds from the leader's controlled shutdown to the moment broker 2 leads."""
+    c.run_for(3000)
+    start = c.now_ms
+    c.controlled_shutdown(1)
+    assert c.run_until(lambda c: c.brokers[2].replica.role == "leader", 5000)
+    return c.now_ms - start
+
+
+@pytest.mark.parametrize("linger", [25, 60])
+def test_a_kraft_decision_reaches_the_brokers_when_its_batch_is_written(linger: int) -> None:
+    c = _cluster(controller_quorum_append_linger_ms=linger)
+    took = _leader_moves_after(c)
+    delay = c.config.controller_delay_ms
+    # the shutdown request and the new state each cross a controller link once
+    assert linger + 2 * delay[0] <= took <= linger + 2 * delay[1]
+    # the controller itself decided at once: the election is recorded at the request's arrival
+    assert c.controller.elections[-1][0] < c.now_ms - linger + 1
+
+
+def test_without_a_linger_the_decision_goes_out_at_once() -> None:
+    c = _cluster(controller_quorum_append_linger_ms=0)
+    took = _leader_moves_after(c)
+    assert took <= 2 * c.config.controller_delay_ms[1]
+
+
+def test_records_appended_while_a_batch_lingers_go_out_with_it() -> None:
+    """Two decisions 10 ms apart: the brokers see both at the first batch's write, never the
+    state in between."""
+    c = _cluster(controller_quorum_append_linger_ms=25)
+    c.run_for(3000)
+    ctrl = c.controller
+    ctrl.elect(2)
+    c.run_for(10)
+    ctrl.elect(3)
+    epoch = ctrl.leader_epoch
+    seen: set[int] = set()
+    c.run_until(lambda c: seen.update(b.replica.leader_epoch for b in c.brokers.values()) or False, 200)
+    assert epoch - 1 not in seen  # the intermediate leadership of broker 2 was never published
+    assert epoch in seen
+
+
+def test_metadata_answers_the_committed_state() -> None:
+    c = _cluster(controller_quorum_append_linger_ms=25)
+    c.run_for(3000)
+    ctrl = c.controller
+    before = (ctrl.leader, ctrl.leader_epoch)
+    ctrl.elect(2)
+    assert ctrl._published == before  # noqa: SLF001 - what a client asking now is told
+    c.run_for(30)
+    assert ctrl._published == (2, before[1] + 1)  # noqa: SLF001
+
+
+def test_the_zookeeper_generations_have_no_linger() -> None:
+    c = _cluster("diverging-epoch", controller_quorum_append_linger_ms=25)
+    assert _leader_moves_after(c) <= 2 * c.config.controller_delay_ms[1]
+
+
+def test_a_negative_linger_is_refused() -> None:
+    with pytest.raises(ConfigError, match="controller_quorum_append_linger_ms"):
+        ClusterConfig.from_dict({"controller_quorum_append_linger_ms": -1})
