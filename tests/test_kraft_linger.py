@@ -76,3 +76,31 @@ def test_the_zookeeper_generations_have_no_linger() -> None:
 def test_a_negative_linger_is_refused() -> None:
     with pytest.raises(ConfigError, match="controller_quorum_append_linger_ms"):
         ClusterConfig.from_dict({"controller_quorum_append_linger_ms": -1})
+
+
+def _fenced_after(established: bool, seed: int) -> int:
+    """Milliseconds from cutting broker 2 off at the run's start to the controller fencing it."""
+    c = Cluster(ClusterConfig.from_dict({"brokers": [1, 2, 3], "established": established}),
+                "strict-min-isr", seed=seed)
+    c.partition([[2]])
+    assert c.run_until(lambda c: 2 not in c.controller.isr, 20000)
+    return c.now_ms
+
+
+def test_an_established_cluster_fences_a_cut_broker_a_session_after_its_last_heartbeat() -> None:
+    """A live cluster serves run after run: its brokers registered long before a run begins and
+    heartbeat on phases of their own, so a broker cut off at time 0 is fenced a session timeout
+    after its last heartbeat, up to one interval before 0. A cluster started with the run
+    registers every broker at 0 and fences it a session timeout after that."""
+    session, interval = ClusterConfig().session_timeout_ms, ClusterConfig().heartbeat_interval_ms
+    fresh = {_fenced_after(False, seed) for seed in range(1, 9)}
+    established = [_fenced_after(True, seed) for seed in range(1, 9)]
+    assert min(fresh) > session
+    assert all(session - interval < t <= session + 1 for t in established)
+    assert len(set(established)) > 4  # each seed its own phase
+
+
+def test_an_established_cluster_serves_from_the_start() -> None:
+    c = Cluster(ClusterConfig.from_dict({"brokers": [1, 2, 3], "established": True}), "strict-min-isr", seed=3)
+    assert c.run_until(lambda c: c.brokers[1].replica.role == "leader"
+                       and all(c.brokers[b].replica.role == "follower" for b in (2, 3)), 100)

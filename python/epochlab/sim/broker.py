@@ -151,6 +151,7 @@ class Broker:
         self._fetch_token = 0
         self._fetch_timer: Timer | None = None
         self._last_heartbeat_ms: int | None = None
+        self.heartbeat_phase_ms = 0   # when this boot's first periodic heartbeat is due
         self._fetch_dst: tuple[int, int] | None = None  # (leader, token) of the fetch in flight
         self._fetch_sent: object | None = None  # that request itself (answers echo it)
         self._parked_fetches: list[tuple[int, FetchRequest, Timer]] = []
@@ -205,9 +206,11 @@ class Broker:
             self.start()
         self._boot_timer = self.ctx.kernel.schedule(startup_ms, started)
 
-    def start(self) -> None:
+    def start(self, established: bool = False) -> None:
         """Boot (first start or restart): new incarnation, timers, register with the
-        controller by a first heartbeat."""
+        controller by a first heartbeat. ``established``: the run begins on a broker that
+        registered long before (``ClusterConfig.established``): no registration now, and its
+        last heartbeat was one interval before the first one of its phase."""
         self.alive = True
         self.incarnation += 1
         self._reset_connections()   # a new process: new connections
@@ -221,8 +224,13 @@ class Broker:
         # previous answer, from the moment the broker registered, and real brokers boot at
         # different times. Phase-aligned timers made two brokers failing within one interval
         # expire in the order of link jitter rather than of their failures (docs/kafka-run.md).
-        self.ctx.kernel.schedule(0, lambda: self._if_alive(inc, self._heartbeat))
         phase = self.ctx.kernel.rng(f"broker-{self.broker_id}-heartbeat").randrange(c.heartbeat_interval_ms) + 1
+        if established:
+            self.registered = True
+            self._last_heartbeat_ms = phase - c.heartbeat_interval_ms
+        else:
+            self.ctx.kernel.schedule(0, lambda: self._if_alive(inc, self._heartbeat))
+        self.heartbeat_phase_ms = phase
         self.ctx.kernel.schedule(phase, lambda: self._if_alive(inc, lambda: self._every(
             c.heartbeat_interval_ms, self._heartbeat, inc, now=True)))
         self._every(c.heartbeat_interval_ms, self._resend_alter_partition, inc)

@@ -118,7 +118,9 @@ class Cluster:
         #: what each observer returned when it was called, in the order they were called
         self.observers: list[Any] = [observe(self) for observe in (*observers, *_OBSERVING.get())]
         for broker in self.brokers.values():  # its timers are its own (Kernel.call_as)
-            self.kernel.call_as(broker, broker.start)
+            self.kernel.call_as(broker, broker.start, config.established)
+        if config.established:
+            self.controller.take_established({b: broker.heartbeat_phase_ms for b, broker in self.brokers.items()})
         self.coordinator.start()
         self.log_event("controller", f"controller: initial leader {self.controller.leader} "
                        f"epoch 0 ISR {list(self.controller.isr)} ({self.generation.label})")

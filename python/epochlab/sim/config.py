@@ -127,6 +127,11 @@ class ClusterConfig:
     default 25): in the KRaft generation, how long a metadata record waits in the controller's
     batch before it is written, committed and seen (:mod:`epochlab.sim.controller`); 0
     publishes every decision at once.
+    ``established``: the run begins on a cluster whose brokers registered long before (a live
+    cluster that serves one run after another): no broker registers at time 0, each one's last
+    heartbeat was up to one ``heartbeat_interval_ms`` before (its phase, drawn per boot), so a
+    broker cut off at once is fenced ``session_timeout_ms`` after that heartbeat, not after 0;
+    ``False`` (the default): every broker starts and registers at time 0.
     ``broker_startup_ms`` (``broker.startup.ms``) is the ``(min, max)`` time from a restart to
     the broker's registration (process start, log loading), drawn per restart: Kafka 4.3.1 on
     this machine took 2.2-4.3 s from restart to the ISR (``docs/kafka-run.md``), the model
@@ -164,6 +169,7 @@ class ClusterConfig:
     network_delay_ms: tuple[int, int] = (1, 5)
     controller_delay_ms: tuple[int, int] = (1, 10)
     controller_quorum_append_linger_ms: int = 25
+    established: bool = False
     transaction_pre_kip890: bool | None = None
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10000
     replica_selector_class: str | None = None
@@ -194,6 +200,7 @@ class ClusterConfig:
             _int(w, name, getattr(self, name), 1)
         _int(w, "replica_fetch_wait_max_ms", self.replica_fetch_wait_max_ms, 0)
         _int(w, "controller_quorum_append_linger_ms", self.controller_quorum_append_linger_ms, 0)
+        _bool(w, "established", self.established)
         if self.flush_interval_ms is not None:
             _int(w, "flush_interval_ms", self.flush_interval_ms, 1)
         if self.eligible_leader_replicas_enable is not None:

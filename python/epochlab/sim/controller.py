@@ -54,7 +54,7 @@ rules 1.7, 1.9, 1.10) for the one simulated partition, plus the coordinators cli
   own state at once, but a record reaches the brokers, and the request that caused it is
   answered, only when the record is committed. Records go into a batch that is written
   ``controller.quorum.append.linger.ms`` (default 25) after the batch's first record
-  (raft ``BatchAccumulator.append``: the linger timer starts with a new batch;
+  (raft ``BatchAccumulator.append`` -> ``maybeResetLinger``: the timer starts only when none runs;
   ``QuorumConfig.DEFAULT_QUORUM_LINGER_MS``), so every record appended meanwhile goes out with
   it; a request that wrote nothing is still answered only after the records before it commit
   (``QuorumController.ControllerWriteEvent.run``: with no records it waits for
@@ -293,12 +293,28 @@ class Controller:
             self.last_known_leader = None
 
     # -- failure detection ------------------------------------------------------------------
-    def _arm_session(self, broker: int) -> None:
+    def _arm_session(self, broker: int, since_ms: int | None = None) -> None:
+        """(Re)start ``broker``'s session from its heartbeat at ``since_ms`` (default now)."""
         old = self._session_timers.get(broker)
         if old is not None:
             old.cancel()
-        self._session_timers[broker] = self.ctx.kernel.schedule(
-            self.config.session_timeout_ms + 1, lambda: self._session_expired(broker))
+        if since_ms is None:
+            self._session_timers[broker] = self.ctx.kernel.schedule(
+                self.config.session_timeout_ms + 1, lambda: self._session_expired(broker))
+        else:
+            self._session_timers[broker] = self.ctx.kernel.schedule_at(
+                since_ms + self.config.session_timeout_ms + 1, lambda: self._session_expired(broker))
+
+    def take_established(self, phases: dict[int, int]) -> None:
+        """The run begins on brokers registered long before (``ClusterConfig.established``):
+        each one's session runs from its last heartbeat, one interval before the first of its
+        phase (``phases``: broker -> that first heartbeat's time), and the partition, created
+        as the run begins, reaches every replica now."""
+        interval = self.config.heartbeat_interval_ms
+        for b, phase in sorted(phases.items()):
+            self._arm_session(b, phase - interval)
+            self._informed[b] = self.incarnation[b]
+        self._broadcast()
 
     def _session_expired(self, broker: int) -> None:
         if self.live.get(broker) and not self.generation.broker_epochs and broker not in self._expiring:

@@ -110,7 +110,10 @@ def live_schedule(schedule: Schedule) -> Schedule:
 
 def schedule_scenario(schedule: Schedule, name: str) -> Any:
     """The scenario that runs ``schedule``'s actions at their times, then heals the cluster and
-    waits for it to converge (see the module doc)."""
+    waits for it to converge (see the module doc). Its cluster is ``established``
+    (:class:`~epochlab.sim.config.ClusterConfig`): the live cluster serves one run after
+    another, so when a run begins its brokers registered long ago and each heartbeats on a
+    phase of its own."""
     from epochlab.scenarios.loader import from_mapping
 
     steps: list[dict[str, Any]] = []
@@ -133,7 +136,7 @@ def schedule_scenario(schedule: Schedule, name: str) -> Any:
     steps += [{"action": "consume", "consumer": c} for c in sorted(schedule.consumers)]
     data = {"name": name, "seed": schedule.seed, "generations": [GENERATION],
             "description": f"fuzz schedule (run seed {schedule.seed}) on a real cluster",
-            "cluster": dict(schedule.cluster), "producers": {k: dict(v) for k, v in schedule.producers.items()},
+            "cluster": {**schedule.cluster, "established": True}, "producers": {k: dict(v) for k, v in schedule.producers.items()},
             "consumers": {k: dict(v) for k, v in schedule.consumers.items()}, "steps": steps}
     return from_mapping(data, f"<kafka fuzz {name}>")
 
