@@ -258,7 +258,9 @@ def test_a_fetcher_ignores_answers_to_requests_it_gave_up_on(backend: str, monke
     the leader, having seen its newer fetch, had put it back into the ISR. A Kafka fetcher
     has one request in flight and closes the connection of one that timed out
     (``NetworkClient.handleTimedOutRequests``): answers to abandoned requests never reach it.
-    With stale answers applied again (the old behaviour) the violation comes back."""
+    With stale answers applied again (the old behaviour) the violation comes back. Run seed 4
+    (the campaign run's seed until the KRaft controller published its decisions after the
+    metadata log's append linger; found by trying seeds on the shrunk actions)."""
     from pathlib import Path
 
     from epochlab.fuzz import execute
@@ -328,8 +330,9 @@ def test_a_batch_renumbered_after_a_stateless_leader_took_it_first_is_allowed_ou
     (``startSequencesAtBeginning``, KAFKA-14034): the log holds 5, 4, 5. Kafka's Java client
     does exactly this, so the duplicate and the order are classified as allowed, with the
     mechanism named; the renumbered copies keep the send order. The interleaving hangs on the
-    network's delay draws: since consumers long poll (fewer draws), the run seed is 486, found by
-    trying seeds on the shrunk actions (the origin block keeps the campaign run's seed)."""
+    network's delay draws: the run seed is 1514 (486 before the KRaft controller published its
+    decisions after the metadata log's append linger), found by trying seeds on the shrunk
+    actions (the origin block keeps the campaign run's seed)."""
     from pathlib import Path
 
     from epochlab.fuzz import execute

@@ -287,13 +287,16 @@ class Cluster:
 
     # -- observation ------------------------------------------------------------------------
     def state(self) -> ClusterState:
-        """A frozen snapshot of the controller's view and every replica."""
+        """A frozen snapshot of the controller's view as published (what brokers and an
+        operator's Admin client see: a KRaft decision once its metadata batch is committed,
+        :meth:`Controller.published`) and of every replica."""
         c = self.controller
         unavailable = c.unavailable_ms + (self.now_ms - c.offline_since_ms
                                           if c.offline_since_ms is not None else 0)
-        controller = {"leader": c.leader, "leader_epoch": c.leader_epoch, "isr": list(c.isr),
-                      "partition_epoch": c.partition_epoch, "offline": c.leader is None,
-                      "elr": list(c.elr), "unavailable_ms": unavailable}
+        leader, epoch, isr, partition_epoch, elr = c.published()
+        controller = {"leader": leader, "leader_epoch": epoch, "isr": list(isr),
+                      "partition_epoch": partition_epoch, "offline": leader is None,
+                      "elr": list(elr), "unavailable_ms": unavailable}
         replicas: dict[int, ReplicaState] = {}
         for b in self.config.brokers:
             broker = self.brokers[b]

@@ -152,7 +152,7 @@ class Controller:
         self._batch: Timer | None = None
         self._broadcast_due = False
         self._waiting: list[Callable[[], None]] = []
-        self._published: tuple[int | None, int] = (self.leader, self.leader_epoch)
+        self._published = self._partition_state()
         for b in config.brokers:
             self._arm_session(b)
 
@@ -183,8 +183,17 @@ class Controller:
         """A record goes into the metadata log's open batch, or opens one that is written
         ``controller.quorum.append.linger.ms`` from now (see the module docstring)."""
         if self._linger_ms and self._batch is None:
-            self._published = (self.leader, self.leader_epoch)
+            self._published = self._partition_state()
             self._batch = self.ctx.kernel.schedule(self._linger_ms, self._drain)
+
+    def _partition_state(self) -> tuple[int | None, int, tuple[int, ...], int, tuple[int, ...]]:
+        return self.leader, self.leader_epoch, self.isr, self.partition_epoch, self.elr
+
+    def published(self) -> tuple[int | None, int, tuple[int, ...], int, tuple[int, ...]]:
+        """The partition as the brokers, and so clients and operators, know it: leader,
+        leader epoch, ISR, partition epoch and ELR as of the last committed metadata batch
+        (KRaft with a linger; otherwise the controller's current state)."""
+        return self._published if self._batch is not None else self._partition_state()
 
     def _publish(self) -> None:
         """The partition state to the replicas, once what was appended is committed."""
@@ -204,7 +213,7 @@ class Controller:
         """The lingering batch is written and committed: brokers see the state it ends in,
         and the requests waiting for it are answered, in arrival order."""
         self._batch = None
-        self._published = (self.leader, self.leader_epoch)
+        self._published = self._partition_state()
         if self._broadcast_due:
             self._broadcast_due = False
             self._broadcast()
@@ -652,7 +661,7 @@ class Controller:
 
     def on_metadata(self, msg: tuple[str, int], src: object) -> None:
         client, request_id = msg
-        leader, epoch = self._published if self._batch is not None else (self.leader, self.leader_epoch)
+        leader, epoch = self.published()[:2]
         self.ctx.post("controller", client, "on_metadata_response", (request_id, leader, epoch))
 
     def on_offset_commit(self, msg: tuple[str, int, int, int | None], src: object) -> None:

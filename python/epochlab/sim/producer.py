@@ -553,17 +553,8 @@ class Producer(TransactionalMixin):
             return
         if error in _REFRESH:
             self._leader = None
-        if c.socket_timeout_ms is None and not c.enable_idempotence:
-            # the Java client without idempotence puts a retried batch at the head of the
-            # partition's queue (RecordAccumulator.reenqueue: deque.addFirst), so batches
-            # failed together (the requests of a closed connection, oldest first:
-            # InFlightRequests.clearAll) go out again newest first; with idempotence it
-            # inserts by sequence (insertInSequenceOrder), and librdkafka by message id
-            # (rd_kafka_msgq_insert_msgq): creation order
-            self._ready.insert(0, batch)
-        else:
-            self._ready.append(batch)
-            self._ready.sort(key=_BATCH_ID)
+        self._ready.append(batch)
+        self._ready.sort(key=_BATCH_ID)
         self._backoff_until = now + wait
         session = self.session
         self.ctx.kernel.schedule(wait, lambda: self._wake(session))

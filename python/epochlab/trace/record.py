@@ -151,9 +151,9 @@ class TraceRecorder:
             for f, v in moved.items():
                 self.rows[f].extend(v)
 
-        def recorded_start() -> None:
+        def recorded_start(*args: Any) -> None:
             self.drain()
-            start()
+            start(*args)
             self._row("restart", b)
 
         def recorded_shutdown() -> None:
