@@ -102,3 +102,24 @@ def test_a_live_schedule_keeps_the_clients_on_one_side() -> None:
     assert Schedule.from_dict(live.to_dict()) == live  # what a run keeps replays as it ran
     whole = Schedule.from_dict({**base, "actions": [{"at_ms": 10, "op": "partition", "groups": [[1, "p1", "c1"]]}]})
     assert live_schedule(whole) is whole
+
+
+def test_the_model_is_asked_with_the_steps_at_their_real_times() -> None:
+    """A step the harness started late (after a slow fault step) is given to the model at the
+    time the real run executed it; the closing steps, untimed, stay as they are."""
+    from epochlab.fuzz.schedule import Schedule
+    from epochlab.kafka.runs.fuzz import at_real_times, schedule_scenario
+
+    schedule = Schedule.from_dict({
+        "format": "epochlab-schedule", "version": 1, "generation": "strict-min-isr", "seed": 3,
+        "cluster": {"brokers": [1, 2, 3]}, "producers": {"p1": {"acks": "all"}}, "consumers": {},
+        "actions": [{"at_ms": 4800, "op": "isolate", "broker": 2},
+                    {"at_ms": 4810, "op": "produce", "producer": "p1", "count": 1}]})
+    scenario = schedule_scenario(schedule, "late")
+    real_steps = [{"index": 0, "at_ms": 4800, "executed_at_ms": 4801},
+                  {"index": 1, "at_ms": 4810, "executed_at_ms": 4900},
+                  {"index": 2, "at_ms": None, "executed_at_ms": 5400}]
+    moved = at_real_times(scenario, real_steps)
+    assert [s.at_ms for s in moved.steps[:2]] == [4801, 4900]
+    assert moved.steps[2:] == scenario.steps[2:]
+    assert at_real_times(scenario, []) is scenario

@@ -243,7 +243,8 @@ def _one_run(cluster: Any, schedule: Schedule, run_seed: int, index: int, direct
                        not outcome, outcome, client=client)
     if outcome:
         scenario = schedule_scenario(schedule, f"kafka-fuzz-{index:03d}")
-        run.model_seeds_matching = model_seeds_matching(scenario, real, real["settings"], MODEL_SEEDS, client)
+        steps = json.loads((directory / "steps.json").read_text())
+        run.model_seeds_matching = model_seeds_matching(scenario, real, real["settings"], MODEL_SEEDS, client, steps)
     return run
 
 
@@ -254,11 +255,31 @@ def data_outcome(summary: dict[str, Any]) -> tuple[Any, ...]:
     return acked, tuple(summary["lost"]), tuple(summary["duplicated"])
 
 
+def at_real_times(scenario: Any, steps: list[dict[str, Any]]) -> Any:
+    """``scenario`` with every timed step at the moment the real run executed it (a run's
+    ``steps.json``: ``executed_at_ms`` by step index). The harness starts a step late when the
+    one before it took time (a partition's nft rules in every namespace take 80-300 ms here), so
+    a produce due with a fault, or right after it, went out up to a few hundred milliseconds
+    late; the model asked whether it gives the real outcome is given the same inputs at the same
+    times. Steps without a time of their own (the closing heal, restarts, wait and read) stay
+    as they are."""
+    executed = {s["index"]: int(s["executed_at_ms"]) for s in steps
+                if s.get("index") is not None and s.get("at_ms") is not None}
+    if not executed:
+        return scenario
+    moved = [replace(step, at_ms=executed.get(step.index, step.at_ms)) if step.at_ms is not None else step
+             for step in scenario.steps]
+    return replace(scenario, steps=type(scenario.steps)(moved))
+
+
 def model_seeds_matching(scenario: Any, real: dict[str, Any], settings: dict[str, int], seeds: int,
-                         client: str = "librdkafka") -> int:
-    """Of model seeds ``1..seeds``, how many give ``real``'s :func:`data_outcome`."""
+                         client: str = "librdkafka", steps: list[dict[str, Any]] | None = None) -> int:
+    """Of model seeds ``1..seeds``, how many give ``real``'s :func:`data_outcome`, each step at
+    the time the real run executed it when ``steps`` (its ``steps.json``) is given."""
     from epochlab.kafka.runs.compare import model_run, summarize_model
 
+    if steps is not None:
+        scenario = at_real_times(scenario, steps)
     want = data_outcome(real)
     return sum(data_outcome(summarize_model(model_run(replace(scenario, seed=seed), GENERATION, settings,
                                                       client))) == want
@@ -277,7 +298,9 @@ def reexamine(directory: Path, client: str, cluster: dict[str, Any] | None = Non
     scenario = schedule_scenario(load_schedule(directory / "schedule.json"), directory.name)
     if cluster:
         scenario = replace(scenario, cluster={**scenario.cluster, **cluster})
-    return model_seeds_matching(scenario, real, real["settings"], seeds, client)
+    steps_file = directory / "steps.json"
+    steps = json.loads(steps_file.read_text()) if steps_file.exists() else None
+    return model_seeds_matching(scenario, real, real["settings"], seeds, client, steps)
 
 
 def _write_summary(out: Path, seed: int, profile: FuzzProfile, done: list[KafkaFuzzRun], seconds: float,
