@@ -10,7 +10,11 @@ profile. The schedule becomes a scenario (every action at its
 ``at_ms``, then a heal, a restart of every broker still down, a wait until the ISR is whole and
 in sync and the producer's sends are resolved, and a last read), which ``epochlab kafka run``'s
 machinery runs on the cluster and, the same schedule, on the model (the latest generation with
-the cluster's settings).
+the cluster's settings, on an ``established`` cluster: the live one serves run after run). A
+partition the harness cannot make (one that puts clients on different sides: they share one
+address) is rewritten before either side runs (:func:`live_schedule`). When the outcomes
+differ, the model's seeds are asked with every step at the time the real run executed it
+(:func:`at_real_times`).
 
 Per run it reports the real outcome (acknowledged writes lost, records duplicated), the model's,
 and where they differ. With ``acks=all``, ``min.insync.replicas=2``, clean elections only and
