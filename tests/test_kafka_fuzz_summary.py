@@ -34,14 +34,16 @@ def test_the_summary_gives_each_clients_share(tmp_path: Path) -> None:
     done = [_run(0, "librdkafka", True), _run(0, "java", False, seeds=0),
             _run(1, "librdkafka", False, seeds=2), _run(1, "java", False, seeds=5),
             _run(2, "librdkafka", False, seeds=0, real_lost=[7]), _run(2, "java", False, error="boom")]
+    done[1].kind, done[4].kind = "duplicates", "kafka-acknowledged-fewer"
     _write_summary(tmp_path, 1, real_profile(), done, 12.0, "both")
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["client"] == "both"
     assert summary["per_client"] == {
         "librdkafka": {"runs": 3, "reproduced": 2, "share": 0.667, "not_reproduced": [2], "real_violations": [2],
+                       "not_reproduced_by_kind": {"kafka-acknowledged-fewer": [2]},
                        "model_violations": [], "errors": []},
         "java": {"runs": 2, "reproduced": 1, "share": 0.5, "not_reproduced": [0], "real_violations": [],
-                 "model_violations": [], "errors": [2]}}
+                 "not_reproduced_by_kind": {"duplicates": [0]}, "model_violations": [], "errors": [2]}}
     assert [(r["index"], r["client"]) for r in summary["per_run"]] == [
         (0, "librdkafka"), (0, "java"), (1, "librdkafka"), (1, "java"), (2, "librdkafka"), (2, "java")]
 
@@ -123,3 +125,16 @@ def test_the_model_is_asked_with_the_steps_at_their_real_times() -> None:
     assert [s.at_ms for s in moved.steps[:2]] == [4801, 4900]
     assert moved.steps[2:] == scenario.steps[2:]
     assert at_real_times(scenario, []) is scenario
+
+
+def test_the_kind_of_a_difference_in_the_data() -> None:
+    from epochlab.kafka.runs.fuzz import outcome_kind
+
+    def summary(acked: list[int], lost: list[int] = (), dup: list[int] = ()) -> dict[str, Any]:  # type: ignore[assignment]
+        return {"acked": {"p1": {str(v): i for i, v in enumerate(acked)}}, "lost": list(lost), "duplicated": list(dup)}
+    assert outcome_kind(summary([1, 2]), summary([1, 2])) is None
+    assert outcome_kind(summary([1, 2], dup=[1]), summary([1, 2])) == "duplicates"
+    assert outcome_kind(summary([1]), summary([1, 2])) == "kafka-acknowledged-fewer"
+    assert outcome_kind(summary([1, 2, 3]), summary([1, 2])) == "kafka-acknowledged-more"
+    assert outcome_kind(summary([1, 3]), summary([1, 2])) == "other"
+    assert outcome_kind(summary([1, 2], lost=[2]), summary([1, 2])) == "other"

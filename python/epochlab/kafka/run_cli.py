@@ -166,8 +166,8 @@ def _fuzz(args: argparse.Namespace) -> int:
         if args.json:
             return
         what = run.error or ("agree" if run.agree else
-                             f"differ (the real data outcome in {run.model_seeds_matching} of {MODEL_SEEDS} "
-                             "model seeds): " + "; ".join(d["what"] for d in run.differences))
+                             f"differ, {run.kind} (the real data outcome in {run.model_seeds_matching} of "
+                             f"{MODEL_SEEDS} model seeds): " + "; ".join(d["what"] for d in run.differences))
         lost = f" real lost {run.real_lost}" if run.real_lost else ""
         lost += f" model lost {run.model_lost}" if run.model_lost else ""
         print(f"run {run.index:3d} {run.client} (seed {run.seed}) {run.seconds:5.1f} s: {what}{lost}", flush=True)
@@ -195,7 +195,8 @@ def _fuzz(args: argparse.Namespace) -> int:
               f"errors {summary['errors']}; summary: {out / 'summary.json'}")
         for client, c in summary["per_client"].items():
             print(f"  {client}: the model reproduces the real data outcome of {c['reproduced']} of {c['runs']} "
-                  f"runs (on at least one of {MODEL_SEEDS} seeds); not reproduced: {c['not_reproduced']}")
+                  f"runs (on at least one of {MODEL_SEEDS} seeds); not reproduced: {c['not_reproduced']}"
+                  + "".join(f"; {kind}: {runs}" for kind, runs in c["not_reproduced_by_kind"].items()))
     bad = summary["real_violations"] or summary["model_violations"] or summary["unexplained"] or summary["errors"]
     return 1 if bad or not done else 0
 

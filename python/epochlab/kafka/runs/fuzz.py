@@ -171,6 +171,8 @@ class KafkaFuzzRun:
     model_seeds_matching: int | None = None
     #: the client family of the run's producers and consumers
     client: str = "librdkafka"
+    #: how the real data outcome differs from the default model seed's (:func:`outcome_kind`)
+    kind: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "seed": self.seed, "client": self.client, "directory": str(self.directory),
@@ -178,7 +180,35 @@ class KafkaFuzzRun:
                 "model": {"lost": self.model_lost, "duplicated": self.model_duplicated},
                 "agree": self.agree, "differences": self.differences, "error": self.error,
                 "model_seeds_matching": self.model_seeds_matching,
-                "model_seeds": MODEL_SEEDS if self.model_seeds_matching is not None else None}
+                "model_seeds": MODEL_SEEDS if self.model_seeds_matching is not None else None,
+                "kind": self.kind}
+
+
+#: :func:`outcome_kind`'s answers, for a run whose data outcome differs from the model's.
+OUTCOME_KINDS = ("duplicates", "kafka-acknowledged-fewer", "kafka-acknowledged-more", "other")
+
+
+def outcome_kind(real: dict[str, Any], model: dict[str, Any]) -> str | None:
+    """How a real run's data outcome differs from the model's (summaries with ``acked``,
+    ``lost`` and ``duplicated``): ``None`` if it does not; ``"duplicates"`` when the same
+    values were acknowledged and lost and only the values written twice differ (retries of a
+    producer without idempotence, allowed); ``"kafka-acknowledged-fewer"`` /
+    ``"kafka-acknowledged-more"`` when one side's acknowledged values are a proper subset of
+    the other's (a timing: a send that ran out of its delivery timeout on one side only);
+    ``"other"`` otherwise."""
+    if data_outcome(real) == data_outcome(model):
+        return None
+
+    def acked(summary: dict[str, Any]) -> set[tuple[str, int]]:
+        return {(p, int(v)) for p, a in summary["acked"].items() for v in a}
+    ra, ma = acked(real), acked(model)
+    if ra == ma and sorted(real["lost"]) == sorted(model["lost"]):
+        return "duplicates"
+    if ra < ma:
+        return "kafka-acknowledged-fewer"
+    if ma < ra:
+        return "kafka-acknowledged-more"
+    return "other"
 
 
 def reproduced(run: KafkaFuzzRun) -> bool | None:
@@ -244,7 +274,7 @@ def _one_run(cluster: Any, schedule: Schedule, run_seed: int, index: int, direct
     outcome = [d for d in payload["differences"] if d["kind"] == "outcome"]
     run = KafkaFuzzRun(index, run_seed, directory, time.monotonic() - t0, list(real["lost"]),
                        list(model["lost"]), list(real["duplicated"]), list(model["duplicated"]),
-                       not outcome, outcome, client=client)
+                       not outcome, outcome, client=client, kind=outcome_kind(real, model))
     if outcome:
         scenario = schedule_scenario(schedule, f"kafka-fuzz-{index:03d}")
         steps = json.loads((directory / "steps.json").read_text())
@@ -335,6 +365,10 @@ def _per_client(done: list[KafkaFuzzRun]) -> dict[str, dict[str, Any]]:
         out[client] = {"runs": len(ran), "reproduced": len(yes),
                        "share": round(len(yes) / len(ran), 3) if ran else None,
                        "not_reproduced": [r.index for r in ran if not reproduced(r)],
+                       "not_reproduced_by_kind": {
+                           kind: [r.index for r in ran if not reproduced(r) and r.kind == kind]
+                           for kind in OUTCOME_KINDS
+                           if any(not reproduced(r) and r.kind == kind for r in ran)},
                        "real_violations": [r.index for r in ran if r.real_lost],
                        "model_violations": [r.index for r in ran if r.model_lost],
                        "errors": [r.index for r in done if r.client == client and r.error is not None]}
