@@ -242,3 +242,15 @@ def test_java_consumer_reads_commits_and_resumes_as_recorded(cluster: LocalClust
                               ("ok", "list_offsets", ["latest-committed", 7]),
                               ("invoke", "list_offsets", "earliest"), ("ok", "list_offsets", ["earliest", 0]),
                               ("invoke", "commit", 6), ("ok", "commit", 6)]}
+
+
+def test_a_consumer_closes_within_its_wait_while_a_commit_hangs() -> None:
+    """With no broker to answer, librdkafka's synchronous commit blocks on its thread and the
+    consumer's ``close`` would wait for it (a ``kafka fuzz`` run hung 14 min in a consumer
+    restart): the close gives up after its wait and the run goes on."""
+    from epochlab.kafka.live.clients import History, RecordingConsumer
+
+    consumer = RecordingConsumer("127.0.0.1:9", "nowhere", History(), name="c1", group_id="g1")
+    consumer.position = 3
+    assert consumer.commit(wait_s=0.2) is False  # still trying: nothing answers on port 9
+    assert consumer.close(timeout_s=1.0) is False  # returned, the close left to its thread
