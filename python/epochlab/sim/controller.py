@@ -146,8 +146,8 @@ class Controller:
         # group -> (offset, leader epoch of the last consumed record): OffsetCommit v7+ (2.3+)
         self.committed_offsets: dict[str, tuple[int, int | None]] = {}
         # KRaft: the metadata batch lingering before its write (None: nothing uncommitted),
-        # whether it changes the partition state, the answers waiting for it, and the leader
-        # and epoch as last committed (what brokers, and so clients, know)
+        # whether it changes the partition state, the answers waiting for it, and the
+        # partition state as last committed (what brokers, and so clients, know)
         self._linger_ms = config.controller_quorum_append_linger_ms if generation.kraft else 0
         self._batch: Timer | None = None
         self._broadcast_due = False
