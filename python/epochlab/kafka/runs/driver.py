@@ -35,8 +35,10 @@ __all__ = ["ACTIONS", "SAMPLE_INTERVAL_S", "Driver"]
 #: How often the cluster is sampled while time passes (Admin requests + data directory reads).
 SAMPLE_INTERVAL_S = 0.25
 #: The longest an Admin sample can take (two ``describe_partition`` calls of 1.5 s each, when
-#: the broker the client asks is cut off): closer than this to a step, samples read the data
-#: directories only, so a sample never makes a step late.
+#: the broker the client asks is cut off): while a link is cut and a step is closer than this,
+#: samples read the data directories only, so a sample never makes a step late. Without a cut
+#: an Admin sample takes milliseconds, and the disks alone would show a stale high watermark
+#: (the checkpoint file, written every 5 s) and no leadership change.
 ADMIN_SAMPLE_S = 3.2
 
 
@@ -107,7 +109,7 @@ class Driver:
         while True:
             self.pump()
             if time.monotonic() - self._last_sample >= SAMPLE_INTERVAL_S:
-                self.sample(admin=target_ms - self.now_ms() > ADMIN_SAMPLE_S * 1000)
+                self.sample(admin=not self.cuts() or target_ms - self.now_ms() > ADMIN_SAMPLE_S * 1000)
                 if stop is not None and stop():
                     return True
             left = target_ms - self.now_ms()
@@ -170,11 +172,12 @@ class Driver:
         for step in self.scenario.steps:
             target = step.at_ms if step.at_ms is not None else cursor + (step.after_ms or 0)
             self.idle_until(target)
-            # The step starts at its time: the row's state before it is read from the disks
-            # (the Admin view is the last one sampled), since an Admin call can take seconds
-            # when a broker is cut off (a partition at 0 ms once delayed the next step, due at
-            # 3,000 ms, to 3,525 ms: `epochlab kafka fuzz` run 2, docs/kafka-run.md).
-            self.records[-1].snapshot = self.sample(admin=False)
+            # The step starts at its time: while a link is cut the row's state before it is
+            # read from the disks (the Admin view is the last one sampled), since an Admin call
+            # can take seconds when a broker is cut off (a partition at 0 ms once delayed the
+            # next step, due at 3,000 ms, to 3,525 ms: `epochlab kafka fuzz` run 2,
+            # docs/kafka-run.md); without a cut it asks the Admin API too (milliseconds).
+            self.records[-1].snapshot = self.sample(admin=not self.cuts())
             record = StepRecord(step, self.now_ms())
             try:
                 record.outcome = ACTIONS[step.action](self, dict(step.params)) or ""
