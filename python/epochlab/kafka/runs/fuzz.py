@@ -88,17 +88,12 @@ def live_schedule(schedule: Schedule) -> Schedule:
     changed = False
     for action in schedule.actions:
         groups = action.params.get("groups") if action.op == "partition" else None
-        if not groups or not clients:
+        # each client's side: the index of its group, -1 for the unlisted rest
+        sides = [next((i for i, g in enumerate(groups) if c in g), -1) for c in clients] if groups else []
+        if len(set(sides)) < 2:
             actions.append(action)
             continue
-
-        def side(name: str) -> int:
-            return next((i for i, g in enumerate(groups) if name in g), -1)
-
-        if len({side(c) for c in clients}) == 1:
-            actions.append(action)
-            continue
-        target = side(clients[0])
+        target = sides[0]
         kept = [[n for n in g if n not in clients] + (clients if i == target else [])
                 for i, g in enumerate(groups)]
         kept = [g for g in kept if g]
