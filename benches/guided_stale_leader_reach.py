@@ -7,7 +7,8 @@ from it to a lost write.
     python benches/guided_stale_leader_reach.py --runs 3000 --seed 1
 
 Prints the runs that reached such a tuple, by the arm that made their schedule, the first
-such run, and the runs that reached each of those tuples.
+such run, the runs that reached each of those tuples, and the runs that reached one whose
+follower had no fetch in flight to correct the belief (bit 8).
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from epochlab.fuzz.guided import GuidedSearch
 from epochlab.generations import Generation
 
 #: every broker tuple (the eight codes' ranges, ``broker_codes``) whose leader code has bit 4
-STALE_LEADER = {feature(BROKER, bytes(t)) for t in itertools.product(
-    range(2), range(3), range(4), range(2), range(3), range(2), range(2), range(8)) if t[7] & 4}
+TUPLES = list(itertools.product(range(2), range(3), range(4), range(2), range(3), range(2), range(2), range(16)))
+STALE_LEADER = {feature(BROKER, bytes(t)) for t in TUPLES if t[7] & 4}
+#: those whose leader code has bit 8 too: that follower has no fetch in flight
+IDLE = {feature(BROKER, bytes(t)) for t in TUPLES if t[7] & 12 == 12}
 
 
 def main() -> None:
@@ -35,12 +38,15 @@ def main() -> None:
     search = GuidedSearch(Generation.parse(args.generation), seed=args.seed, seconds=None, runs=args.runs)
     by_arm: collections.Counter[str] = collections.Counter()
     first: list[int] = []
+    idle: list[int] = []
     merge = search._merge
 
     def counted(run: int, data: dict[str, Any], features: list[int], steps: list[int]) -> None:
         if STALE_LEADER.intersection(features):
             by_arm[data["origin"]["arm"]] += 1
             first.append(run)
+        if IDLE.intersection(features):
+            idle.append(run)
         merge(run, data, features, steps)
 
     search._merge = counted  # type: ignore[method-assign]
@@ -48,7 +54,8 @@ def main() -> None:
     reached = sorted(search.hits[f] for f in STALE_LEADER.intersection(search.hits))
     print(f"{args.generation} seed {args.seed}, {args.runs} runs: {sum(by_arm.values())} runs reached a "
           f"stale-follower leader tuple (by arm: {dict(sorted(by_arm.items()))}), first at run "
-          f"{first[0] if first else None}; {len(reached)} such tuples, runs per tuple {reached}")
+          f"{first[0] if first else None}; {len(reached)} such tuples, runs per tuple {reached}; "
+          f"{len(idle)} runs with that follower fetching nothing (first at run {idle[0] if idle else None})")
 
 
 if __name__ == "__main__":

@@ -6,8 +6,8 @@
 //! its leader epoch lags the controller's, whether the controller names it leader and keeps
 //! it in the ISR or ELR, whether it misses committed data or shows a HW above it, and for a
 //! leader whether its ISR is below `min.insync.replicas` and whether it believes a follower
-//! holds more than that follower's log does: the re-elected KRaft leader's stale follower
-//! state), and the cluster to one more tuple ([`global_codes`]). A run's *features* are the
+//! holds more than that follower's log does, and whether that follower has a fetch in flight
+//! that would correct it: the re-elected KRaft leader's stale follower state), and the cluster to one more tuple ([`global_codes`]). A run's *features* are the
 //! tuples reached and the moves between consecutive tuples of one broker and of the cluster:
 //! four families, none naming a broker, so situations that differ only in broker names are
 //! one (symmetry), and no family is the product of all brokers' tuples, which grows with every
@@ -36,6 +36,9 @@ pub struct BrokerView {
     /// Lost its unflushed tail in a crash and not yet caught up (`StateChecker.recovering`):
     /// a leader's belief above its log is then the allowed loss, not stale state.
     pub recovering: bool,
+    /// No fetch of this broker's is in flight (it waits out `replica.fetch.backoff.ms` or has
+    /// not sent one yet). Read only for a follower some leader holds a stale belief about.
+    pub fetch_idle: bool,
 }
 
 /// What the abstraction reads of the controller and the checker.
@@ -64,7 +67,8 @@ pub fn fnv1a(hash: u64, bytes: &[u8]) -> u64 {
 /// (1) or ELR (2) member, missing part of the committed prefix (LEO below `trueHW`), HW above
 /// `trueHW`, and for a live leader 1 (ISR below `min.insync.replicas`) or 2, plus 4 when it
 /// believes a follower holds more than that follower's log does (a follower that lost its
-/// unflushed tail in a crash aside: that loss the configuration allows).
+/// unflushed tail in a crash aside: that loss the configuration allows), and 8 more when that
+/// follower has no fetch in flight that would correct the belief.
 pub fn broker_codes(view: &ClusterView, b: &BrokerView) -> [u8; 8] {
     let lag = match b.leader_epoch {
         None => 3,
@@ -80,12 +84,16 @@ pub fn broker_codes(view: &ClusterView, b: &BrokerView) -> [u8; 8] {
     let mut leader = 0u8;
     if b.alive && b.role == 2 {
         leader = if b.isr_len < view.min_isr { 1 } else { 2 };
-        let stale = b.followers.iter().any(|(f, known)| match (known, view.brokers.iter().find(|x| x.id == *f)) {
-            (Some(k), Some(x)) => *k > x.log_end_offset && !x.recovering,
-            _ => false,
-        });
-        if stale {
-            leader |= 4;
+        for (f, known) in &b.followers {
+            if let (Some(k), Some(x)) = (known, view.brokers.iter().find(|x| x.id == *f)) {
+                if *k > x.log_end_offset && !x.recovering {
+                    leader |= 4;
+                    // that follower sends nothing that would correct the belief for now
+                    if x.fetch_idle {
+                        leader |= 8;
+                    }
+                }
+            }
         }
     }
     [
@@ -201,7 +209,7 @@ mod tests {
     use super::*;
 
     fn broker(id: u32, role: u8, epoch: u32, leo: u64, hw: u64) -> BrokerView {
-        BrokerView { id, alive: true, role, leader_epoch: Some(epoch), log_end_offset: leo, high_watermark: hw, isr_len: 3, followers: vec![], recovering: false }
+        BrokerView { id, alive: true, role, leader_epoch: Some(epoch), log_end_offset: leo, high_watermark: hw, isr_len: 3, followers: vec![], recovering: false, fetch_idle: false }
     }
 
     fn cluster() -> ClusterView {
@@ -252,7 +260,12 @@ mod tests {
         v.brokers[1].log_end_offset = 3; // follower 2 lost its tail; the leader still thinks 5
         assert_eq!(broker_codes(&v, &v.brokers[0])[7], 6);
         assert_eq!(broker_codes(&v, &v.brokers[1])[5], 1); // and it misses committed data
+        v.brokers[1].fetch_idle = true; // and it sends nothing that would correct the belief
+        assert_eq!(broker_codes(&v, &v.brokers[0])[7], 14);
         v.brokers[1].recovering = true; // it lost its tail in a crash: not stale state
+        assert_eq!(broker_codes(&v, &v.brokers[0])[7], 2);
+        v.brokers[1].recovering = false;
+        v.brokers[1].log_end_offset = 5; // caught up: an idle fetcher alone is nothing
         assert_eq!(broker_codes(&v, &v.brokers[0])[7], 2);
     }
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from pathlib import Path
@@ -11,13 +12,15 @@ import pytest
 
 from epochlab.cli import main
 from epochlab.fuzz.campaign import run_seed
-from epochlab.fuzz.coverage import BROKER, CLUSTER, CLUSTER_MOVE, feature
+from epochlab.fuzz.coverage import BROKER, CLUSTER, CLUSTER_MOVE, NEAR_MISS, feature
 from epochlab.fuzz.executor import execute
 from epochlab.fuzz.generator import FuzzProfile, generate_schedule
-from epochlab.fuzz.guided import BATCH, INITIAL, OPENING_BATCH, GuidedSearch, mutate
+from epochlab.fuzz.guided import BATCH, INITIAL, OPENING_BATCH, Entry, GuidedSearch, mutate
 from epochlab.fuzz.swarm import generate_swarm_schedule
 from epochlab.fuzz.schedule import Schedule
 from epochlab.generations import Generation
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("generation", ["strict-min-isr", "kip-101", "diverging-epoch"])
@@ -32,6 +35,43 @@ def test_rust_coverage_and_its_python_twin_agree(generation: str) -> None:
         assert rust.features and {f & 3 for f in rust.features} >= {BROKER, CLUSTER}
         # first reached before the first action, at an action or while healing
         assert rust.first_steps and -1 <= min(rust.first_steps) <= max(rust.first_steps) <= len(schedule.actions)
+
+
+def test_the_kraft_findings_stale_belief_about_a_follower_that_fetches_nothing_is_a_state() -> None:
+    """The re-elected KRaft leader's schedule (``docs/kafka-findings/``) reaches a broker tuple
+    whose leader code says: a follower it believes holds more than its log (4), and that
+    follower has no fetch in flight to correct it (8): the follower backs off after
+    UNKNOWN_LEADER_EPOCH. Both backends reach it, at the same action."""
+    schedule = Schedule.from_dict(json.loads(
+        (ROOT / "docs" / "kafka-findings" / "kraft-reelected-leader-stale-follower-leo.json").read_text()), "finding")
+    idle = {feature(BROKER, bytes(t)) for t in itertools.product(
+        range(2), range(3), range(4), range(2), range(3), range(2), range(2), range(16)) if t[7] & 12 == 12}
+    rust = execute(schedule, coverage=True)
+    twin = execute(schedule, backend="reference", coverage=True)
+    assert (rust.features, rust.first_steps) == (twin.features, twin.first_steps)
+    reached = idle.intersection(rust.features)
+    assert reached
+    # first reached after the preferred election that re-elects broker 1, before its crash
+    steps = {f: step for f, step in zip(rust.features, rust.first_steps)}
+    assert {steps[f] for f in reached} <= set(range(4, len(schedule.actions)))
+    # a random run of the same generation rarely has it: the family is not saturated by it
+    assert not idle.intersection(execute(generate_schedule(run_seed(11, 0), "strict-min-isr"), coverage=True).features)
+
+
+def test_the_rare_arm_targets_the_rarest_near_misses_the_corpus_holds() -> None:
+    """Near misses (``coverage.NEAR_MISS``) are targets only once reached, and only the rarest
+    of them (reached by at most twice the runs of the rarest); other features never are."""
+    near = sorted(NEAR_MISS)[:3]
+    other = feature(CLUSTER, bytes(8))
+    search = GuidedSearch(Generation.parse("strict-min-isr"), seed=1, seconds=None, runs=0)
+    search.corpus = [Entry(0, {}, (other,)), Entry(1, {}, (near[0], other)), Entry(2, {}, (near[1],)),
+                     Entry(3, {}, (near[2], near[0]))]
+    search.hits = {other: 50, near[0]: 2, near[1]: 4, near[2]: 5}
+    assert search._near_miss_holders() == sorted(
+        [(near[0], [search.corpus[1], search.corpus[3]]), (near[1], [search.corpus[2]])])
+    search.hits = {other: 50}
+    search.corpus = search.corpus[:1]
+    assert search._near_miss_holders() == []
 
 
 def test_coverage_only_reads() -> None:

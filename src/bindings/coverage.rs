@@ -52,6 +52,7 @@ fn broker_view(id: u32, broker: &Bound<'_, PyAny>, recovering: bool) -> PyResult
         isr_len: r.isr.len() as u32,
         followers: r.followers.iter().map(|(f, s)| (f.0, s.log_end_offset.map(|o| o.0))).collect(),
         recovering,
+        fetch_idle: false,
     }))
 }
 
@@ -72,6 +73,19 @@ impl PyProtocolCoverage {
             for (k, v) in brokers.iter() {
                 let id: u32 = k.extract()?;
                 views.push(broker_view(id, &v, recovering.contains(id)?)?);
+            }
+            // a follower some leader believes holds more than its log: is it fetching?
+            let stale: Vec<u32> = views
+                .iter()
+                .flat_map(|b| b.followers.iter().filter_map(|(f, k)| k.map(|k| (*f, k))))
+                .filter(|(f, k)| views.iter().any(|x| x.id == *f && *k > x.log_end_offset))
+                .map(|(f, _)| f)
+                .collect();
+            for x in views.iter_mut().filter(|x| stale.contains(&x.id)) {
+                if let Some(broker) = brokers.get_item(x.id)? {
+                    let state = broker.call_method0(intern!(py, "fetch_state"))?;
+                    x.fetch_idle = state.get_item(1)?.is_none();
+                }
             }
             let view = ClusterView {
                 brokers: views,

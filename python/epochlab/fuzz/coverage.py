@@ -11,7 +11,8 @@ checker looks), each broker is reduced to eight small codes:
   watermark is above it,
 * for a live leader: its ISR below ``min.insync.replicas`` or not, and whether it believes
   some follower holds more than that follower's log does (the re-elected KRaft leader's
-  stale follower state; a follower that lost its unflushed tail in a crash aside);
+  stale follower state; a follower that lost its unflushed tail in a crash aside), and
+  whether that follower has a fetch in flight that would correct the belief;
 
 and the cluster to eight more (leaders alive, the controller's ISR and ELR sizes and whether
 it has no leader, live brokers and how many miss committed data, the worst leader code, the
@@ -33,7 +34,7 @@ from typing import Any
 
 import epochlab._core as core
 
-__all__ = ["BROKER", "BROKER_MOVE", "CLUSTER", "CLUSTER_MOVE", "Coverage", "RunCoverage", "attach",
+__all__ = ["BROKER", "BROKER_MOVE", "CLUSTER", "CLUSTER_MOVE", "Coverage", "NEAR_MISS", "RunCoverage", "attach",
            "broker_codes", "feature", "fnv1a", "global_codes"]
 
 FNV_OFFSET = 0xCBF29CE484222325
@@ -58,9 +59,12 @@ def broker_codes(view: dict[str, Any], b: dict[str, Any]) -> bytes:
         leader = 1 if b["isr_len"] < view["min_isr"] else 2
         leos = {x["id"]: x["log_end_offset"] for x in view["brokers"]}
         recovering = {x["id"] for x in view["brokers"] if x["recovering"]}
-        if any(known is not None and f in leos and known > leos[f] and f not in recovering
-               for f, known in b["followers"]):
-            leader |= 4
+        idle = {x["id"] for x in view["brokers"] if x["fetch_idle"]}
+        for f, known in b["followers"]:
+            if known is not None and f in leos and known > leos[f] and f not in recovering:
+                leader |= 4
+                if f in idle:  # that follower sends nothing that would correct the belief for now
+                    leader |= 8
     return bytes((int(b["alive"]), min(b["role"], 2), lag, int(view["controller_leader"] == b["id"]),
                   member, int(b["log_end_offset"] < view["true_hw"]),
                   int(b["high_watermark"] > view["true_hw"]), leader))
@@ -110,7 +114,7 @@ class Coverage:
                           "leader_epoch": r.leader_epoch, "log_end_offset": log.log_end_offset,
                           "high_watermark": log.high_watermark, "isr_len": len(r.isr),
                           "followers": [(f, s.log_end_offset) for f, s in sorted(r.followers.items())],
-                          "recovering": b in recovering})
+                          "recovering": b in recovering, "fetch_idle": broker.fetch_state()[1] is None})
         view = {"brokers": views, "controller_leader": controller.leader,
                 "controller_epoch": controller.leader_epoch, "controller_isr": tuple(controller.isr),
                 "controller_elr": tuple(controller.elr), "true_hw": true_hw, "min_isr": self.min_isr}
@@ -138,6 +142,26 @@ class Coverage:
 
     def first_steps(self) -> list[int]:
         return [self.seen[f] for f in sorted(self.seen)]
+
+
+#: The ranges of the eight broker codes (:func:`broker_codes`).
+CODE_RANGES = (2, 3, 4, 2, 3, 2, 2, 16)
+
+
+def _near_miss() -> frozenset[int]:
+    """The broker tuples one step from a violation of Inv-StrongIsr: a live leader that
+    believes a follower holds more than that follower's log does (leader code bit 4; the next
+    HW advance that counts the belief commits records an ISR member lacks), whether or not that
+    follower has a fetch in flight that would correct it (bit 8)."""
+    import itertools
+
+    return frozenset(feature(BROKER, bytes(t)) for t in itertools.product(*map(range, CODE_RANGES))
+                     if t[7] & 4)
+
+
+#: The near-miss broker tuples (:func:`_near_miss`): the guided engine's rare arm targets them
+#: in half its mutants once its corpus holds one (``epochlab.fuzz.guided``).
+NEAR_MISS = _near_miss()
 
 
 class RunCoverage:

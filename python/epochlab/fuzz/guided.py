@@ -22,7 +22,10 @@ schedules:
   of its features reached by the fewest runs, then an entry that reached it), and their mutants
   are *focused* on the action at which the entry first reached that feature: the operators
   work near it, and ``regrow`` keeps the actions up to it and generates new ones after it
-  (go back to the rare state, explore on from there);
+  (go back to the rare state, explore on from there); once the corpus holds a *near-miss*
+  state (``coverage.NEAR_MISS``: a leader that believes a follower holds more than its log,
+  one HW advance from Inv-StrongIsr), :data:`NEAR_MISS_SHARE` of the rare arm's parents are
+  picked for the rarest of those instead;
 * the energy arm's parents are picked with probability proportional to their *energy*: the
   sum over their features of the family weight over the number of runs that reached the
   feature, damped by
@@ -66,13 +69,15 @@ from typing import Any
 from epochlab.errors import ScheduleError
 from epochlab.fuzz.bandit import Bandit
 from epochlab.fuzz.campaign import Campaign, Finding, run_seed
+from epochlab.fuzz.coverage import NEAR_MISS
 from epochlab.fuzz.executor import execute, gc_for_many_runs
 from epochlab.fuzz.generator import DELAYS, FuzzProfile, RandomSource, builder_for
 from epochlab.fuzz.schedule import Schedule
 from epochlab.fuzz.swarm import generate_swarm_schedule
 from epochlab.steps import STEPS
 
-__all__ = ["ARMS", "BATCH", "CORPUS_FORMAT", "CORPUS_VERSION", "FOCUS_SHARE", "INITIAL", "OPENING_BATCH", "Entry",
+__all__ = ["ARMS", "BATCH", "CORPUS_FORMAT", "CORPUS_VERSION", "FOCUS_SHARE", "INITIAL", "NEAR_MISS_SHARE",
+           "OPENING_BATCH", "Entry",
            "GuidedSearch", "build", "mutate", "round_size", "round_start"]
 
 #: Schedules per round after the opening; fixed, so the division of work never changes what
@@ -90,12 +95,17 @@ ARMS = ("fresh", "energy", "rare")
 #: fresh schedules, which reach new features as often once the corpus has grown, and starves
 #: the mutants that go back to a rare state and explore from it (measured: docs/bugs.md).
 FOCUS_SHARE = 0.3
+#: The share of the rare arm's mutants that target a near-miss state (``coverage.NEAR_MISS``:
+#: one step from an invariant violation) when the corpus holds one: a rare state that is next
+#: to a violation is worth more of the search than one that is merely rare.
+NEAR_MISS_SHARE = 0.5
 #: The coverage families (the two low bits of a feature, ``epochlab.fuzz.coverage``).
 FAMILIES = 4
 MAX_ACTIONS = 200
 CORPUS_FORMAT = "epochlab-guided-corpus"
-#: 3: the state holds the next round's draw (the pipeline)
-CORPUS_VERSION = 3
+#: 3: the state holds the next round's draw (the pipeline); 4: the broker tuple's leader code
+#: tells a follower with a fetch in flight (its features, and so a saved corpus's, differ)
+CORPUS_VERSION = 4
 RETIME = (1, 5, 20, 100, 300, 1000, 3000)
 
 
@@ -479,6 +489,7 @@ class GuidedSearch(Campaign):
         weights = self._energies()
         total = sum(weights)
         rare = self._rare_holders()
+        near = self._near_miss_holders()
         allowed = ("fresh", "energy", "rare") if rare else ("fresh", "energy")
         specs: list[Spec] = []
         for run in range(first, first + round_size(first)):
@@ -493,8 +504,11 @@ class GuidedSearch(Campaign):
                 continue
             focus = None
             if arm == "rare":
-                family = rare[rng.randrange(len(rare))]  # a family first, then a feature of it
-                target, holders = family[rng.randrange(len(family))]
+                if near and rng.random() < NEAR_MISS_SHARE:
+                    target, holders = near[rng.randrange(len(near))]
+                else:
+                    family = rare[rng.randrange(len(rare))]  # a family first, then a feature of it
+                    target, holders = family[rng.randrange(len(family))]
                 parent = holders[rng.randrange(len(holders))]
                 focus = parent.step_of(target)
             else:
@@ -543,6 +557,21 @@ class GuidedSearch(Campaign):
         for f, entries in sorted(holders.items()):
             families[f & 3].append((f, entries))
         return [family for family in families if family]
+
+    def _near_miss_holders(self) -> list[tuple[int, list[Entry]]]:
+        """The near-miss states the corpus reached (``coverage.NEAR_MISS``), the rarest of
+        them (reached by at most twice the runs of the rarest one), with the entries reaching
+        each, in feature order."""
+        reached = {f: n for f, n in self.hits.items() if f in NEAR_MISS}
+        if not reached:
+            return []
+        cutoff = 2 * min(reached.values())
+        targets = {f for f, n in reached.items() if n <= cutoff}
+        holders: dict[int, list[Entry]] = {}
+        for entry in self.corpus:
+            for f in targets.intersection(entry.features):
+                holders.setdefault(f, []).append(entry)
+        return sorted(holders.items(), key=lambda h: h[0])
 
     def _pick(self, weights: list[float], total: float, rng: random.Random) -> Entry:
         x = rng.random() * total
