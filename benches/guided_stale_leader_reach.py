@@ -15,18 +15,16 @@ from __future__ import annotations
 
 import argparse
 import collections
-import itertools
 from typing import Any
 
-from epochlab.fuzz.coverage import BROKER, feature
+from epochlab.fuzz.coverage import broker_tuples
 from epochlab.fuzz.guided import GuidedSearch
 from epochlab.generations import Generation
 
-#: every broker tuple (the eight codes' ranges, ``broker_codes``) whose leader code has bit 4
-TUPLES = list(itertools.product(range(2), range(3), range(4), range(2), range(3), range(2), range(2), range(16)))
-STALE_LEADER = {feature(BROKER, bytes(t)) for t in TUPLES if t[7] & 4}
+#: every broker tuple whose leader code has bit 4 (``broker_codes``)
+STALE_LEADER = broker_tuples(4)
 #: those whose leader code has bit 8 too: that follower has no fetch in flight
-IDLE = {feature(BROKER, bytes(t)) for t in TUPLES if t[7] & 12 == 12}
+IDLE = broker_tuples(4 | 8)
 
 
 def main() -> None:

@@ -7,9 +7,10 @@
 //! it in the ISR or ELR, whether it misses committed data or shows a HW above it, and for a
 //! leader whether its ISR is below `min.insync.replicas` and whether it believes a follower
 //! holds more than that follower's log does, and whether that follower has a fetch in flight
-//! that would correct it: the re-elected KRaft leader's stale follower state), and the cluster to one more tuple ([`global_codes`]). A run's *features* are the
-//! tuples reached and the moves between consecutive tuples of one broker and of the cluster:
-//! four families, none naming a broker, so situations that differ only in broker names are
+//! that would correct it: the re-elected KRaft leader's stale follower state), and the
+//! cluster to one more tuple ([`global_codes`]). A run's *features* are the tuples reached
+//! and the moves between consecutive tuples of one broker and of the cluster: four
+//! families, none naming a broker, so situations that differ only in broker names are
 //! one (symmetry), and no family is the product of all brokers' tuples, which grows with every
 //! run instead of saturating (measured in `docs/fuzzing.md`).
 //!

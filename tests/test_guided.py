@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import random
 from pathlib import Path
@@ -12,7 +11,7 @@ import pytest
 
 from epochlab.cli import main
 from epochlab.fuzz.campaign import run_seed
-from epochlab.fuzz.coverage import BROKER, CLUSTER, CLUSTER_MOVE, NEAR_MISS, feature
+from epochlab.fuzz.coverage import BROKER, CLUSTER, CLUSTER_MOVE, NEAR_MISS, broker_tuples, feature
 from epochlab.fuzz.executor import execute
 from epochlab.fuzz.generator import FuzzProfile, generate_schedule
 from epochlab.fuzz.guided import BATCH, INITIAL, OPENING_BATCH, Entry, GuidedSearch, mutate
@@ -44,8 +43,7 @@ def test_the_kraft_findings_stale_belief_about_a_follower_that_fetches_nothing_i
     UNKNOWN_LEADER_EPOCH. Both backends reach it, at the same action."""
     schedule = Schedule.from_dict(json.loads(
         (ROOT / "docs" / "kafka-findings" / "kraft-reelected-leader-stale-follower-leo.json").read_text()), "finding")
-    idle = {feature(BROKER, bytes(t)) for t in itertools.product(
-        range(2), range(3), range(4), range(2), range(3), range(2), range(2), range(16)) if t[7] & 12 == 12}
+    idle = broker_tuples(4 | 8)
     rust = execute(schedule, coverage=True)
     twin = execute(schedule, backend="reference", coverage=True)
     assert (rust.features, rust.first_steps) == (twin.features, twin.first_steps)

@@ -34,8 +34,8 @@ from typing import Any
 
 import epochlab._core as core
 
-__all__ = ["BROKER", "BROKER_MOVE", "CLUSTER", "CLUSTER_MOVE", "Coverage", "NEAR_MISS", "RunCoverage", "attach",
-           "broker_codes", "feature", "fnv1a", "global_codes"]
+__all__ = ["BROKER", "BROKER_MOVE", "CLUSTER", "CLUSTER_MOVE", "CODE_RANGES", "Coverage", "NEAR_MISS", "RunCoverage",
+           "attach", "broker_codes", "broker_tuples", "feature", "fnv1a", "global_codes"]
 
 FNV_OFFSET = 0xCBF29CE484222325
 FNV_PRIME = 0x100000001B3
@@ -148,15 +148,20 @@ class Coverage:
 CODE_RANGES = (2, 3, 4, 2, 3, 2, 2, 16)
 
 
+def broker_tuples(leader_bits: int) -> frozenset[int]:
+    """The features of every broker tuple whose leader code has all of ``leader_bits``."""
+    import itertools
+
+    return frozenset(feature(BROKER, bytes(t)) for t in itertools.product(*map(range, CODE_RANGES))
+                     if t[7] & leader_bits == leader_bits)
+
+
 def _near_miss() -> frozenset[int]:
     """The broker tuples one step from a violation of Inv-StrongIsr: a live leader that
     believes a follower holds more than that follower's log does (leader code bit 4; the next
     HW advance that counts the belief commits records an ISR member lacks), whether or not that
     follower has a fetch in flight that would correct it (bit 8)."""
-    import itertools
-
-    return frozenset(feature(BROKER, bytes(t)) for t in itertools.product(*map(range, CODE_RANGES))
-                     if t[7] & 4)
+    return broker_tuples(4)
 
 
 #: The near-miss broker tuples (:func:`_near_miss`): the guided engine's rare arm targets them
