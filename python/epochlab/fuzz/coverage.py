@@ -156,17 +156,12 @@ def broker_tuples(leader_bits: int) -> frozenset[int]:
                      if t[7] & leader_bits == leader_bits)
 
 
-def _near_miss() -> frozenset[int]:
-    """The broker tuples one step from a violation of Inv-StrongIsr: a live leader that
-    believes a follower holds more than that follower's log does (leader code bit 4; the next
-    HW advance that counts the belief commits records an ISR member lacks), whether or not that
-    follower has a fetch in flight that would correct it (bit 8)."""
-    return broker_tuples(4)
-
-
-#: The near-miss broker tuples (:func:`_near_miss`): the guided engine's rare arm targets them
-#: in half its mutants once its corpus holds one (``epochlab.fuzz.guided``).
-NEAR_MISS = _near_miss()
+#: The near misses: broker tuples one step from a violation of Inv-StrongIsr, a live leader
+#: that believes a follower holds more than that follower's log does (leader code bit 4; the
+#: next HW advance that counts the belief commits records an ISR member lacks), whether or not
+#: that follower has a fetch in flight that would correct it (bit 8). The guided engine's rare
+#: arm targets them in half its mutants once its corpus holds one (``epochlab.fuzz.guided``).
+NEAR_MISS = broker_tuples(4)
 
 
 class RunCoverage:
