@@ -7,8 +7,10 @@ from it to a lost write.
     python benches/guided_stale_leader_reach.py --runs 3000 --seed 1
 
 Prints the runs that reached such a tuple, by the arm that made their schedule, the first
-such run, the runs that reached each of those tuples, and the runs that reached one whose
-follower had no fetch in flight to correct the belief (bit 8).
+such run, the runs that reached each of those tuples, the runs that reached one whose
+follower had no fetch in flight to correct the belief (bit 8), and the runs that reached one
+whose HW can advance on the belief: the leader the controller names in its epoch, with an ISR
+of min.insync.replicas or more, and that follower in its maximal ISR (bit 16).
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ from epochlab.generations import Generation
 STALE_LEADER = broker_tuples(4)
 #: those whose leader code has bit 8 too: that follower has no fetch in flight
 IDLE = broker_tuples(4 | 8)
+#: those of the leader the controller names in its epoch, with an ISR of min.insync.replicas
+#: or more, about a follower of its maximal ISR (bit 16): the ones whose HW can advance on the
+#: belief
+CURRENT = broker_tuples(4 | 16, current_leader=True)
 
 
 def main() -> None:
@@ -37,15 +43,18 @@ def main() -> None:
     by_arm: collections.Counter[str] = collections.Counter()
     first: list[int] = []
     idle: list[int] = []
+    near: list[int] = []
     merge = search._merge
 
-    def counted(run: int, data: dict[str, Any], features: list[int], steps: list[int]) -> None:
+    def counted(run: int, data: dict[str, Any], features: list[int], *rest: Any) -> None:
         if STALE_LEADER.intersection(features):
             by_arm[data["origin"]["arm"]] += 1
             first.append(run)
         if IDLE.intersection(features):
             idle.append(run)
-        merge(run, data, features, steps)
+        if CURRENT.intersection(features):
+            near.append(run)
+        merge(run, data, features, *rest)
 
     search._merge = counted  # type: ignore[method-assign]
     search.run()
@@ -53,7 +62,9 @@ def main() -> None:
     print(f"{args.generation} seed {args.seed}, {args.runs} runs: {sum(by_arm.values())} runs reached a "
           f"stale-follower leader tuple (by arm: {dict(sorted(by_arm.items()))}), first at run "
           f"{first[0] if first else None}; {len(reached)} such tuples, runs per tuple {reached}; "
-          f"{len(idle)} runs with that follower fetching nothing (first at run {idle[0] if idle else None})")
+          f"{len(idle)} runs with that follower fetching nothing (first at run {idle[0] if idle else None}); "
+          f"{len(near)} runs reached one of the controller's current leader about a follower of its maximal ISR "
+          f"(first at run {near[0] if near else None}); {len(search.findings)} findings")
 
 
 if __name__ == "__main__":

@@ -6,8 +6,9 @@
 //! its leader epoch lags the controller's, whether the controller names it leader and keeps
 //! it in the ISR or ELR, whether it misses committed data or shows a HW above it, and for a
 //! leader whether its ISR is below `min.insync.replicas` and whether it believes a follower
-//! holds more than that follower's log does, and whether that follower has a fetch in flight
-//! that would correct it: the re-elected KRaft leader's stale follower state), and the
+//! holds more than that follower's log does, whether that follower is in its ISR (where the
+//! belief counts toward the HW) and whether it has a fetch in flight that would correct it:
+//! the re-elected KRaft leader's stale follower state), and the
 //! cluster to one more tuple ([`global_codes`]). A run's *features* are the tuples reached
 //! and the moves between consecutive tuples of one broker and of the cluster: four
 //! families, none naming a broker, so situations that differ only in broker names are
@@ -32,6 +33,9 @@ pub struct BrokerView {
     pub high_watermark: u64,
     /// The ISR in the broker's own view (meaningful for a leader).
     pub isr_len: u32,
+    /// The maximal ISR in its view (the ISR and a pending expansion): the followers whose log
+    /// ends count in a leader's HW advance.
+    pub maximal_isr: Vec<u32>,
     /// A leader's view of its followers: (follower, log end offset it last reported).
     pub followers: Vec<(u32, Option<u64>)>,
     /// Lost its unflushed tail in a crash and not yet caught up (`StateChecker.recovering`):
@@ -68,8 +72,11 @@ pub fn fnv1a(hash: u64, bytes: &[u8]) -> u64 {
 /// (1) or ELR (2) member, missing part of the committed prefix (LEO below `trueHW`), HW above
 /// `trueHW`, and for a live leader 1 (ISR below `min.insync.replicas`) or 2, plus 4 when it
 /// believes a follower holds more than that follower's log does (a follower that lost its
-/// unflushed tail in a crash aside: that loss the configuration allows), and 8 more when that
-/// follower has no fetch in flight that would correct the belief.
+/// unflushed tail in a crash aside: that loss the configuration allows), 8 more when that
+/// follower has no fetch in flight that would correct the belief, and 16 more when that
+/// follower is in the leader's maximal ISR, so that the belief counts in the leader's next HW
+/// advance (`Partition.maybeIncrementLeaderHW` takes the least log end over the maximal ISR as
+/// the leader knows them; a belief about a follower outside it holds no HW back).
 pub fn broker_codes(view: &ClusterView, b: &BrokerView) -> [u8; 8] {
     let lag = match b.leader_epoch {
         None => 3,
@@ -92,6 +99,9 @@ pub fn broker_codes(view: &ClusterView, b: &BrokerView) -> [u8; 8] {
                     // that follower sends nothing that would correct the belief for now
                     if x.fetch_idle {
                         leader |= 8;
+                    }
+                    if b.maximal_isr.contains(f) {
+                        leader |= 16;
                     }
                 }
             }
@@ -148,8 +158,9 @@ pub fn feature(family: u64, parts: &[&[u8; 8]]) -> u64 {
 pub struct Coverage {
     brokers: BTreeMap<u32, [u8; 8]>,
     cluster: Option<[u8; 8]>,
-    /// feature -> the step (the caller's action index) it was first reached at
-    features: BTreeMap<u64, i64>,
+    /// feature -> the step (the caller's action index) and the simulated time (ms) it was
+    /// first reached at
+    features: BTreeMap<u64, (i64, i64)>,
     observations: u64,
 }
 
@@ -158,13 +169,14 @@ impl Coverage {
         Self::default()
     }
 
-    fn reach(&mut self, feature: u64, step: i64) {
-        self.features.entry(feature).or_insert(step);
+    fn reach(&mut self, feature: u64, at: (i64, i64)) {
+        self.features.entry(feature).or_insert(at);
     }
 
-    /// Records the state of `view` at `step` (the caller's action index); returns whether
-    /// some tuple moved.
-    pub fn observe(&mut self, view: &ClusterView, step: i64) -> bool {
+    /// Records the state of `view` at `step` (the caller's action index) and simulated time
+    /// `now_ms`; returns whether some tuple moved.
+    pub fn observe(&mut self, view: &ClusterView, step: i64, now_ms: i64) -> bool {
+        let step = (step, now_ms);
         self.observations += 1;
         let tuples: Vec<[u8; 8]> = view.brokers.iter().map(|b| broker_codes(view, b)).collect();
         let mut moved = false;
@@ -197,7 +209,13 @@ impl Coverage {
 
     /// The step each feature of [`Coverage::features`] was first reached at, in that order.
     pub fn first_steps(&self) -> Vec<i64> {
-        self.features.values().copied().collect()
+        self.features.values().map(|(step, _)| *step).collect()
+    }
+
+    /// The simulated time (ms) each feature of [`Coverage::features`] was first reached at,
+    /// in that order.
+    pub fn first_times(&self) -> Vec<i64> {
+        self.features.values().map(|(_, ms)| *ms).collect()
     }
 
     pub fn observations(&self) -> u64 {
@@ -210,7 +228,7 @@ mod tests {
     use super::*;
 
     fn broker(id: u32, role: u8, epoch: u32, leo: u64, hw: u64) -> BrokerView {
-        BrokerView { id, alive: true, role, leader_epoch: Some(epoch), log_end_offset: leo, high_watermark: hw, isr_len: 3, followers: vec![], recovering: false, fetch_idle: false }
+        BrokerView { id, alive: true, role, leader_epoch: Some(epoch), log_end_offset: leo, high_watermark: hw, isr_len: 3, maximal_isr: vec![1, 2, 3], followers: vec![], recovering: false, fetch_idle: false }
     }
 
     fn cluster() -> ClusterView {
@@ -236,10 +254,10 @@ mod tests {
     fn broker_names_do_not_matter() {
         let mut a = Coverage::new();
         let mut b = Coverage::new();
-        a.observe(&cluster(), 0);
+        a.observe(&cluster(), 0, 0);
         let mut swapped = cluster();
         swapped.brokers.swap(1, 2); // the same situation, followers listed the other way
-        b.observe(&swapped, 0);
+        b.observe(&swapped, 0, 0);
         assert_eq!(a.features(), b.features());
     }
 
@@ -257,12 +275,15 @@ mod tests {
     fn a_leader_believing_a_follower_holds_more_than_it_does_is_seen() {
         let mut v = cluster();
         v.brokers[0].followers = vec![(2, Some(5)), (3, Some(5))];
+        v.brokers[0].maximal_isr = vec![1, 3];
         assert_eq!(broker_codes(&v, &v.brokers[0])[7], 2);
         v.brokers[1].log_end_offset = 3; // follower 2 lost its tail; the leader still thinks 5
         assert_eq!(broker_codes(&v, &v.brokers[0])[7], 6);
         assert_eq!(broker_codes(&v, &v.brokers[1])[5], 1); // and it misses committed data
         v.brokers[1].fetch_idle = true; // and it sends nothing that would correct the belief
         assert_eq!(broker_codes(&v, &v.brokers[0])[7], 14);
+        v.brokers[0].maximal_isr = vec![1, 2, 3]; // and the belief counts toward the leader's HW
+        assert_eq!(broker_codes(&v, &v.brokers[0])[7], 30);
         v.brokers[1].recovering = true; // it lost its tail in a crash: not stale state
         assert_eq!(broker_codes(&v, &v.brokers[0])[7], 2);
         v.brokers[1].recovering = false;
@@ -276,12 +297,12 @@ mod tests {
         let a = cluster();
         let mut b = cluster();
         b.brokers[2].alive = false;
-        assert!(cov.observe(&a, 0));
-        assert!(!cov.observe(&a, 0));
+        assert!(cov.observe(&a, 0, 0));
+        assert!(!cov.observe(&a, 0, 5));
         let first = cov.features().len(); // two broker tuples (leader, follower), one cluster
         assert_eq!(first, 3);
-        assert!(cov.observe(&b, 1));
-        assert!(cov.observe(&a, 2));
+        assert!(cov.observe(&b, 1, 120));
+        assert!(cov.observe(&a, 2, 340));
         // + the dead follower's tuple, its two moves, the cluster tuple and its two moves
         assert_eq!(cov.features().len(), first + 6);
         assert_eq!(cov.observations(), 4);
@@ -293,5 +314,10 @@ mod tests {
         // the two moves back (both tuples were reached before)
         assert_eq!(steps.iter().filter(|s| **s == 1).count(), 4);
         assert_eq!(steps.iter().filter(|s| **s == 2).count(), 2);
+        // and the simulated time of each first reach goes with its step
+        let times = cov.first_times();
+        for (s, t) in steps.iter().zip(&times) {
+            assert_eq!(*t, [0, 120, 340][*s as usize]);
+        }
     }
 }

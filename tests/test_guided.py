@@ -14,7 +14,7 @@ from epochlab.fuzz.campaign import run_seed
 from epochlab.fuzz.coverage import BROKER, CLUSTER, CLUSTER_MOVE, NEAR_MISS, broker_tuples, feature
 from epochlab.fuzz.executor import execute
 from epochlab.fuzz.generator import FuzzProfile, generate_schedule
-from epochlab.fuzz.guided import BATCH, INITIAL, OPENING_BATCH, Entry, GuidedSearch, mutate
+from epochlab.fuzz.guided import BATCH, INITIAL, OPENING_BATCH, Entry, GuidedSearch, mutate, poke
 from epochlab.fuzz.swarm import generate_swarm_schedule
 from epochlab.fuzz.schedule import Schedule
 from epochlab.generations import Generation
@@ -30,20 +30,27 @@ def test_rust_coverage_and_its_python_twin_agree(generation: str) -> None:
         schedule = generate_schedule(run_seed(11, i), generation)
         rust = execute(schedule, coverage=True)
         twin = execute(schedule, backend="reference", coverage=True)
-        assert (rust.features, rust.first_steps) == (twin.features, twin.first_steps)
+        assert (rust.features, rust.first_steps, rust.first_times) == (twin.features, twin.first_steps, twin.first_times)
         assert rust.features and {f & 3 for f in rust.features} >= {BROKER, CLUSTER}
+        # a feature is first reached during its step's interval: at or after that action
+        at = [-1] + [a.at_ms for a in schedule.actions]
+        assert all(t >= at[s + 1] if 0 <= s < len(schedule.actions) else t >= 0
+                   for s, t in zip(rust.first_steps, rust.first_times))
         # first reached before the first action, at an action or while healing
         assert rust.first_steps and -1 <= min(rust.first_steps) <= max(rust.first_steps) <= len(schedule.actions)
 
 
 def test_the_kraft_findings_stale_belief_about_a_follower_that_fetches_nothing_is_a_state() -> None:
     """The re-elected KRaft leader's schedule (``docs/kafka-findings/``) reaches a broker tuple
-    whose leader code says: a follower it believes holds more than its log (4), and that
-    follower has no fetch in flight to correct it (8): the follower backs off after
-    UNKNOWN_LEADER_EPOCH. Both backends reach it, at the same action."""
+    whose leader code says: a follower it believes holds more than its log (4), that
+    follower has no fetch in flight to correct it (8): it backs off after
+    UNKNOWN_LEADER_EPOCH, and it is in the leader's maximal ISR (16), of the leader the
+    controller names in its epoch, with an ISR of min.insync.replicas or more: a near miss (``coverage.NEAR_MISS``). Both backends reach it, at the
+    same action."""
     schedule = Schedule.from_dict(json.loads(
         (ROOT / "docs" / "kafka-findings" / "kraft-reelected-leader-stale-follower-leo.json").read_text()), "finding")
-    idle = broker_tuples(4 | 8)
+    idle = broker_tuples(4 | 8 | 16, current_leader=True)
+    assert idle < NEAR_MISS
     rust = execute(schedule, coverage=True)
     twin = execute(schedule, backend="reference", coverage=True)
     assert (rust.features, rust.first_steps) == (twin.features, twin.first_steps)
@@ -54,6 +61,31 @@ def test_the_kraft_findings_stale_belief_about_a_follower_that_fetches_nothing_i
     assert {steps[f] for f in reached} <= set(range(4, len(schedule.actions)))
     # a random run of the same generation rarely has it: the family is not saturated by it
     assert not idle.intersection(execute(generate_schedule(run_seed(11, 0), "strict-min-isr"), coverage=True).features)
+
+
+def test_a_poke_goes_through_its_parents_near_miss_and_acts_only_after_it() -> None:
+    """``poke`` keeps the parent (seed and every action) and adds one or two actions after the
+    moment the parent first reached the near miss, so the child's run is the parent's up to
+    that moment: every feature the parent reached by then, the child reaches at the same step
+    and time, the near miss included."""
+    parent = json.loads((ROOT / "docs" / "kafka-findings" / "kraft-reelected-leader-stale-follower-leo.json").read_text())
+    run = execute(Schedule.from_dict(parent, "finding"), coverage=True)
+    reached = {f: (s, t) for f, s, t in zip(run.features, run.first_steps, run.first_times)}
+    near = min((t, f) for f, (_, t) in reached.items() if f in NEAR_MISS)
+    at_ms = near[0]
+    kinds = set()
+    for i in range(12):
+        child = poke(parent, random.Random(i), at_ms)
+        added = [a for a in child["actions"] if a not in parent["actions"]]
+        assert child["seed"] == parent["seed"] and 1 <= len(added) <= 2
+        assert len(child["actions"]) == len(parent["actions"]) + len(added)
+        assert all(a["at_ms"] > at_ms for a in added) and child["actions"] == sorted(child["actions"], key=lambda a: a["at_ms"])
+        kinds.update(child["origin"]["operators"])
+        got = execute(Schedule.from_dict(child, "poke"), coverage=True)
+        mine = {f: (s, t) for f, s, t in zip(got.features, got.first_steps, got.first_times)}
+        before = {f: st for f, st in reached.items() if st[1] <= at_ms}
+        assert near[1] in before and {f: mine.get(f) for f in before} == before
+    assert {"poke-produce", "poke-heal"} <= kinds
 
 
 def test_the_rare_arm_targets_the_rarest_near_misses_the_corpus_holds() -> None:

@@ -154,9 +154,9 @@ def test_the_search_rewards_the_arms_that_made_its_corpus() -> None:
     seen: list[tuple[str, bool]] = []
     merge = search._merge
 
-    def spy(run, data, features, steps):  # type: ignore[no-untyped-def]
+    def spy(run, data, features, *rest):  # type: ignore[no-untyped-def]
         before = len(search.corpus)
-        merge(run, data, features, steps)
+        merge(run, data, features, *rest)
         seen.append((data["origin"]["arm"], len(search.corpus) > before))
 
     search._merge = spy  # type: ignore[method-assign]
@@ -182,9 +182,9 @@ def test_the_next_round_is_drawn_before_this_one_is_merged() -> None:
         drawn[index] = list(merged)
         return children(index)
 
-    def spy(run, data, features, steps):  # type: ignore[no-untyped-def]
+    def spy(run, data, features, *rest):  # type: ignore[no-untyped-def]
         merged.append(run)
-        merge(run, data, features, steps)
+        merge(run, data, features, *rest)
 
     search._children, search._merge = draw, spy  # type: ignore[method-assign]
     search.run()

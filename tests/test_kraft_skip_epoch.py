@@ -277,6 +277,29 @@ def test_the_fuzzers_finding_is_gone_with_the_fix(path: str) -> None:
     assert not plain.verdict.ok and fixed.verdict.ok, fixed.verdict.protocol_violations
 
 
+def test_the_stale_offsets_can_also_leave_two_logs_differing_below_their_hws() -> None:
+    """A guided-search finding, shrunk: broker 2, leader in epoch 2, is re-elected in epoch 4
+    while broker 1 has taken broker 3's epoch-1 record at offset 33 in epoch 3; broker 2's HW
+    passes 33 on broker 1's old log end, so the two logs differ below both HWs
+    (Inv-LogMatching). The catalogue counts it as the KRaft bug (its witness, the skipped
+    epoch, is in the run), and the proposed fix removes it."""
+    import dataclasses
+
+    from epochlab.checks import catalogue
+    from epochlab.fuzz import execute
+    from epochlab.fuzz.schedule import load_schedule
+
+    schedule = load_schedule(Path(__file__).parent / "fixtures" / "schedules"
+                             / "g5-kraft-skip-epoch-log-divergence-below-hw.json")
+    plain = execute(schedule)
+    assert [v.invariant for v in plain.verdict.protocol_violations] == ["Inv-LogMatching"]
+    assert model_epoch_skips(plain.events) == [[2, 2, 4]]
+    assert [b.id for b in catalogue.match("strict-min-isr", "Inv-LogMatching", plain.events)] == [
+        "KRaft re-elected leader keeps stale follower state"]
+    fixed = execute(dataclasses.replace(schedule, cluster={**schedule.cluster, "kafka.release": PATCHED}))
+    assert fixed.verdict.ok, fixed.verdict.protocol_violations
+
+
 # -- the ZooKeeper era ----------------------------------------------------------------------------
 
 ZK = "zk-skip-epoch-controller-failover"

@@ -874,13 +874,16 @@ class ProtocolCoverage:
     or a value of the wrong type is a ``TypeError``."""
     def __new__(cls, min_isr: int) -> ProtocolCoverage: ...
     def observe(self, brokers: dict[int, Any], controller: Any, true_hw: int, recovering: Any,
-                step: int) -> bool:
-        """Abstract the cluster's state now, at action index ``step``; ``True`` when a
-        broker's or the cluster's tuple moved."""
+                step: int, now_ms: int) -> bool:
+        """Abstract the cluster's state now, at action index ``step`` and simulated time
+        ``now_ms``; ``True`` when a broker's or the cluster's tuple moved."""
     def features(self) -> list[int]:
         """The features reached so far, increasing."""
     def first_steps(self) -> list[int]:
         """The step each feature was first reached at, in ``features()`` order."""
+    def first_times(self) -> list[int]:
+        """The simulated time (ms) each feature was first reached at, in ``features()``
+        order."""
     @property
     def observations(self) -> int: ...
 

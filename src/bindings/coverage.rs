@@ -50,6 +50,7 @@ fn broker_view(id: u32, broker: &Bound<'_, PyAny>, recovering: bool) -> PyResult
         log_end_offset: log.log_end_offset().0,
         high_watermark: log.high_watermark().0,
         isr_len: r.isr.len() as u32,
+        maximal_isr: r.maximal_isr().iter().map(|m| m.0).collect(),
         followers: r.followers.iter().map(|(f, s)| (f.0, s.log_end_offset.map(|o| o.0))).collect(),
         recovering,
         fetch_idle: false,
@@ -64,9 +65,9 @@ impl PyProtocolCoverage {
     }
 
     /// Abstracts the cluster's state now (`brokers`: id -> broker, `controller`, the checker's
-    /// `true_hw` and `recovering` brokers, the run's current action index `step`); returns
-    /// whether a tuple moved.
-    fn observe(&self, brokers: &Bound<'_, PyDict>, controller: &Bound<'_, PyAny>, true_hw: u64, recovering: &Bound<'_, PyAny>, step: i64) -> PyResult<bool> {
+    /// `true_hw` and `recovering` brokers, the run's current action index `step` and simulated
+    /// time `now_ms`); returns whether a tuple moved.
+    fn observe(&self, brokers: &Bound<'_, PyDict>, controller: &Bound<'_, PyAny>, true_hw: u64, recovering: &Bound<'_, PyAny>, step: i64, now_ms: i64) -> PyResult<bool> {
         (|| {
             let py = controller.py();
             let mut views = Vec::with_capacity(brokers.len());
@@ -96,7 +97,7 @@ impl PyProtocolCoverage {
                 true_hw,
                 min_isr: self.min_isr,
             };
-            Ok(lock(&self.inner).observe(&view, step))
+            Ok(lock(&self.inner).observe(&view, step, now_ms))
         })()
         .map_err(typed)
     }
@@ -109,6 +110,12 @@ impl PyProtocolCoverage {
     /// The step each feature of `features()` was first reached at, in that order.
     fn first_steps(&self) -> Vec<i64> {
         lock(&self.inner).first_steps()
+    }
+
+    /// The simulated time (ms) each feature of `features()` was first reached at, in that
+    /// order.
+    fn first_times(&self) -> Vec<i64> {
+        lock(&self.inner).first_times()
     }
 
     #[getter]

@@ -297,7 +297,11 @@ BUGS: tuple[KnownBug, ...] = (
     KnownBug("KRaft re-elected leader keeps stale follower state", "a leader that catches up on the "
              "metadata log across two epochs keeps its followers' old log end offsets and can "
              "acknowledge an acks=all write a clean election then loses", ("strict-min-isr",),
-             ("Inv-StrongIsr", "Inv-Durability", "Inv-LeaderCompleteness", "lost-write"),
+             # Inv-LogMatching: the stale offsets can also carry the re-elected leader's HW
+             # past an offset where a follower has since taken another leader's record (its
+             # log diverged and it refetched), so two logs differ below both HWs until the
+             # next fetch truncates one (tests/fixtures/schedules/g5-kraft-skip-epoch-*)
+             ("Inv-StrongIsr", "Inv-Durability", "Inv-LeaderCompleteness", "lost-write", "Inv-LogMatching"),
              "not fixed as of 4.4.0 (no report known; proposed fix in the report)",
              "scenarios kraft-skip-epoch-*, docs/kafka-findings/",
              "found by this project; shown on live clusters of Kafka 4.1.2, 4.3.1 and 4.4.0 and "

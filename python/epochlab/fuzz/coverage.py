@@ -11,8 +11,9 @@ checker looks), each broker is reduced to eight small codes:
   watermark is above it,
 * for a live leader: its ISR below ``min.insync.replicas`` or not, and whether it believes
   some follower holds more than that follower's log does (the re-elected KRaft leader's
-  stale follower state; a follower that lost its unflushed tail in a crash aside), and
-  whether that follower has a fetch in flight that would correct the belief;
+  stale follower state; a follower that lost its unflushed tail in a crash aside), whether
+  that follower has a fetch in flight that would correct the belief, and whether it is in
+  the leader's maximal ISR (where the belief counts in the next HW advance);
 
 and the cluster to eight more (leaders alive, the controller's ISR and ELR sizes and whether
 it has no leader, live brokers and how many miss committed data, the worst leader code, the
@@ -65,6 +66,8 @@ def broker_codes(view: dict[str, Any], b: dict[str, Any]) -> bytes:
                 leader |= 4
                 if f in idle:  # that follower sends nothing that would correct the belief for now
                     leader |= 8
+                if f in b["maximal_isr"]:  # and the belief counts in the leader's HW advance
+                    leader |= 16
     return bytes((int(b["alive"]), min(b["role"], 2), lag, int(view["controller_leader"] == b["id"]),
                   member, int(b["log_end_offset"] < view["true_hw"]),
                   int(b["high_watermark"] > view["true_hw"]), leader))
@@ -98,21 +101,24 @@ class Coverage:
         self.min_isr = min_isr
         self.brokers: dict[int, bytes] = {}
         self.cluster: bytes | None = None
-        self.seen: dict[int, int] = {}  # feature -> the step it was first reached at
+        # feature -> the step and simulated time (ms) it was first reached at
+        self.seen: dict[int, tuple[int, int]] = {}
         self.observations = 0
 
-    def _reach(self, feature_: int, step: int) -> None:
+    def _reach(self, feature_: int, step: tuple[int, int]) -> None:
         self.seen.setdefault(feature_, step)
 
     def observe(self, brokers: dict[int, Any], controller: Any, true_hw: int, recovering: Any,
-                step: int) -> bool:
+                step: int, now_ms: int) -> bool:
         self.observations += 1
+        at = (step, now_ms)
         views = []
         for b, broker in brokers.items():
             r, log = broker.replica, broker.replica.log
             views.append({"id": b, "alive": bool(broker.alive), "role": ROLES[r.role],
                           "leader_epoch": r.leader_epoch, "log_end_offset": log.log_end_offset,
                           "high_watermark": log.high_watermark, "isr_len": len(r.isr),
+                          "maximal_isr": tuple(r.maximal_isr),
                           "followers": [(f, s.log_end_offset) for f, s in sorted(r.followers.items())],
                           "recovering": b in recovering, "fetch_idle": broker.fetch_state()[1] is None})
         view = {"brokers": views, "controller_leader": controller.leader,
@@ -125,15 +131,15 @@ class Coverage:
             self.brokers[v["id"]] = t
             if before != t:
                 moved = True
-                self._reach(feature(BROKER, t), step)
+                self._reach(feature(BROKER, t), at)
                 if before is not None:
-                    self._reach(feature(BROKER_MOVE, before, t), step)
+                    self._reach(feature(BROKER_MOVE, before, t), at)
         g = global_codes(view, tuples)
         if g != self.cluster:
             moved = True
-            self._reach(feature(CLUSTER, g), step)
+            self._reach(feature(CLUSTER, g), at)
             if self.cluster is not None:
-                self._reach(feature(CLUSTER_MOVE, self.cluster, g), step)
+                self._reach(feature(CLUSTER_MOVE, self.cluster, g), at)
             self.cluster = g
         return moved
 
@@ -141,26 +147,36 @@ class Coverage:
         return sorted(self.seen)
 
     def first_steps(self) -> list[int]:
-        return [self.seen[f] for f in sorted(self.seen)]
+        return [self.seen[f][0] for f in sorted(self.seen)]
+
+    def first_times(self) -> list[int]:
+        return [self.seen[f][1] for f in sorted(self.seen)]
 
 
 #: The ranges of the eight broker codes (:func:`broker_codes`).
-CODE_RANGES = (2, 3, 4, 2, 3, 2, 2, 16)
+CODE_RANGES = (2, 3, 4, 2, 3, 2, 2, 32)
 
 
-def broker_tuples(leader_bits: int) -> frozenset[int]:
-    """The features of every broker tuple whose leader code has all of ``leader_bits``."""
+def broker_tuples(leader_bits: int, current_leader: bool = False) -> frozenset[int]:
+    """The features of every broker tuple whose leader code has all of ``leader_bits``; with
+    ``current_leader``, only those of the leader the controller names, in the controller's
+    epoch, with an ISR at ``min.insync.replicas`` or more (a leader whose HW may advance)."""
     import itertools
 
     return frozenset(feature(BROKER, bytes(t)) for t in itertools.product(*map(range, CODE_RANGES))
-                     if t[7] & leader_bits == leader_bits)
+                     if t[7] & leader_bits == leader_bits
+                     and (not current_leader or (t[3] == 1 and t[2] == 0 and t[7] & 3 == 2)))
 
 
 #: The near misses: broker tuples one step from a violation of Inv-StrongIsr, a live leader
 #: that believes a follower holds more than that follower's log does (leader code bit 4; the
 #: next HW advance that counts the belief commits records an ISR member lacks), whether or not
-#: that follower has a fetch in flight that would correct it (bit 8). The guided engine's rare
-#: arm targets them in half its mutants once its corpus holds one (``epochlab.fuzz.guided``).
+#: that follower has a fetch in flight that would correct it (bit 8) and whether or not it is
+#: in the leader's maximal ISR (bit 16). Zombie leaders count (the controller has moved on):
+#: the KRaft finding's leader holds the belief as a zombie and is then re-elected, so the
+#: narrower set of :func:`broker_tuples` with ``current_leader`` misses the way there
+#: (measured in ``docs/measurements.md``, "The guided engine"). The guided engine's rare arm
+#: targets them in half its mutants once its corpus holds one (``epochlab.fuzz.guided``).
 NEAR_MISS = broker_tuples(4)
 
 
@@ -174,20 +190,22 @@ class RunCoverage:
         self.step = step
         rust = isinstance(replica, core.Replica) and not twin
         self.impl: Any = core.ProtocolCoverage(checker.min_isr) if rust else Coverage(checker.min_isr)
+        self._cluster = cluster
         self._brokers = cluster.brokers
         self._controller = cluster.controller
         checker.listeners.append(self.observe)
 
     def observe(self) -> None:
         checker = self.checker
-        self.impl.observe(self._brokers, self._controller, checker.true_hw, checker.recovering, self.step())
+        self.impl.observe(self._brokers, self._controller, checker.true_hw, checker.recovering, self.step(),
+                          self._cluster.now_ms)
 
-    def features(self) -> tuple[list[int], list[int]]:
-        """The features and the step each was first reached at."""
-        return list(self.impl.features()), list(self.impl.first_steps())
+    def features(self) -> tuple[list[int], list[int], list[int]]:
+        """The features, the step each was first reached at and the simulated time (ms)."""
+        return list(self.impl.features()), list(self.impl.first_steps()), list(self.impl.first_times())
 
 
-def attach(run: Any, twin: bool = False) -> Callable[[], tuple[list[int], list[int]]]:
+def attach(run: Any, twin: bool = False) -> Callable[[], tuple[list[int], list[int], list[int]]]:
     """Coverage for an executor run (``epochlab.fuzz.executor``): returns its getter of
-    ``(features, first steps)``."""
+    ``(features, first steps, first times)``."""
     return RunCoverage(run.cluster, run.checker, lambda: run.step, twin).features

@@ -85,9 +85,11 @@ class RunResult:
     records: list[Any] | None = None   # step records (``execute(record=True)``)
     #: the protocol-state features the run reached (``execute(coverage=True)``,
     #: ``epochlab.fuzz.coverage``), increasing, and the action index each was first reached
-    #: at (-1: before the first action; the number of actions: while healing)
+    #: at (-1: before the first action; the number of actions: while healing) and the
+    #: simulated time (ms)
     features: list[int] | None = None
     first_steps: list[int] | None = None
+    first_times: list[int] | None = None
 
     def verdict_json(self) -> str:
         return self.verdict.to_json()
@@ -358,7 +360,7 @@ def execute(schedule: Schedule, backend: str | None = None, record: bool = False
     c = run.cluster
     if record:
         records[-1].snapshot = snapshot_from(c.state())
-    reached, steps = features() if features is not None else (None, None)
+    reached, steps, times = features() if features is not None else (None, None, None)
     return RunResult(schedule, verdict, c.history, c.state().to_dict(),
                      [e.to_dict() for e in c.events], c.now_ms, records if record else None,
-                     reached, steps)
+                     reached, steps, times)

@@ -25,7 +25,9 @@ schedules:
   (go back to the rare state, explore on from there); once the corpus holds a *near-miss*
   state (``coverage.NEAR_MISS``: a leader that believes a follower holds more than its log,
   one HW advance from Inv-StrongIsr), :data:`NEAR_MISS_SHARE` of the rare arm's parents are
-  picked for the rarest of those instead;
+  picked for the rarest of those instead, and :data:`POKE_SHARE` of those mutants are pokes
+  (:func:`poke`: the parent unchanged up to the moment it first reached the near miss, then
+  one or two actions that can move the leader's HW or hold the belief's correction back);
 * the energy arm's parents are picked with probability proportional to their *energy*: the
   sum over their features of the family weight over the number of runs that reached the
   feature, damped by
@@ -62,6 +64,7 @@ import json
 import math
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,8 +80,8 @@ from epochlab.fuzz.swarm import generate_swarm_schedule
 from epochlab.steps import STEPS
 
 __all__ = ["ARMS", "BATCH", "CORPUS_FORMAT", "CORPUS_VERSION", "FOCUS_SHARE", "INITIAL", "NEAR_MISS_SHARE",
-           "OPENING_BATCH", "Entry",
-           "GuidedSearch", "build", "mutate", "round_size", "round_start"]
+           "OPENING_BATCH", "POKE_SHARE", "Entry",
+           "GuidedSearch", "build", "mutate", "poke", "round_size", "round_start"]
 
 #: Schedules per round after the opening; fixed, so the division of work never changes what
 #: is run.
@@ -99,13 +102,17 @@ FOCUS_SHARE = 0.3
 #: one step from an invariant violation) when the corpus holds one: a rare state that is next
 #: to a violation is worth more of the search than one that is merely rare.
 NEAR_MISS_SHARE = 0.5
+#: The share of those whose mutant is a poke (``poke``): the parent unchanged up to the near
+#: miss, and an action right after it that can move the leader's HW.
+POKE_SHARE = 0.5
 #: The coverage families (the two low bits of a feature, ``epochlab.fuzz.coverage``).
 FAMILIES = 4
 MAX_ACTIONS = 200
 CORPUS_FORMAT = "epochlab-guided-corpus"
 #: 3: the state holds the next round's draw (the pipeline); 4: the broker tuple's leader code
-#: tells a follower with a fetch in flight (its features, and so a saved corpus's, differ)
-CORPUS_VERSION = 4
+#: tells a follower with a fetch in flight; 5: and a follower in the leader's maximal ISR (each
+#: changes the features, and so a saved corpus's)
+CORPUS_VERSION = 5
 RETIME = (1, 5, 20, 100, 300, 1000, 3000)
 
 
@@ -119,14 +126,22 @@ class Entry:
     #: the action index at which the run first reached each feature, in ``features`` order
     first_steps: tuple[int, ...] = ()
     picks: int = 0
+    #: the simulated time (ms) at which the run first reached each feature, in that order
+    first_times: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"run": self.run, "schedule": self.schedule, "features": list(self.features),
-                "first_steps": list(self.first_steps)}
+                "first_steps": list(self.first_steps), "first_times": list(self.first_times)}
 
     def step_of(self, feature: int) -> int | None:
         try:
             return self.first_steps[self.features.index(feature)]
+        except (ValueError, IndexError):
+            return None
+
+    def time_of(self, feature: int) -> int | None:
+        try:
+            return self.first_times[self.features.index(feature)]
         except (ValueError, IndexError):
             return None
 
@@ -258,6 +273,61 @@ def _end_fault(actions: list[dict[str, Any]], schedule: dict[str, Any], rng: ran
     return True
 
 
+#: How long after a near miss a poke acts (``poke``).
+POKE_AFTER_MS = (1, 5, 20, 100, 300, 1000)
+
+
+def poke(parent: dict[str, Any], rng: random.Random, at_ms: int) -> dict[str, Any]:
+    """A mutant of a parent that reached a near miss (``coverage.NEAR_MISS``) at simulated time
+    ``at_ms``: the parent unchanged (its seed and every action, so the run goes through the same
+    near miss), plus one or two actions right after that moment that can move the leader's HW.
+    A near miss is a race between the HW advance that counts the stale belief and the stale
+    follower's next fetch, which corrects it. Kafka moves a leader's HW
+    (``Partition.maybeIncrementLeaderHW``) when it appends (``appendRecordsToLeader``), when a
+    follower's fetch updates its state (``updateFollowerFetchState``) and when its ISR
+    changes; so a poke hastens the advance with a produce (an append, on a producer's
+    connection), the end of the faults (``heal``: a follower kept away fetches again) or the
+    end of one fault that stands at that moment (a link restored, a broker restarted), or
+    holds the correction back by isolating a broker or slowing its fetches (the features name
+    no broker, so the broker is drawn: one time in three the stale follower)."""
+    child = json.loads(json.dumps(parent))
+    actions: list[dict[str, Any]] = child["actions"]
+    brokers = list(child["cluster"].get("brokers", [1, 2, 3]))
+    t = at_ms
+    names = []
+    for _ in range(1 + (rng.random() < 0.5)):
+        t += rng.choice(POKE_AFTER_MS)
+        prefix = [a for a in actions if a["at_ms"] <= t]
+        down, open_txn = _down_and_open(prefix)
+        producers = [p for p, c in sorted(child["producers"].items())
+                     if not c.get("transactional.id") or p in open_txn]
+        standing = [a for a in prefix if a["op"] in FAULTS and a["op"] != "partition"
+                    and (a["op"] != "crash" or a["broker"] in down)]
+        menu = ["heal", "isolate", "slow", "elect"] + (["produce", "produce"] if producers else []) + \
+            (["end"] if standing else [])
+        kind = rng.choice(menu)
+        if kind == "produce":
+            action = {"op": "produce", "producer": rng.choice(producers), "count": 1 + rng.randrange(3)}
+        elif kind == "end":
+            action = _end_of(rng.choice(standing[-3:]), child["cluster"])
+        elif kind == "isolate":
+            action = {"op": "isolate", "broker": rng.choice(brokers)}
+        elif kind == "elect":
+            action = {"op": "elect_preferred"} if rng.random() < 0.5 else \
+                {"op": "elect", "broker": rng.choice(brokers), "unclean": False}
+        elif kind == "slow":
+            action = {"op": "slow_follower", "broker": rng.choice(brokers), "extra_delay_ms": rng.choice((2000, 10000))}
+        else:
+            action = {"op": "heal"}
+        names.append(f"poke-{kind}")
+        where = next((k for k, a in enumerate(actions) if a["at_ms"] > t), len(actions))
+        actions.insert(where, {"at_ms": t, **action})
+    del actions[MAX_ACTIONS:]
+    child["origin"] = {"engine": "guided", "operators": names,
+                       "fault_classes": parent.get("origin", {}).get("fault_classes")}
+    return child
+
+
 def mutate(parent: dict[str, Any], other: dict[str, Any] | None, rng: random.Random,
            profile: FuzzProfile, focus: int | None = None) -> dict[str, Any]:
     """A mutant of the schedule ``parent`` (a schedule dict; ``other`` for splicing): one to
@@ -327,7 +397,7 @@ def mutate(parent: dict[str, Any], other: dict[str, Any] | None, rng: random.Ran
 
 # -- running a round -----------------------------------------------------------------------
 
-Outcome = tuple[dict[str, Any], Any, list[int], list[int], list[dict[str, Any]] | None]
+Outcome = tuple[dict[str, Any], Any, list[int], list[int], list[int], list[dict[str, Any]] | None]
 #: What a worker needs to build a round's schedules: campaign seed, generation label, profile,
 #: backend.
 Task = tuple[int, str, FuzzProfile, str | None]
@@ -365,7 +435,8 @@ def _run_children(task: Task, specs: list[tuple[int, str, dict[str, Any] | None]
             data, schedule = build(task, spec)
             result = execute(schedule, backend=backend, coverage=True)
             events = result.events if result.verdict.protocol_violations else None
-            out.append((data, result.verdict, result.features or [], result.first_steps or [], events))
+            out.append((data, result.verdict, result.features or [], result.first_steps or [],
+                        result.first_times or [], events))
     return out
 
 
@@ -446,9 +517,9 @@ class GuidedSearch(Campaign):
                 self._next = self._children(self._round + 1)
                 queued = executor.submit(self._budgeted(self._round + 1, self._next)) \
                     if self._more(first + size, deadline) else None
-                for i, (data, verdict, features, steps, events) in enumerate(running.result()):
+                for i, (data, verdict, features, steps, times, events) in enumerate(running.result()):
                     run = first + i
-                    self._merge(run, data, features, steps)
+                    self._merge(run, data, features, steps, times)
                     for v in verdict.allowed:
                         self.allowed[v.invariant] = self.allowed.get(v.invariant, 0) + 1
                     for v in verdict.protocol_violations:
@@ -502,20 +573,24 @@ class GuidedSearch(Campaign):
             if arm == "fresh":
                 specs.append((run, arm, None))
                 continue
-            focus = None
+            focus = poke_at = None
             if arm == "rare":
                 if near and rng.random() < NEAR_MISS_SHARE:
                     target, holders = near[rng.randrange(len(near))]
+                    parent = holders[rng.randrange(len(holders))]
+                    if rng.random() < POKE_SHARE:
+                        poke_at = parent.time_of(target)
                 else:
                     family = rare[rng.randrange(len(rare))]  # a family first, then a feature of it
                     target, holders = family[rng.randrange(len(family))]
-                parent = holders[rng.randrange(len(holders))]
+                    parent = holders[rng.randrange(len(holders))]
                 focus = parent.step_of(target)
             else:
                 parent = self._pick(weights, total, rng)
             other = self.corpus[rng.randrange(len(self.corpus))]
             parent.picks += 1
-            child = mutate(parent.schedule, other.schedule, rng, self.profile, focus)
+            child = poke(parent.schedule, rng, poke_at) if poke_at is not None else \
+                mutate(parent.schedule, other.schedule, rng, self.profile, focus)
             child["origin"]["parent_run"] = parent.run
             child["origin"]["arm"] = arm
             specs.append((run, arm, child))
@@ -581,7 +656,8 @@ class GuidedSearch(Campaign):
                 return entry
         return self.corpus[-1]
 
-    def _merge(self, run: int, data: dict[str, Any], features: list[int], steps: list[int]) -> None:
+    def _merge(self, run: int, data: dict[str, Any], features: list[int], steps: list[int],
+               times: Sequence[int] = ()) -> None:
         fresh = [f for f in features if f not in self.hits]
         # the reward: the new features, each by its family weight before this run, at most 1
         reward = min(1.0, sum(self._weight(f) for f in fresh))
@@ -591,7 +667,7 @@ class GuidedSearch(Campaign):
             self._family[f & 3] += 1
         new = bool(fresh)
         if new:
-            entry = Entry(run, data, tuple(features), tuple(steps))
+            entry = Entry(run, data, tuple(features), tuple(steps), first_times=tuple(times))
             self.corpus.append(entry)
             self._new_entries.append(entry)
         arm = data.get("origin", {}).get("arm")
@@ -656,7 +732,8 @@ class GuidedSearch(Campaign):
                     d = json.loads(line)
                     if d["run"] < runs:  # entries of a round whose state was never saved go
                         corpus.append(Entry(int(d["run"]), d["schedule"], tuple(d["features"]),
-                                            tuple(d["first_steps"]), picks.get(int(d["run"]), 0)))
+                                            tuple(d["first_steps"]), picks.get(int(d["run"]), 0),
+                                            tuple(d["first_times"])))
             hits = {int(k): int(v) for k, v in state["hits"].items()}
             pending: list[Spec] = [(int(run), str(arm), data) for run, arm, data in state["next"]]
         except (OSError, ValueError, KeyError, TypeError) as e:
