@@ -1,0 +1,125 @@
+"""Why the guided engine's near misses seldom become the re-elected KRaft leader's lost write:
+each run of a guided search that reached a near miss (``epochlab.fuzz.coverage.NEAR_MISS``: a
+live leader believing a follower holds more than that follower's log does) is replayed on the
+reference backend, and every *episode* of such a belief (a leader, a follower, from the first
+check that shows it to the first that does not) is classified by what stood between it and a
+HW advance past the follower's log. An analysis of a search, not part of it.
+
+    python benches/guided_near_miss_episodes.py --runs 3000 --seed 1
+
+Each episode is counted once, by the first of these that held all the while it lasted (in this
+order):
+
+* ``zombie``: the controller named another leader or a newer epoch all along;
+* ``outside ISR``: the follower was never in the leader's maximal ISR (its belief counts in no
+  HW advance, ``Partition.maybeIncrementLeaderHW``);
+* ``ISR below min``: the leader's committed ISR stayed below ``min.insync.replicas`` (no HW
+  advance in strict-min-isr, KIP-966);
+* ``member down``: another member of the maximal ISR was dead all along (its log end holds the
+  HW);
+* ``race``: none of those; the episode ended (the belief corrected, the leader gone) before a
+  HW advance past the follower's log.
+
+Prints the counts and how the episodes ended.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+from typing import Any
+
+from epochlab.fuzz.coverage import NEAR_MISS
+from epochlab.fuzz.executor import Run
+from epochlab.fuzz.guided import GuidedSearch
+from epochlab.fuzz.schedule import Schedule
+from epochlab.generations import Generation
+
+KINDS = ("zombie", "outside ISR", "ISR below min", "member down", "race")
+
+
+def episodes(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The near-miss episodes of one schedule's run (reference backend), each with the set
+    of obstacles that held at every check of it and how it ended."""
+    schedule = Schedule.from_dict(data, "near-miss")
+    run = Run(schedule, "reference")
+    c, checker = run.cluster, run.checker
+    open_: dict[tuple[int, int], dict[str, Any]] = {}
+    done: list[dict[str, Any]] = []
+
+    def observe() -> None:
+        leos = {b: br.replica.log.log_end_offset for b, br in c.brokers.items()}
+        seen = set()
+        for leader, broker in c.brokers.items():
+            r = broker.replica
+            if not (broker.alive and r.role == "leader"):
+                continue
+            for f, state in r.followers.items():
+                known = state.log_end_offset
+                if known is None or f not in leos or known <= leos[f] or f in checker.recovering:
+                    continue
+                seen.add((leader, f))
+                held = set()
+                if c.controller.leader != leader or c.controller.leader_epoch != r.leader_epoch:
+                    held.add("zombie")
+                if f not in r.maximal_isr:
+                    held.add("outside ISR")
+                if len(r.isr) < checker.min_isr:
+                    held.add("ISR below min")
+                if any(not c.brokers[m].alive for m in r.maximal_isr if m not in (leader, f)):
+                    held.add("member down")
+                e = open_.setdefault((leader, f), {"held": set(KINDS[:-1])})
+                e["held"] &= held
+        for key in [k for k in open_ if k not in seen]:
+            leader, f = key
+            e = open_.pop(key)
+            broker = c.brokers[leader]
+            e["end"] = ("leader down" if not broker.alive else "leader deposed" if broker.replica.role != "leader"
+                        else "corrected")
+            done.append(e)
+
+    checker.listeners.append(observe)
+    checker.observe()
+    for index, action in enumerate(schedule.actions):
+        run.advance_to(action.at_ms)
+        run.step = index
+        run.apply(action)
+        checker.observe()
+    run.healing()
+    for e in open_.values():
+        e["end"] = "open at the end"
+        done.append(e)
+    return done
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--generation", default="strict-min-isr")
+    args = parser.parse_args()
+    search = GuidedSearch(Generation.parse(args.generation), seed=args.seed, seconds=None, runs=args.runs)
+    reached: list[dict[str, Any]] = []
+    merge = search._merge
+
+    def keep(run: int, data: dict[str, Any], features: list[int], *rest: Any) -> None:
+        if NEAR_MISS.intersection(features):
+            reached.append(data)
+        merge(run, data, features, *rest)
+
+    search._merge = keep  # type: ignore[method-assign]
+    search.run()
+    kinds: collections.Counter[str] = collections.Counter()
+    ends: collections.Counter[str] = collections.Counter()
+    for data in reached:
+        for e in episodes(data):
+            kinds[next(k for k in KINDS if k in e["held"] or k == "race")] += 1
+            ends[e["end"]] += 1
+    total = sum(kinds.values())
+    print(f"{args.generation} seed {args.seed}, {args.runs} runs: {len(reached)} runs reached a near miss, "
+          f"{total} episodes; " + ", ".join(f"{k} {kinds[k]}" for k in KINDS)
+          + "; ended: " + ", ".join(f"{k} {n}" for k, n in sorted(ends.items())))
+
+
+if __name__ == "__main__":
+    main()
