@@ -11,6 +11,27 @@ such run, the runs that reached each of those tuples, the runs that reached one 
 follower had no fetch in flight to correct the belief (bit 8), and the runs that reached one
 whose HW can advance on the belief: the leader the controller names in its epoch, with an ISR
 of min.insync.replicas or more, and that follower in its maximal ISR (bit 16).
+
+    python benches/guided_stale_leader_reach.py --runs 3000 --seed 1 --episodes
+
+tells, besides, why the near misses seldom become the lost write: each run that reached one
+is replayed on the reference backend, and every *episode* of such a belief (a leader, a
+follower, from the first check that shows it to the first that does not) is classified by
+what stood between it and a HW advance past the follower's log.
+Each episode is counted once, by the first of these that held all the while it lasted (in this
+order):
+
+* ``zombie``: the controller named another leader or a newer epoch all along;
+* ``outside ISR``: the follower was never in the leader's maximal ISR (its belief counts in no
+  HW advance, ``Partition.maybeIncrementLeaderHW``);
+* ``ISR below min``: the leader's committed ISR stayed below ``min.insync.replicas`` (no HW
+  advance in strict-min-isr, KIP-966);
+* ``member down``: another member of the maximal ISR was dead all along (its log end holds the
+  HW);
+* ``race``: none of those; the episode ended (the belief corrected, the leader gone) before a
+  HW advance past the follower's log.
+
+The counts are printed with how the episodes ended.
 """
 
 from __future__ import annotations
@@ -20,7 +41,9 @@ import collections
 from typing import Any
 
 from epochlab.fuzz.coverage import broker_tuples
+from epochlab.fuzz.executor import Run
 from epochlab.fuzz.guided import GuidedSearch
+from epochlab.fuzz.schedule import Schedule
 from epochlab.generations import Generation
 
 #: every broker tuple whose leader code has bit 4 (``broker_codes``)
@@ -33,23 +56,85 @@ IDLE = broker_tuples(4 | 8)
 CURRENT = broker_tuples(4 | 16, current_leader=True)
 
 
+KINDS = ("zombie", "outside ISR", "ISR below min", "member down", "race")
+
+
+def episodes(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The near-miss episodes of one schedule's run (reference backend), each with the set
+    of obstacles that held at every check of it and how it ended."""
+    schedule = Schedule.from_dict(data, "near-miss")
+    run = Run(schedule, "reference")
+    c, checker = run.cluster, run.checker
+    open_: dict[tuple[int, int], dict[str, Any]] = {}
+    done: list[dict[str, Any]] = []
+
+    def observe() -> None:
+        leos = {b: br.replica.log.log_end_offset for b, br in c.brokers.items()}
+        seen = set()
+        for leader, broker in c.brokers.items():
+            r = broker.replica
+            if not (broker.alive and r.role == "leader"):
+                continue
+            for f, state in r.followers.items():
+                known = state.log_end_offset
+                if known is None or f not in leos or known <= leos[f] or f in checker.recovering:
+                    continue
+                seen.add((leader, f))
+                held = set()
+                if c.controller.leader != leader or c.controller.leader_epoch != r.leader_epoch:
+                    held.add("zombie")
+                if f not in r.maximal_isr:
+                    held.add("outside ISR")
+                if len(r.isr) < checker.min_isr:
+                    held.add("ISR below min")
+                if any(not c.brokers[m].alive for m in r.maximal_isr if m not in (leader, f)):
+                    held.add("member down")
+                e = open_.setdefault((leader, f), {"held": set(KINDS[:-1])})
+                e["held"] &= held
+        for key in [k for k in open_ if k not in seen]:
+            leader, f = key
+            e = open_.pop(key)
+            broker = c.brokers[leader]
+            e["end"] = ("leader down" if not broker.alive else "leader deposed" if broker.replica.role != "leader"
+                        else "corrected")
+            done.append(e)
+
+    checker.listeners.append(observe)
+    checker.observe()
+    for index, action in enumerate(schedule.actions):
+        run.advance_to(action.at_ms)
+        run.step = index
+        run.apply(action)
+        checker.observe()
+    run.healing()
+    for e in open_.values():
+        e["end"] = "open at the end"
+        done.append(e)
+    return done
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--generation", default="strict-min-isr")
+    parser.add_argument("--episodes", action="store_true",
+                        help="replay the runs that reached a near miss and classify its episodes")
     args = parser.parse_args()
     search = GuidedSearch(Generation.parse(args.generation), seed=args.seed, seconds=None, runs=args.runs)
     by_arm: collections.Counter[str] = collections.Counter()
     first: list[int] = []
     idle: list[int] = []
     near: list[int] = []
+    reached_data: list[dict[str, Any]] = []
     merge = search._merge
 
     def counted(run: int, data: dict[str, Any], features: list[int], *rest: Any) -> None:
         if STALE_LEADER.intersection(features):
             by_arm[data["origin"]["arm"]] += 1
             first.append(run)
+            if args.episodes:
+                reached_data.append(data)
         if IDLE.intersection(features):
             idle.append(run)
         if CURRENT.intersection(features):
@@ -65,6 +150,15 @@ def main() -> None:
           f"{len(idle)} runs with that follower fetching nothing (first at run {idle[0] if idle else None}); "
           f"{len(near)} runs reached one of the controller's current leader about a follower of its maximal ISR "
           f"(first at run {near[0] if near else None}); {len(search.findings)} findings")
+    if args.episodes:
+        kinds: collections.Counter[str] = collections.Counter()
+        ends: collections.Counter[str] = collections.Counter()
+        for data in reached_data:
+            for e in episodes(data):
+                kinds[next(k for k in KINDS if k in e["held"] or k == "race")] += 1
+                ends[e["end"]] += 1
+        print(f"{sum(kinds.values())} episodes: " + ", ".join(f"{k} {kinds[k]}" for k in KINDS)
+              + "; ended: " + ", ".join(f"{k} {n}" for k, n in sorted(ends.items())))
 
 
 if __name__ == "__main__":

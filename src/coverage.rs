@@ -6,8 +6,9 @@
 //! its leader epoch lags the controller's, whether the controller names it leader and keeps
 //! it in the ISR or ELR, whether it misses committed data or shows a HW above it, and for a
 //! leader whether its ISR is below `min.insync.replicas` and whether it believes a follower
-//! holds more than that follower's log does, whether that follower is in its ISR (where the
-//! belief counts toward the HW) and whether it has a fetch in flight that would correct it:
+//! holds more than that follower's log does, whether that follower is in its maximal ISR
+//! (where the belief counts toward the HW) and whether it has a fetch in flight that would
+//! correct it:
 //! the re-elected KRaft leader's stale follower state), and the
 //! cluster to one more tuple ([`global_codes`]). A run's *features* are the tuples reached
 //! and the moves between consecutive tuples of one broker and of the cluster: four
@@ -176,7 +177,7 @@ impl Coverage {
     /// Records the state of `view` at `step` (the caller's action index) and simulated time
     /// `now_ms`; returns whether some tuple moved.
     pub fn observe(&mut self, view: &ClusterView, step: i64, now_ms: i64) -> bool {
-        let step = (step, now_ms);
+        let at = (step, now_ms);
         self.observations += 1;
         let tuples: Vec<[u8; 8]> = view.brokers.iter().map(|b| broker_codes(view, b)).collect();
         let mut moved = false;
@@ -184,18 +185,18 @@ impl Coverage {
             let before = self.brokers.insert(b.id, *t);
             if before != Some(*t) {
                 moved = true;
-                self.reach(feature(BROKER, &[t]), step);
+                self.reach(feature(BROKER, &[t]), at);
                 if let Some(p) = before {
-                    self.reach(feature(BROKER_MOVE, &[&p, t]), step);
+                    self.reach(feature(BROKER_MOVE, &[&p, t]), at);
                 }
             }
         }
         let g = global_codes(view, &tuples);
         if self.cluster != Some(g) {
             moved = true;
-            self.reach(feature(CLUSTER, &[&g]), step);
+            self.reach(feature(CLUSTER, &[&g]), at);
             if let Some(p) = self.cluster {
-                self.reach(feature(CLUSTER_MOVE, &[&p, &g]), step);
+                self.reach(feature(CLUSTER_MOVE, &[&p, &g]), at);
             }
             self.cluster = Some(g);
         }

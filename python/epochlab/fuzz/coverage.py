@@ -105,8 +105,8 @@ class Coverage:
         self.seen: dict[int, tuple[int, int]] = {}
         self.observations = 0
 
-    def _reach(self, feature_: int, step: tuple[int, int]) -> None:
-        self.seen.setdefault(feature_, step)
+    def _reach(self, feature_: int, at: tuple[int, int]) -> None:
+        self.seen.setdefault(feature_, at)
 
     def observe(self, brokers: dict[int, Any], controller: Any, true_hw: int, recovering: Any,
                 step: int, now_ms: int) -> bool:

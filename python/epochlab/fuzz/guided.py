@@ -280,8 +280,7 @@ POKE_AFTER_MS = (1, 5, 20, 100, 300, 1000)
 def poke(parent: dict[str, Any], rng: random.Random, at_ms: int) -> dict[str, Any]:
     """A mutant of a parent that reached a near miss (``coverage.NEAR_MISS``) at simulated time
     ``at_ms``: the parent unchanged (its seed and every action, so the run goes through the same
-    near miss), plus one or two actions right after that moment that can move the leader's HW.
-    A near miss is a race between the HW advance that counts the stale belief and the stale
+    near miss), plus one or two actions right after that moment. A near miss is a race between the HW advance that counts the stale belief and the stale
     follower's next fetch, which corrects it. Kafka moves a leader's HW
     (``Partition.maybeIncrementLeaderHW``) when it appends (``appendRecordsToLeader``), when a
     follower's fetch updates its state (``updateFollowerFetchState``) and when its ISR
@@ -301,6 +300,7 @@ def poke(parent: dict[str, Any], rng: random.Random, at_ms: int) -> dict[str, An
         down, open_txn = _down_and_open(prefix)
         producers = [p for p, c in sorted(child["producers"].items())
                      if not c.get("transactional.id") or p in open_txn]
+        # the faults that may still stand (a crashed broker only while it is down)
         standing = [a for a in prefix if a["op"] in FAULTS and a["op"] != "partition"
                     and (a["op"] != "crash" or a["broker"] in down)]
         menu = ["heal", "isolate", "slow", "elect"] + (["produce", "produce"] if producers else []) + \
