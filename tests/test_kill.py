@@ -101,3 +101,53 @@ def test_a_killed_campaign_resumes_with_every_run_exactly_once(tmp_path: Path) -
     time.sleep(1)
     jvms = subprocess.run(["pgrep", "-f", str(out)], capture_output=True, text=True).stdout.split()
     assert jvms == [], "a JVM of the killed driver outlived it"
+
+
+def _children(pid: int) -> set[int]:
+    """The live processes whose parent is ``pid`` (from ``/proc``)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.add(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.parametrize("engine", ["random", "guided"])
+def test_a_killed_fuzz_leaves_no_worker_running(tmp_path: Path, engine: str) -> None:
+    """SIGKILL ``epochlab fuzz --jobs 2`` while its worker processes run: they (and the pool's
+    resource tracker) end too, instead of waiting on their task queue for good."""
+    import time
+
+    proc = subprocess.Popen([*EPOCHLAB, "fuzz", "--engine", engine, "-g", "hw-truncation", "--runs", "100000",
+                             "--seed", "1", "--jobs", "2", "--out", str(tmp_path / "out")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        children: set[int] = set()
+        while len(children) < 3 and time.monotonic() < deadline:  # two workers and the tracker
+            time.sleep(0.2)
+            children = _children(proc.pid)
+        assert len(children) >= 3, children
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    deadline = time.monotonic() + 20
+    while any(_alive(c) for c in children) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = [c for c in children if _alive(c)]
+    for c in left:  # leave nothing running whatever the outcome
+        subprocess.run(["kill", "-9", str(c)], check=False)
+    assert left == []

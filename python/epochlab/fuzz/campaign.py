@@ -39,7 +39,7 @@ from typing import Any
 
 from epochlab.checks import Violation
 from epochlab.checks.catalogue import match
-from epochlab.fuzz.executor import execute, gc_for_many_runs
+from epochlab.fuzz.executor import execute, gc_for_many_runs, worker_pool
 from epochlab.fuzz.generator import FuzzProfile, generate_schedule
 from epochlab.fuzz.schedule import Schedule
 from epochlab.fuzz.shrink import shrink
@@ -250,12 +250,8 @@ class Campaign:
         taken back in run order. No chunk is handed out once the budget is spent (every chunk
         handed out counts, as every run a single process started before its deadline does);
         closing the generator (``until_found``) cancels what has not started."""
-        import concurrent.futures
-        import multiprocessing
-
-        context = multiprocessing.get_context("spawn")
         task = (self.seed, self.generation.label, self.profile, self.backend)
-        with concurrent.futures.ProcessPoolExecutor(self.jobs, mp_context=context) as pool:
+        with worker_pool(self.jobs) as pool:
             pending: list[Any] = []
             chunks = self._chunks(deadline)
             try:

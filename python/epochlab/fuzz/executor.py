@@ -72,6 +72,36 @@ def gc_for_many_runs() -> Iterator[None]:
         gc.unfreeze()
 
 
+def worker_pool(jobs: int) -> Any:
+    """A ``concurrent.futures.ProcessPoolExecutor`` of ``jobs`` spawned workers (the fuzz
+    campaign's and the guided search's) that end with the process that made them, even when it
+    is killed: SIGKILL runs no ``finally``, and a pool's idle workers wait on their task queue
+    for good when its owner is gone (and keep its resource tracker alive with them). Each worker
+    watches its parent (:func:`_exit_with_parent`)."""
+    import concurrent.futures
+    import multiprocessing
+    import os
+
+    return concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
+                                                  initializer=_exit_with_parent, initargs=(os.getpid(),))
+
+
+def _exit_with_parent(parent: int) -> None:
+    """In a pool worker: a daemon thread that ends the process once its parent ``parent`` is
+    gone (the worker is handed to another parent then: ``os.getppid`` changes), checked twice a
+    second."""
+    import os
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="epochlab-exit-with-parent", daemon=True).start()
+
+
 @dataclass
 class RunResult:
     """What one run produced; ``verdict_json()`` and ``history_jsonl`` are byte-stable."""

@@ -73,7 +73,7 @@ from epochlab.errors import ScheduleError
 from epochlab.fuzz.bandit import Bandit
 from epochlab.fuzz.campaign import Campaign, Finding, run_seed
 from epochlab.fuzz.coverage import NEAR_MISS
-from epochlab.fuzz.executor import execute, gc_for_many_runs
+from epochlab.fuzz.executor import execute, gc_for_many_runs, worker_pool
 from epochlab.fuzz.generator import DELAYS, FuzzProfile, RandomSource, builder_for
 from epochlab.fuzz.schedule import Schedule
 from epochlab.fuzz.swarm import generate_swarm_schedule
@@ -793,11 +793,8 @@ class _PoolRounds:
     the round is drawn; results in run order."""
 
     def __init__(self, jobs: int, task: Task) -> None:
-        import concurrent.futures
-        import multiprocessing
-
         self.jobs, self.task = jobs, task
-        self.pool = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
+        self.pool = worker_pool(jobs)
 
     def submit(self, specs: list[Spec]) -> _Done:
         futures = [self.pool.submit(_run_children, self.task, piece)
