@@ -3,6 +3,7 @@ complete new one, never a half-written file or directory under the output's name
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -149,5 +150,5 @@ def test_a_killed_fuzz_leaves_no_worker_running(tmp_path: Path, engine: str) -> 
         time.sleep(0.2)
     left = [c for c in children if _alive(c)]
     for c in left:  # leave nothing running whatever the outcome
-        subprocess.run(["kill", "-9", str(c)], check=False)
+        os.kill(c, signal.SIGKILL)
     assert left == []

@@ -103,7 +103,8 @@ FOCUS_SHARE = 0.3
 #: to a violation is worth more of the search than one that is merely rare.
 NEAR_MISS_SHARE = 0.5
 #: The share of those whose mutant is a poke (``poke``): the parent unchanged up to the near
-#: miss, and an action right after it that can move the leader's HW.
+#: miss, and an action right after it that can move the leader's HW or hold the belief's
+#: correction back.
 POKE_SHARE = 0.5
 #: The coverage families (the two low bits of a feature, ``epochlab.fuzz.coverage``).
 FAMILIES = 4
@@ -133,17 +134,15 @@ class Entry:
         return {"run": self.run, "schedule": self.schedule, "features": list(self.features),
                 "first_steps": list(self.first_steps), "first_times": list(self.first_times)}
 
-    def step_of(self, feature: int) -> int | None:
+    def reached_at(self, feature: int) -> tuple[int | None, int | None]:
+        """(action index, simulated time) at which the run first reached ``feature``; None for
+        what the entry does not hold."""
         try:
-            return self.first_steps[self.features.index(feature)]
-        except (ValueError, IndexError):
-            return None
-
-    def time_of(self, feature: int) -> int | None:
-        try:
-            return self.first_times[self.features.index(feature)]
-        except (ValueError, IndexError):
-            return None
+            i = self.features.index(feature)
+        except ValueError:
+            return None, None
+        return (self.first_steps[i] if i < len(self.first_steps) else None,
+                self.first_times[i] if i < len(self.first_times) else None)
 
 
 # -- mutation ------------------------------------------------------------------------------
@@ -280,8 +279,9 @@ POKE_AFTER_MS = (1, 5, 20, 100, 300, 1000)
 def poke(parent: dict[str, Any], rng: random.Random, at_ms: int) -> dict[str, Any]:
     """A mutant of a parent that reached a near miss (``coverage.NEAR_MISS``) at simulated time
     ``at_ms``: the parent unchanged (its seed and every action, so the run goes through the same
-    near miss), plus one or two actions right after that moment. A near miss is a race between the HW advance that counts the stale belief and the stale
-    follower's next fetch, which corrects it. Kafka moves a leader's HW
+    near miss), plus one or two actions right after that moment. A near miss is a race between
+    the HW advance that counts the stale belief and the stale follower's next fetch, which
+    corrects it. Kafka moves a leader's HW
     (``Partition.maybeIncrementLeaderHW``) when it appends (``appendRecordsToLeader``), when a
     follower's fetch updates its state (``updateFollowerFetchState``) and when its ISR
     changes; so a poke hastens the advance with a produce (an append, on a producer's
@@ -578,13 +578,14 @@ class GuidedSearch(Campaign):
                 if near and rng.random() < NEAR_MISS_SHARE:
                     target, holders = near[rng.randrange(len(near))]
                     parent = holders[rng.randrange(len(holders))]
+                    focus, at_ms = parent.reached_at(target)
                     if rng.random() < POKE_SHARE:
-                        poke_at = parent.time_of(target)
+                        poke_at = at_ms
                 else:
                     family = rare[rng.randrange(len(rare))]  # a family first, then a feature of it
                     target, holders = family[rng.randrange(len(family))]
                     parent = holders[rng.randrange(len(holders))]
-                focus = parent.step_of(target)
+                    focus = parent.reached_at(target)[0]
             else:
                 parent = self._pick(weights, total, rng)
             other = self.corpus[rng.randrange(len(self.corpus))]
