@@ -10,7 +10,9 @@ Prints the runs that reached such a tuple, by the arm that made their schedule, 
 such run, the runs that reached each of those tuples, the runs that reached one whose
 follower had no fetch in flight to correct the belief (bit 8), and the runs that reached one
 whose HW can advance on the belief: the leader the controller names in its epoch, with an ISR
-of min.insync.replicas or more, and that follower in its maximal ISR (bit 16).
+of min.insync.replicas or more, and that follower in its maximal ISR (bit 16); and the runs
+that reached each step of the finding's way (bit 32, a leader cut from the controller): a
+leader cut off, a zombie cut off in the controller's ISR, such a zombie holding a stale belief.
 
     python benches/guided_stale_leader_reach.py --runs 3000 --seed 1 --episodes
 
@@ -40,7 +42,7 @@ import argparse
 import collections
 from typing import Any
 
-from epochlab.fuzz.coverage import broker_tuples
+from epochlab.fuzz.coverage import broker_tuple_codes, broker_tuples, is_zombie
 from epochlab.fuzz.executor import Run
 from epochlab.fuzz.guided import GuidedSearch
 from epochlab.fuzz.schedule import Schedule
@@ -54,6 +56,11 @@ IDLE = broker_tuples(4 | 8)
 #: or more, about a follower of its maximal ISR (bit 16): the ones whose HW can advance on the
 #: belief
 CURRENT = broker_tuples(4 | 16, current_leader=True)
+#: the steps of the finding's way (bit 32: a leader cut from the controller): a leader cut off,
+#: a zombie cut off in the controller's ISR, and such a zombie holding a stale belief
+CUT = broker_tuples(32)
+CUT_ZOMBIE = frozenset(f for f, c in broker_tuple_codes(32).items() if is_zombie(c) and c[4] == 1)
+CUT_ZOMBIE_STALE = frozenset(f for f, c in broker_tuple_codes(4 | 32).items() if is_zombie(c) and c[4] == 1)
 
 
 KINDS = ("zombie", "outside ISR", "ISR below min", "member down", "race")
@@ -126,6 +133,7 @@ def main() -> None:
     first: list[int] = []
     idle: list[int] = []
     near: list[int] = []
+    steps: dict[str, list[int]] = {"cut": [], "cut zombie in ISR": [], "cut zombie in ISR with a stale belief": []}
     reached_data: list[dict[str, Any]] = []
     merge = search._merge
 
@@ -139,6 +147,9 @@ def main() -> None:
             idle.append(run)
         if CURRENT.intersection(features):
             near.append(run)
+        for name, tuples in zip(steps, (CUT, CUT_ZOMBIE, CUT_ZOMBIE_STALE)):
+            if tuples.intersection(features):
+                steps[name].append(run)
         merge(run, data, features, *rest)
 
     search._merge = counted  # type: ignore[method-assign]
@@ -150,6 +161,8 @@ def main() -> None:
           f"{len(idle)} runs with that follower fetching nothing (first at run {idle[0] if idle else None}); "
           f"{len(near)} runs reached one of the controller's current leader about a follower of its maximal ISR "
           f"(first at run {near[0] if near else None}); {len(search.findings)} findings")
+    print("runs reaching the finding's way: " + "; ".join(
+        f"{name} {len(runs)} (first at run {runs[0] if runs else None})" for name, runs in steps.items()))
     if args.episodes:
         kinds: collections.Counter[str] = collections.Counter()
         ends: collections.Counter[str] = collections.Counter()

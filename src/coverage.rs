@@ -7,8 +7,8 @@
 //! it in the ISR or ELR, whether it misses committed data or shows a HW above it, and for a
 //! leader whether its ISR is below `min.insync.replicas` and whether it believes a follower
 //! holds more than that follower's log does, whether that follower is in its maximal ISR
-//! (where the belief counts toward the HW) and whether it has a fetch in flight that would
-//! correct it:
+//! (where the belief counts toward the HW), whether it has a fetch in flight that would
+//! correct it, and whether the leader cannot hear the controller:
 //! the re-elected KRaft leader's stale follower state), and the
 //! cluster to one more tuple ([`global_codes`]). A run's *features* are the tuples reached
 //! and the moves between consecutive tuples of one broker and of the cluster: four
@@ -45,6 +45,10 @@ pub struct BrokerView {
     /// No fetch of this broker's is in flight (it waits out `replica.fetch.backoff.ms` or has
     /// not sent one yet). Read only for a follower some leader holds a stale belief about.
     pub fetch_idle: bool,
+    /// The controller's messages cannot reach this broker now (partitioned away, or the link
+    /// cut): they are held, and a KRaft broker applies what it missed as one delta when they
+    /// arrive. Read only for a live leader.
+    pub controller_cut: bool,
 }
 
 /// What the abstraction reads of the controller and the checker.
@@ -77,7 +81,14 @@ pub fn fnv1a(hash: u64, bytes: &[u8]) -> u64 {
 /// follower has no fetch in flight that would correct the belief, and 16 more when that
 /// follower is in the leader's maximal ISR, so that the belief counts in the leader's next HW
 /// advance (`Partition.maybeIncrementLeaderHW` takes the least log end over the maximal ISR as
-/// the leader knows them; a belief about a follower outside it holds no HW back).
+/// the leader knows them; a belief about a follower outside it holds no HW back); 32 more when
+/// the leader cannot hear the controller: it goes on leading whatever the controller decides
+/// (a zombie once the controller moves on), and an election that names it again reaches it
+/// only with the link back, in one metadata delta with whatever it missed, so it goes from
+/// leader to leader and keeps its followers' state (`Partition.makeLeader` with `isNewLeader`
+/// false; the KRaft finding's way from a zombie's belief to a lost write). Each step of that
+/// way is a tuple of its own: a leader cut off, then a zombie in the controller's ISR, then
+/// one holding a stale belief.
 pub fn broker_codes(view: &ClusterView, b: &BrokerView) -> [u8; 8] {
     let lag = match b.leader_epoch {
         None => 3,
@@ -93,19 +104,11 @@ pub fn broker_codes(view: &ClusterView, b: &BrokerView) -> [u8; 8] {
     let mut leader = 0u8;
     if b.alive && b.role == 2 {
         leader = if b.isr_len < view.min_isr { 1 } else { 2 };
-        for (f, known) in &b.followers {
-            if let (Some(k), Some(x)) = (known, view.brokers.iter().find(|x| x.id == *f)) {
-                if *k > x.log_end_offset && !x.recovering {
-                    leader |= 4;
-                    // that follower sends nothing that would correct the belief for now
-                    if x.fetch_idle {
-                        leader |= 8;
-                    }
-                    if b.maximal_isr.contains(f) {
-                        leader |= 16;
-                    }
-                }
-            }
+        for (_, bits) in stale_beliefs(view, b) {
+            leader |= bits;
+        }
+        if b.controller_cut {
+            leader |= 32;
         }
     }
     [
@@ -118,6 +121,49 @@ pub fn broker_codes(view: &ClusterView, b: &BrokerView) -> [u8; 8] {
         u8::from(b.high_watermark > view.true_hw),
         leader,
     ]
+}
+
+/// The followers `b` (a live leader) believes hold more than their logs do, each with its
+/// leader-code bits (4, plus 8 when it has no fetch in flight that would correct the belief,
+/// plus 16 when it is in `b`'s maximal ISR), in `b.followers` order. A follower that lost its
+/// unflushed tail in a crash is left out: that loss the configuration allows.
+pub fn stale_beliefs<'a>(view: &'a ClusterView, b: &'a BrokerView) -> impl Iterator<Item = (u32, u8)> + 'a {
+    b.followers.iter().filter_map(move |(f, known)| {
+        let x = view.brokers.iter().find(|x| x.id == *f)?;
+        if (*known)? <= x.log_end_offset || x.recovering {
+            return None;
+        }
+        // that follower sends nothing that would correct the belief for now; the belief
+        // counts toward the leader's HW
+        Some((*f, 4 | if x.fetch_idle { 8 } else { 0 } | if b.maximal_isr.contains(f) { 16 } else { 0 }))
+    })
+}
+
+/// The follower of `b`'s most telling stale belief ([`stale_beliefs`]: the most bits, the
+/// first of equals), if `b` is a live leader holding one: the broker a search acts on to hold
+/// the belief's correction back.
+pub fn stale_follower(view: &ClusterView, b: &BrokerView) -> Option<u32> {
+    if !(b.alive && b.role == 2) {
+        return None;
+    }
+    let mut best: Option<(u32, u8)> = None;
+    for (f, bits) in stale_beliefs(view, b) {
+        if best.is_none_or(|(_, most)| bits > most) {
+            best = Some((f, bits));
+        }
+    }
+    best.map(|(f, _)| f)
+}
+
+/// Where a feature was first reached: the caller's action index, the simulated time (ms), and
+/// for a broker feature the broker whose tuple it is and the follower of that broker's stale
+/// belief ([`stale_follower`]; -1 for none, and both -1 for a cluster feature).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reach {
+    pub step: i64,
+    pub now_ms: i64,
+    pub broker: i64,
+    pub follower: i64,
 }
 
 /// The cluster-wide tuple: live brokers leading in their own view, the controller's ISR and
@@ -159,9 +205,8 @@ pub fn feature(family: u64, parts: &[&[u8; 8]]) -> u64 {
 pub struct Coverage {
     brokers: BTreeMap<u32, [u8; 8]>,
     cluster: Option<[u8; 8]>,
-    /// feature -> the step (the caller's action index) and the simulated time (ms) it was
-    /// first reached at
-    features: BTreeMap<u64, (i64, i64)>,
+    /// feature -> where it was first reached
+    features: BTreeMap<u64, Reach>,
     observations: u64,
 }
 
@@ -170,14 +215,14 @@ impl Coverage {
         Self::default()
     }
 
-    fn reach(&mut self, feature: u64, at: (i64, i64)) {
+    fn reach(&mut self, feature: u64, at: Reach) {
         self.features.entry(feature).or_insert(at);
     }
 
     /// Records the state of `view` at `step` (the caller's action index) and simulated time
     /// `now_ms`; returns whether some tuple moved.
     pub fn observe(&mut self, view: &ClusterView, step: i64, now_ms: i64) -> bool {
-        let at = (step, now_ms);
+        let at = Reach { step, now_ms, broker: -1, follower: -1 };
         self.observations += 1;
         let tuples: Vec<[u8; 8]> = view.brokers.iter().map(|b| broker_codes(view, b)).collect();
         let mut moved = false;
@@ -185,6 +230,8 @@ impl Coverage {
             let before = self.brokers.insert(b.id, *t);
             if before != Some(*t) {
                 moved = true;
+                let follower = if t[7] & 4 != 0 { stale_follower(view, b).map_or(-1, i64::from) } else { -1 };
+                let at = Reach { broker: i64::from(b.id), follower, ..at };
                 self.reach(feature(BROKER, &[t]), at);
                 if let Some(p) = before {
                     self.reach(feature(BROKER_MOVE, &[&p, t]), at);
@@ -210,13 +257,19 @@ impl Coverage {
 
     /// The step each feature of [`Coverage::features`] was first reached at, in that order.
     pub fn first_steps(&self) -> Vec<i64> {
-        self.features.values().map(|(step, _)| *step).collect()
+        self.features.values().map(|r| r.step).collect()
     }
 
     /// The simulated time (ms) each feature of [`Coverage::features`] was first reached at,
     /// in that order.
     pub fn first_times(&self) -> Vec<i64> {
-        self.features.values().map(|(_, ms)| *ms).collect()
+        self.features.values().map(|r| r.now_ms).collect()
+    }
+
+    /// For each feature of [`Coverage::features`], in that order, the broker and the stale
+    /// belief's follower of its first reach ([`Reach`]).
+    pub fn first_brokers(&self) -> Vec<(i64, i64)> {
+        self.features.values().map(|r| (r.broker, r.follower)).collect()
     }
 
     pub fn observations(&self) -> u64 {
@@ -229,7 +282,7 @@ mod tests {
     use super::*;
 
     fn broker(id: u32, role: u8, epoch: u32, leo: u64, hw: u64) -> BrokerView {
-        BrokerView { id, alive: true, role, leader_epoch: Some(epoch), log_end_offset: leo, high_watermark: hw, isr_len: 3, maximal_isr: vec![1, 2, 3], followers: vec![], recovering: false, fetch_idle: false }
+        BrokerView { id, alive: true, role, leader_epoch: Some(epoch), log_end_offset: leo, high_watermark: hw, isr_len: 3, maximal_isr: vec![1, 2, 3], followers: vec![], recovering: false, fetch_idle: false, controller_cut: false }
     }
 
     fn cluster() -> ClusterView {
@@ -285,7 +338,28 @@ mod tests {
         assert_eq!(broker_codes(&v, &v.brokers[0])[7], 14);
         v.brokers[0].maximal_isr = vec![1, 2, 3]; // and the belief counts toward the leader's HW
         assert_eq!(broker_codes(&v, &v.brokers[0])[7], 30);
+        assert_eq!(stale_follower(&v, &v.brokers[0]), Some(2));
+        assert_eq!(stale_follower(&v, &v.brokers[1]), None); // a follower holds no belief
+        v.brokers[2].log_end_offset = 4; // follower 3 too, but fetching: 2's belief tells more
+        assert_eq!(broker_codes(&v, &v.brokers[0])[7], 30);
+        assert_eq!(stale_follower(&v, &v.brokers[0]), Some(2));
+        v.brokers[1].fetch_idle = false; // now equal: the first of them
+        v.brokers[2].fetch_idle = true;
+        assert_eq!(stale_follower(&v, &v.brokers[0]), Some(3));
+        v.brokers[2].fetch_idle = false;
+        assert_eq!(stale_follower(&v, &v.brokers[0]), Some(2));
+        v.brokers[2].log_end_offset = 5;
+        v.brokers[0].controller_cut = true; // and the leader cannot hear the controller
+        assert_eq!(broker_codes(&v, &v.brokers[0])[7], 54);
+        let mut cov = Coverage::new();
+        cov.observe(&v, 4, 900);
+        let first: Vec<_> = cov.features().into_iter().zip(cov.first_brokers()).collect();
+        let leader = feature(BROKER, &[&broker_codes(&v, &v.brokers[0])]);
+        assert!(first.contains(&(leader, (1, 2)))); // the leader's tuple: broker 1, stale follower 2
+        assert!(first.iter().filter(|(f, _)| f & 3 == CLUSTER).all(|(_, who)| *who == (-1, -1)));
         v.brokers[1].recovering = true; // it lost its tail in a crash: not stale state
+        assert_eq!(broker_codes(&v, &v.brokers[0])[7], 34); // (still cut from the controller)
+        v.brokers[0].controller_cut = false;
         assert_eq!(broker_codes(&v, &v.brokers[0])[7], 2);
         v.brokers[1].recovering = false;
         v.brokers[1].log_end_offset = 5; // caught up: an idle fetcher alone is nothing

@@ -162,7 +162,7 @@ METHODS = {
                 "slow_node": 2, "connected": 2, "usable": 2, "send": 3, "post": 5, "discard_held": 2},
     "ChangeWatch": {"changes": 2, "forget": 1, "watching": 3}, "Watcher": {},
     "StateScan": {"replica": 3, "log_matching": 2, "leaders": 3, "strong_isr": 3, "check": 3},
-    "ProtocolCoverage": {"observe": 6, "features": 0, "first_steps": 0, "first_times": 0},
+    "ProtocolCoverage": {"observe": 7, "features": 0, "first_steps": 0, "first_times": 0, "first_brokers": 0},
     "FetchPlane": {"attach": 2, "start_fetcher": 1, "answer_parked_fetches": 1,
                    "clear_parked_fetches": 1, "stop_fetcher": 1, "fetch_timeout": 2,
                    "answers_in_flight": 2, "fetch_state": 1},

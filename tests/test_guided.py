@@ -11,7 +11,8 @@ import pytest
 
 from epochlab.cli import main
 from epochlab.fuzz.campaign import run_seed
-from epochlab.fuzz.coverage import BROKER, CLUSTER, CLUSTER_MOVE, NEAR_MISS, broker_tuples, feature
+from epochlab.fuzz.coverage import (BROKER, CLUSTER, CLUSTER_MOVE, NEAR_MISS, NEAR_MISS_CODES, broker_tuples, feature,
+                                    is_zombie)
 from epochlab.fuzz.executor import execute
 from epochlab.fuzz.generator import FuzzProfile, generate_schedule
 from epochlab.fuzz.guided import BATCH, INITIAL, OPENING_BATCH, Entry, GuidedSearch, mutate, poke
@@ -30,7 +31,8 @@ def test_rust_coverage_and_its_python_twin_agree(generation: str) -> None:
         schedule = generate_schedule(run_seed(11, i), generation)
         rust = execute(schedule, coverage=True)
         twin = execute(schedule, backend="reference", coverage=True)
-        assert (rust.features, rust.first_steps, rust.first_times) == (twin.features, twin.first_steps, twin.first_times)
+        assert (rust.features, rust.first_steps, rust.first_times, rust.first_brokers) == \
+            (twin.features, twin.first_steps, twin.first_times, twin.first_brokers)
         assert rust.features and {f & 3 for f in rust.features} >= {BROKER, CLUSTER}
         # a feature is first reached during its step's interval: at or after that action
         at = [-1] + [a.at_ms for a in schedule.actions]
@@ -53,9 +55,18 @@ def test_the_kraft_findings_stale_belief_about_a_follower_that_fetches_nothing_i
     assert idle < NEAR_MISS
     rust = execute(schedule, coverage=True)
     twin = execute(schedule, backend="reference", coverage=True)
-    assert (rust.features, rust.first_steps) == (twin.features, twin.first_steps)
+    assert (rust.features, rust.first_steps, rust.first_brokers) == (twin.features, twin.first_steps, twin.first_brokers)
     reached = idle.intersection(rust.features)
     assert reached
+    # the coverage names who: broker 1 holds the stale belief about broker 2
+    who = dict(zip(rust.features, rust.first_brokers))
+    assert {who[f] for f in reached} == {(1, 2)}
+    # and before that, broker 1 held it as a zombie cut from the controller (bit 32), in the
+    # controller's ISR: the state its re-election starts from
+    cut = [f for f in broker_tuples(4 | 32).intersection(rust.features) if NEAR_MISS_CODES[f][4] == 1]
+    assert cut and all(is_zombie(NEAR_MISS_CODES[f]) and who[f] == (1, 2) for f in cut)
+    first = dict(zip(rust.features, rust.first_steps))
+    assert min(first[f] for f in cut) < min(first[f] for f in reached)
     # first reached after the preferred election that re-elects broker 1, before its crash
     steps = {f: step for f, step in zip(rust.features, rust.first_steps)}
     assert {steps[f] for f in reached} <= set(range(4, len(schedule.actions)))
@@ -86,6 +97,45 @@ def test_a_poke_goes_through_its_parents_near_miss_and_acts_only_after_it() -> N
         before = {f: st for f, st in reached.items() if st[1] <= at_ms}
         assert near[1] in before and {f: mine.get(f) for f in before} == before
     assert {"poke-produce", "poke-heal"} <= kinds
+
+
+def test_a_poke_acts_on_the_brokers_the_coverage_named() -> None:
+    """Given the belief's holder and its stale follower (``Entry.first_brokers``), a poke's
+    elections mostly name the holder and its isolations and slowed links mostly the follower;
+    for a zombie holder elections are more frequent."""
+    parent = json.loads((ROOT / "docs" / "kafka-findings" / "kraft-reelected-leader-stale-follower-leo.json").read_text())
+
+    def added(zombie: bool) -> list[dict]:
+        out = []
+        for i in range(300):
+            child = poke(parent, random.Random(i), 3000, leader=3, follower=2, zombie=zombie)
+            out += [a for a in child["actions"] if a not in parent["actions"]]
+        return out
+
+    live, zombie = added(False), added(True)
+    elections = [a["broker"] for a in live + zombie if a["op"] == "elect"]
+    held_back = [a["broker"] for a in live + zombie if a["op"] in ("isolate", "slow_follower")]
+    assert elections.count(3) > len(elections) / 2 and held_back.count(2) > len(held_back) / 2
+    assert sum(a["op"] == "elect" for a in zombie) > sum(a["op"] == "elect" for a in live)
+
+
+def test_a_poke_re_elects_a_leader_cut_from_the_controller_and_then_restores_its_link() -> None:
+    """For a holder cut from the controller (leader code bit 32) half the pokes are re-elections:
+    an election naming it while the cut holds, then the end of the cut (here the finding's
+    link from the controller to broker 1, cut with drop 1)."""
+    parent = json.loads((ROOT / "docs" / "kafka-findings" / "kraft-reelected-leader-stale-follower-leo.json").read_text())
+    parent["actions"] = [a for a in parent["actions"] if a["at_ms"] < 3900]  # up to the near miss
+    reelections = 0
+    for i in range(40):
+        child = poke(parent, random.Random(i), 3860, leader=1, follower=2, zombie=True, cut=True)
+        added = [a for a in child["actions"] if a not in parent["actions"]]
+        if child["origin"]["operators"] == ["poke-reelect"]:
+            reelections += 1
+            elect, restore = added
+            assert elect["op"] == "elect" and elect["broker"] == 1 and elect["at_ms"] > 3860
+            assert restore == {**restore, "op": "set_link", "a": "controller", "b": 1, "drop": 0.0}
+            assert restore["at_ms"] > elect["at_ms"]
+    assert 12 <= reelections <= 28
 
 
 def test_the_rare_arm_targets_the_rarest_near_misses_the_corpus_holds() -> None:

@@ -873,10 +873,11 @@ class ProtocolCoverage:
     a cluster of Rust replicas. A missing attribute, a broker whose replica is not a Rust one,
     or a value of the wrong type is a ``TypeError``."""
     def __new__(cls, min_isr: int) -> ProtocolCoverage: ...
-    def observe(self, brokers: dict[int, Any], controller: Any, true_hw: int, recovering: Any,
+    def observe(self, brokers: dict[int, Any], controller: Any, network: Any, true_hw: int, recovering: Any,
                 step: int, now_ms: int) -> bool:
         """Abstract the cluster's state now, at action index ``step`` and simulated time
-        ``now_ms``; ``True`` when a broker's or the cluster's tuple moved."""
+        ``now_ms`` (``network.usable("controller", id)`` tells a leader cut from the
+        controller); ``True`` when a broker's or the cluster's tuple moved."""
     def features(self) -> list[int]:
         """The features reached so far, increasing."""
     def first_steps(self) -> list[int]:
@@ -884,6 +885,10 @@ class ProtocolCoverage:
     def first_times(self) -> list[int]:
         """The simulated time (ms) each feature was first reached at, in ``features()``
         order."""
+    def first_brokers(self) -> list[tuple[int, int]]:
+        """For each feature, in ``features()`` order, the broker whose tuple it is and the
+        follower of that broker's stale belief at its first reach (-1: none; both -1 for a
+        cluster feature)."""
     @property
     def observations(self) -> int: ...
 

@@ -54,6 +54,7 @@ fn broker_view(id: u32, broker: &Bound<'_, PyAny>, recovering: bool) -> PyResult
         followers: r.followers.iter().map(|(f, s)| (f.0, s.log_end_offset.map(|o| o.0))).collect(),
         recovering,
         fetch_idle: false,
+        controller_cut: false,
     }))
 }
 
@@ -64,10 +65,12 @@ impl PyProtocolCoverage {
         Self { min_isr, inner: Mutex::new(Coverage::new()) }
     }
 
-    /// Abstracts the cluster's state now (`brokers`: id -> broker, `controller`, the checker's
-    /// `true_hw` and `recovering` brokers, the run's current action index `step` and simulated
-    /// time `now_ms`); returns whether a tuple moved.
-    fn observe(&self, brokers: &Bound<'_, PyDict>, controller: &Bound<'_, PyAny>, true_hw: u64, recovering: &Bound<'_, PyAny>, step: i64, now_ms: i64) -> PyResult<bool> {
+    /// Abstracts the cluster's state now (`brokers`: id -> broker, `controller`, the
+    /// `network` whose `usable("controller", id)` tells a broker cut from the controller, the
+    /// checker's `true_hw` and `recovering` brokers, the run's current action index `step` and
+    /// simulated time `now_ms`); returns whether a tuple moved.
+    #[allow(clippy::too_many_arguments)]
+    fn observe(&self, brokers: &Bound<'_, PyDict>, controller: &Bound<'_, PyAny>, network: &Bound<'_, PyAny>, true_hw: u64, recovering: &Bound<'_, PyAny>, step: i64, now_ms: i64) -> PyResult<bool> {
         (|| {
             let py = controller.py();
             let mut views = Vec::with_capacity(brokers.len());
@@ -82,10 +85,16 @@ impl PyProtocolCoverage {
                 .filter(|(f, k)| views.iter().any(|x| x.id == *f && *k > x.log_end_offset))
                 .map(|(f, _)| f)
                 .collect();
-            for x in views.iter_mut().filter(|x| stale.contains(&x.id)) {
-                if let Some(broker) = brokers.get_item(x.id)? {
-                    let state = broker.call_method0(intern!(py, "fetch_state"))?;
-                    x.fetch_idle = state.get_item(1)?.is_none();
+            for x in views.iter_mut() {
+                if stale.contains(&x.id) {
+                    if let Some(broker) = brokers.get_item(x.id)? {
+                        let state = broker.call_method0(intern!(py, "fetch_state"))?;
+                        x.fetch_idle = state.get_item(1)?.is_none();
+                    }
+                }
+                // a live leader: can it hear the controller?
+                if x.alive && x.role == 2 {
+                    x.controller_cut = !network.call_method1(intern!(py, "usable"), (intern!(py, "controller"), x.id))?.is_truthy()?;
                 }
             }
             let view = ClusterView {
@@ -116,6 +125,13 @@ impl PyProtocolCoverage {
     /// order.
     fn first_times(&self) -> Vec<i64> {
         lock(&self.inner).first_times()
+    }
+
+    /// For each feature of `features()`, in that order, the broker whose tuple it is and the
+    /// follower of that broker's stale belief at its first reach (-1: none; both -1 for a
+    /// cluster feature).
+    fn first_brokers(&self) -> Vec<(i64, i64)> {
+        lock(&self.inner).first_brokers()
     }
 
     #[getter]

@@ -12,8 +12,11 @@ checker looks), each broker is reduced to eight small codes:
 * for a live leader: its ISR below ``min.insync.replicas`` or not, and whether it believes
   some follower holds more than that follower's log does (the re-elected KRaft leader's
   stale follower state; a follower that lost its unflushed tail in a crash aside), whether
-  that follower has a fetch in flight that would correct the belief, and whether it is in
-  the leader's maximal ISR (where the belief counts in the next HW advance);
+  that follower has a fetch in flight that would correct the belief, whether it is in
+  the leader's maximal ISR (where the belief counts in the next HW advance), and whether the
+  leader cannot hear the controller (it leads on whatever the controller decides, and an
+  election naming it again reaches it in one metadata delta, so it keeps such a belief as a
+  re-elected leader);
 
 and the cluster to eight more (leaders alive, the controller's ISR and ELR sizes and whether
 it has no leader, live brokers and how many miss committed data, the worst leader code, the
@@ -35,8 +38,9 @@ from typing import Any
 
 import epochlab._core as core
 
-__all__ = ["BROKER", "BROKER_MOVE", "CLUSTER", "CLUSTER_MOVE", "CODE_RANGES", "Coverage", "NEAR_MISS", "RunCoverage",
-           "attach", "broker_codes", "broker_tuples", "feature", "fnv1a", "global_codes"]
+__all__ = ["BROKER", "BROKER_MOVE", "CLUSTER", "CLUSTER_MOVE", "CODE_RANGES", "Coverage", "NEAR_MISS",
+           "NEAR_MISS_CODES", "RunCoverage", "attach", "broker_codes", "broker_tuple_codes", "broker_tuples",
+           "feature", "fnv1a", "global_codes", "is_zombie", "stale_beliefs", "stale_follower"]
 
 FNV_OFFSET = 0xCBF29CE484222325
 FNV_PRIME = 0x100000001B3
@@ -50,6 +54,29 @@ def fnv1a(value: int, data: bytes) -> int:
     return value
 
 
+def stale_beliefs(view: dict[str, Any], b: dict[str, Any]) -> list[tuple[int, int]]:
+    """The followers ``b`` (a leader) believes hold more than their logs do, each with its
+    leader-code bits, in ``b["followers"]`` order (``src/coverage.rs``, ``stale_beliefs``)."""
+    leos = {x["id"]: x["log_end_offset"] for x in view["brokers"]}
+    recovering = {x["id"] for x in view["brokers"] if x["recovering"]}
+    idle = {x["id"] for x in view["brokers"] if x["fetch_idle"]}
+    return [(f, 4 | (8 if f in idle else 0) | (16 if f in b["maximal_isr"] else 0))
+            for f, known in b["followers"]
+            if known is not None and f in leos and known > leos[f] and f not in recovering]
+
+
+def stale_follower(view: dict[str, Any], b: dict[str, Any]) -> int | None:
+    """The follower of a live leader's most telling stale belief: the most bits, the first of
+    equals (``src/coverage.rs``, ``stale_follower``)."""
+    if not (b["alive"] and b["role"] == 2):
+        return None
+    best: tuple[int, int] | None = None
+    for f, bits in stale_beliefs(view, b):
+        if best is None or bits > best[1]:
+            best = (f, bits)
+    return None if best is None else best[0]
+
+
 def broker_codes(view: dict[str, Any], b: dict[str, Any]) -> bytes:
     """One broker's eight codes (``src/coverage.rs``, ``broker_codes``)."""
     epoch = b["leader_epoch"]
@@ -58,16 +85,10 @@ def broker_codes(view: dict[str, Any], b: dict[str, Any]) -> bytes:
     leader = 0
     if b["alive"] and b["role"] == 2:
         leader = 1 if b["isr_len"] < view["min_isr"] else 2
-        leos = {x["id"]: x["log_end_offset"] for x in view["brokers"]}
-        recovering = {x["id"] for x in view["brokers"] if x["recovering"]}
-        idle = {x["id"] for x in view["brokers"] if x["fetch_idle"]}
-        for f, known in b["followers"]:
-            if known is not None and f in leos and known > leos[f] and f not in recovering:
-                leader |= 4
-                if f in idle:  # that follower sends nothing that would correct the belief for now
-                    leader |= 8
-                if f in b["maximal_isr"]:  # and the belief counts in the leader's HW advance
-                    leader |= 16
+        for _, bits in stale_beliefs(view, b):
+            leader |= bits
+        if b["controller_cut"]:  # it cannot hear the controller
+            leader |= 32
     return bytes((int(b["alive"]), min(b["role"], 2), lag, int(view["controller_leader"] == b["id"]),
                   member, int(b["log_end_offset"] < view["true_hw"]),
                   int(b["high_watermark"] > view["true_hw"]), leader))
@@ -101,17 +122,18 @@ class Coverage:
         self.min_isr = min_isr
         self.brokers: dict[int, bytes] = {}
         self.cluster: bytes | None = None
-        # feature -> the step and simulated time (ms) it was first reached at
-        self.seen: dict[int, tuple[int, int]] = {}
+        # feature -> the step, simulated time (ms), broker and stale follower (-1: none) of
+        # its first reach
+        self.seen: dict[int, tuple[int, int, int, int]] = {}
         self.observations = 0
 
-    def _reach(self, feature_: int, at: tuple[int, int]) -> None:
+    def _reach(self, feature_: int, at: tuple[int, int, int, int]) -> None:
         self.seen.setdefault(feature_, at)
 
-    def observe(self, brokers: dict[int, Any], controller: Any, true_hw: int, recovering: Any,
+    def observe(self, brokers: dict[int, Any], controller: Any, network: Any, true_hw: int, recovering: Any,
                 step: int, now_ms: int) -> bool:
         self.observations += 1
-        at = (step, now_ms)
+        at = (step, now_ms, -1, -1)
         views = []
         for b, broker in brokers.items():
             r, log = broker.replica, broker.replica.log
@@ -120,7 +142,9 @@ class Coverage:
                           "high_watermark": log.high_watermark, "isr_len": len(r.isr),
                           "maximal_isr": tuple(r.maximal_isr),
                           "followers": [(f, s.log_end_offset) for f, s in sorted(r.followers.items())],
-                          "recovering": b in recovering, "fetch_idle": broker.fetch_state()[1] is None})
+                          "recovering": b in recovering, "fetch_idle": broker.fetch_state()[1] is None,
+                          "controller_cut": bool(broker.alive) and r.role == "leader"
+                          and not network.usable("controller", b)})
         view = {"brokers": views, "controller_leader": controller.leader,
                 "controller_epoch": controller.leader_epoch, "controller_isr": tuple(controller.isr),
                 "controller_elr": tuple(controller.elr), "true_hw": true_hw, "min_isr": self.min_isr}
@@ -131,9 +155,11 @@ class Coverage:
             self.brokers[v["id"]] = t
             if before != t:
                 moved = True
-                self._reach(feature(BROKER, t), at)
+                follower = stale_follower(view, v) if t[7] & 4 else None
+                who = (step, now_ms, v["id"], -1 if follower is None else follower)
+                self._reach(feature(BROKER, t), who)
                 if before is not None:
-                    self._reach(feature(BROKER_MOVE, before, t), at)
+                    self._reach(feature(BROKER_MOVE, before, t), who)
         g = global_codes(view, tuples)
         if g != self.cluster:
             moved = True
@@ -152,32 +178,50 @@ class Coverage:
     def first_times(self) -> list[int]:
         return [self.seen[f][1] for f in sorted(self.seen)]
 
+    def first_brokers(self) -> list[tuple[int, int]]:
+        return [self.seen[f][2:] for f in sorted(self.seen)]
+
 
 #: The ranges of the eight broker codes (:func:`broker_codes`).
-CODE_RANGES = (2, 3, 4, 2, 3, 2, 2, 32)
+CODE_RANGES = (2, 3, 4, 2, 3, 2, 2, 64)
+
+
+def broker_tuple_codes(leader_bits: int, current_leader: bool = False) -> dict[int, tuple[int, ...]]:
+    """The features of every broker tuple whose leader code has all of ``leader_bits``, each
+    with its codes; with ``current_leader``, only those of the leader the controller names, in
+    the controller's epoch, with an ISR at ``min.insync.replicas`` or more (a leader whose HW
+    may advance)."""
+    import itertools
+
+    return {feature(BROKER, bytes(t)): t for t in itertools.product(*map(range, CODE_RANGES))
+            if t[7] & leader_bits == leader_bits
+            and (not current_leader or (t[3] == 1 and t[2] == 0 and t[7] & 3 == 2))}
 
 
 def broker_tuples(leader_bits: int, current_leader: bool = False) -> frozenset[int]:
-    """The features of every broker tuple whose leader code has all of ``leader_bits``; with
-    ``current_leader``, only those of the leader the controller names, in the controller's
-    epoch, with an ISR at ``min.insync.replicas`` or more (a leader whose HW may advance)."""
-    import itertools
-
-    return frozenset(feature(BROKER, bytes(t)) for t in itertools.product(*map(range, CODE_RANGES))
-                     if t[7] & leader_bits == leader_bits
-                     and (not current_leader or (t[3] == 1 and t[2] == 0 and t[7] & 3 == 2)))
+    """The features of :func:`broker_tuple_codes`."""
+    return frozenset(broker_tuple_codes(leader_bits, current_leader))
 
 
-#: The near misses: broker tuples one step from a violation of Inv-StrongIsr, a live leader
-#: that believes a follower holds more than that follower's log does (leader code bit 4; the
-#: next HW advance that counts the belief commits records an ISR member lacks), whether or not
-#: that follower has a fetch in flight that would correct it (bit 8) and whether or not it is
-#: in the leader's maximal ISR (bit 16). Zombie leaders count (the controller has moved on):
-#: the KRaft finding's leader holds the belief as a zombie and is then re-elected, so the
-#: narrower set of :func:`broker_tuples` with ``current_leader`` misses the way there
-#: (measured in ``docs/measurements.md``, "The guided engine"). The guided engine's rare arm
-#: targets them in half its mutants once its corpus holds one (``epochlab.fuzz.guided``).
-NEAR_MISS = broker_tuples(4)
+#: The near misses' features, each with its codes: broker tuples one step from a violation of
+#: Inv-StrongIsr, a live leader that believes a follower holds more than that follower's log
+#: does (leader code bit 4; the next HW advance that counts the belief commits records an ISR
+#: member lacks), whether or not that follower has a fetch in flight that would correct it
+#: (bit 8) and whether or not it is in the leader's maximal ISR (bit 16). Zombie leaders count
+#: (the controller has moved on): the KRaft finding's leader holds the belief as a zombie and
+#: is then re-elected, so the narrower set of :func:`broker_tuples` with ``current_leader``
+#: misses the way there (measured in ``docs/measurements.md``, "The guided engine"). The
+#: guided engine's rare arm targets them in half its mutants once its corpus holds one
+#: (``epochlab.fuzz.guided``).
+NEAR_MISS_CODES = broker_tuple_codes(4)
+#: The near misses' features (:data:`NEAR_MISS_CODES`).
+NEAR_MISS = frozenset(NEAR_MISS_CODES)
+
+
+def is_zombie(codes: tuple[int, ...]) -> bool:
+    """Whether a leader's broker tuple is a zombie's: the controller names another leader, or
+    the leader's epoch lags the controller's."""
+    return codes[3] == 0 or codes[2] != 0
 
 
 class RunCoverage:
@@ -193,19 +237,22 @@ class RunCoverage:
         self._cluster = cluster
         self._brokers = cluster.brokers
         self._controller = cluster.controller
+        self._network = cluster.network
         checker.listeners.append(self.observe)
 
     def observe(self) -> None:
         checker = self.checker
-        self.impl.observe(self._brokers, self._controller, checker.true_hw, checker.recovering, self.step(),
-                          self._cluster.now_ms)
+        self.impl.observe(self._brokers, self._controller, self._network, checker.true_hw, checker.recovering,
+                          self.step(), self._cluster.now_ms)
 
-    def features(self) -> tuple[list[int], list[int], list[int]]:
-        """The features, the step each was first reached at and the simulated time (ms)."""
-        return list(self.impl.features()), list(self.impl.first_steps()), list(self.impl.first_times())
+    def features(self) -> tuple[list[int], list[int], list[int], list[tuple[int, int]]]:
+        """The features, the step each was first reached at, the simulated time (ms), and the
+        broker and stale follower (-1: none)."""
+        return (list(self.impl.features()), list(self.impl.first_steps()), list(self.impl.first_times()),
+                [tuple(who) for who in self.impl.first_brokers()])
 
 
-def attach(run: Any, twin: bool = False) -> Callable[[], tuple[list[int], list[int], list[int]]]:
+def attach(run: Any, twin: bool = False) -> Callable[[], tuple[list[int], list[int], list[int], list[tuple[int, int]]]]:
     """Coverage for an executor run (``epochlab.fuzz.executor``): returns its getter of
-    ``(features, first steps, first times)``."""
+    ``(features, first steps, first times, first brokers)``."""
     return RunCoverage(run.cluster, run.checker, lambda: run.step, twin).features

@@ -115,11 +115,13 @@ class RunResult:
     records: list[Any] | None = None   # step records (``execute(record=True)``)
     #: the protocol-state features the run reached (``execute(coverage=True)``,
     #: ``epochlab.fuzz.coverage``), increasing, and the action index each was first reached
-    #: at (-1: before the first action; the number of actions: while healing) and the
-    #: simulated time (ms)
+    #: at (-1: before the first action; the number of actions: while healing), the simulated
+    #: time (ms), and the broker whose tuple it is with the follower of that broker's stale
+    #: belief (-1: none; both -1 for a cluster feature)
     features: list[int] | None = None
     first_steps: list[int] | None = None
     first_times: list[int] | None = None
+    first_brokers: list[tuple[int, int]] | None = None
 
     def verdict_json(self) -> str:
         return self.verdict.to_json()
@@ -390,7 +392,7 @@ def execute(schedule: Schedule, backend: str | None = None, record: bool = False
     c = run.cluster
     if record:
         records[-1].snapshot = snapshot_from(c.state())
-    reached, steps, times = features() if features is not None else (None, None, None)
+    reached, steps, times, brokers = features() if features is not None else (None, None, None, None)
     return RunResult(schedule, verdict, c.history, c.state().to_dict(),
                      [e.to_dict() for e in c.events], c.now_ms, records if record else None,
-                     reached, steps, times)
+                     reached, steps, times, brokers)

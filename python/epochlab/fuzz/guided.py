@@ -72,7 +72,7 @@ from typing import Any
 from epochlab.errors import ScheduleError
 from epochlab.fuzz.bandit import Bandit
 from epochlab.fuzz.campaign import Campaign, Finding, run_seed
-from epochlab.fuzz.coverage import NEAR_MISS
+from epochlab.fuzz.coverage import NEAR_MISS, NEAR_MISS_CODES, is_zombie
 from epochlab.fuzz.executor import execute, gc_for_many_runs, worker_pool
 from epochlab.fuzz.generator import DELAYS, FuzzProfile, RandomSource, builder_for
 from epochlab.fuzz.schedule import Schedule
@@ -112,8 +112,9 @@ MAX_ACTIONS = 200
 CORPUS_FORMAT = "epochlab-guided-corpus"
 #: 3: the state holds the next round's draw (the pipeline); 4: the broker tuple's leader code
 #: tells a follower with a fetch in flight; 5: and a follower in the leader's maximal ISR (each
-#: changes the features, and so a saved corpus's)
-CORPUS_VERSION = 5
+#: changes the features, and so a saved corpus's); 6: a leader cut from the controller, and an
+#: entry keeps the broker and stale follower of each feature's first reach
+CORPUS_VERSION = 6
 RETIME = (1, 5, 20, 100, 300, 1000, 3000)
 
 
@@ -129,20 +130,25 @@ class Entry:
     picks: int = 0
     #: the simulated time (ms) at which the run first reached each feature, in that order
     first_times: tuple[int, ...] = ()
+    #: the broker whose tuple each feature is and the follower of that broker's stale belief
+    #: at the first reach (-1: none), in that order
+    first_brokers: tuple[tuple[int, int], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"run": self.run, "schedule": self.schedule, "features": list(self.features),
-                "first_steps": list(self.first_steps), "first_times": list(self.first_times)}
+                "first_steps": list(self.first_steps), "first_times": list(self.first_times),
+                "first_brokers": [list(b) for b in self.first_brokers]}
 
-    def reached_at(self, feature: int) -> tuple[int | None, int | None]:
-        """(action index, simulated time) at which the run first reached ``feature``; None for
-        what the entry does not hold."""
+    def reached_at(self, feature: int) -> tuple[int | None, int | None, tuple[int, int]]:
+        """(action index, simulated time, (broker, stale follower)) at which the run first
+        reached ``feature``; None and -1 for what the entry does not hold."""
         try:
             i = self.features.index(feature)
         except ValueError:
-            return None, None
+            return None, None, (-1, -1)
         return (self.first_steps[i] if i < len(self.first_steps) else None,
-                self.first_times[i] if i < len(self.first_times) else None)
+                self.first_times[i] if i < len(self.first_times) else None,
+                self.first_brokers[i] if i < len(self.first_brokers) else (-1, -1))
 
 
 # -- mutation ------------------------------------------------------------------------------
@@ -276,7 +282,18 @@ def _end_fault(actions: list[dict[str, Any]], schedule: dict[str, Any], rng: ran
 POKE_AFTER_MS = (1, 5, 20, 100, 300, 1000)
 
 
-def poke(parent: dict[str, Any], rng: random.Random, at_ms: int) -> dict[str, Any]:
+def _cut_from_controller(prefix: list[dict[str, Any]], broker: int) -> dict[str, Any] | None:
+    """The last action of ``prefix`` that cuts ``broker`` from the controller (a partition,
+    the broker isolated, or the controller's link to it cut with ``drop`` 1), if any."""
+    for a in reversed(prefix):
+        if a["op"] == "partition" or (a["op"] == "isolate" and a["broker"] == broker) or \
+                (a["op"] == "set_link" and {a["a"], a["b"]} == {"controller", broker} and a["drop"] >= 1.0):
+            return a
+    return None
+
+
+def poke(parent: dict[str, Any], rng: random.Random, at_ms: int, leader: int = -1, follower: int = -1,
+         zombie: bool = False, cut: bool = False) -> dict[str, Any]:
     """A mutant of a parent that reached a near miss (``coverage.NEAR_MISS``) at simulated time
     ``at_ms``: the parent unchanged (its seed and every action, so the run goes through the same
     near miss), plus one or two actions right after that moment. A near miss is a race between
@@ -287,14 +304,37 @@ def poke(parent: dict[str, Any], rng: random.Random, at_ms: int) -> dict[str, An
     changes; so a poke hastens the advance with a produce (an append, on a producer's
     connection), the end of the faults (``heal``: a follower kept away fetches again) or the
     end of one fault that stands at that moment (a link restored, a broker restarted), or
-    holds the correction back by isolating a broker or slowing its fetches (the features name
-    no broker, so the broker is drawn: one time in three the stale follower)."""
+    holds the correction back by isolating a broker or slowing its fetches: two times in three
+    the stale ``follower`` when the coverage named it (``Entry.first_brokers``), else any
+    broker. An election names the belief's holder ``leader`` two times in three when known;
+    for a ``zombie`` (the controller has moved on: ``coverage.is_zombie``) an election is twice
+    as likely, since its belief counts only once it leads again, and a re-elected leader that
+    learns of its new epoch in one metadata delta keeps its followers' state
+    (``Partition.makeLeader`` with ``isNewLeader`` false: ``docs/kafka-findings/``). When the
+    holder is ``cut`` from the controller (leader code bit 32) that is what a *re-election*
+    does, half the pokes then: the controller elects it while the cut holds, and the cut
+    ends a moment later (the fault that cut it ended, or the partition healed), so the
+    election reaches it in one delta with the epochs it missed."""
     child = json.loads(json.dumps(parent))
     actions: list[dict[str, Any]] = child["actions"]
     brokers = list(child["cluster"].get("brokers", [1, 2, 3]))
     t = at_ms
     names = []
-    for _ in range(1 + (rng.random() < 0.5)):
+
+    def target(known: int) -> int:
+        return known if known in brokers and rng.random() < 2 / 3 else rng.choice(brokers)
+
+    if cut and leader in brokers and rng.random() < 0.5:
+        t += rng.choice(POKE_AFTER_MS)
+        cutting = _cut_from_controller([a for a in actions if a["at_ms"] <= t], leader)
+        restore = {"op": "heal"} if cutting is None or cutting["op"] == "partition" else \
+            _end_of(cutting, child["cluster"])
+        names.append("poke-reelect")
+        for step in ({"op": "elect", "broker": leader, "unclean": False}, restore):
+            where = next((k for k, a in enumerate(actions) if a["at_ms"] > t), len(actions))
+            actions.insert(where, {"at_ms": t, **step})
+            t += rng.choice(POKE_AFTER_MS)
+    for _ in range(0 if names else 1 + (rng.random() < 0.5)):
         t += rng.choice(POKE_AFTER_MS)
         prefix = [a for a in actions if a["at_ms"] <= t]
         down, open_txn = _down_and_open(prefix)
@@ -303,20 +343,23 @@ def poke(parent: dict[str, Any], rng: random.Random, at_ms: int) -> dict[str, An
         # the faults that may still stand (a crashed broker only while it is down)
         standing = [a for a in prefix if a["op"] in FAULTS and a["op"] != "partition"
                     and (a["op"] != "crash" or a["broker"] in down)]
-        menu = ["heal", "isolate", "slow", "elect"] + (["produce", "produce"] if producers else []) + \
-            (["end"] if standing else [])
+        menu = ["heal", "isolate", "slow", "elect"] + (["elect"] if zombie else []) + \
+            (["produce", "produce"] if producers else []) + (["end"] if standing else [])
         kind = rng.choice(menu)
         if kind == "produce":
             action = {"op": "produce", "producer": rng.choice(producers), "count": 1 + rng.randrange(3)}
         elif kind == "end":
             action = _end_of(rng.choice(standing[-3:]), child["cluster"])
         elif kind == "isolate":
-            action = {"op": "isolate", "broker": rng.choice(brokers)}
+            action = {"op": "isolate", "broker": target(follower)}
         elif kind == "elect":
-            action = {"op": "elect_preferred"} if rng.random() < 0.5 else \
+            action = {"op": "elect", "broker": leader, "unclean": False} \
+                if leader in brokers and rng.random() < 2 / 3 else \
+                {"op": "elect_preferred"} if rng.random() < 0.5 else \
                 {"op": "elect", "broker": rng.choice(brokers), "unclean": False}
         elif kind == "slow":
-            action = {"op": "slow_follower", "broker": rng.choice(brokers), "extra_delay_ms": rng.choice((2000, 10000))}
+            action = {"op": "slow_follower", "broker": target(follower),
+                      "extra_delay_ms": rng.choice((2000, 10000))}
         else:
             action = {"op": "heal"}
         names.append(f"poke-{kind}")
@@ -397,7 +440,8 @@ def mutate(parent: dict[str, Any], other: dict[str, Any] | None, rng: random.Ran
 
 # -- running a round -----------------------------------------------------------------------
 
-Outcome = tuple[dict[str, Any], Any, list[int], list[int], list[int], list[dict[str, Any]] | None]
+Outcome = tuple[dict[str, Any], Any, list[int], list[int], list[int], list[tuple[int, int]],
+                list[dict[str, Any]] | None]
 #: What a worker needs to build a round's schedules: campaign seed, generation label, profile,
 #: backend.
 Task = tuple[int, str, FuzzProfile, str | None]
@@ -436,7 +480,7 @@ def _run_children(task: Task, specs: list[tuple[int, str, dict[str, Any] | None]
             result = execute(schedule, backend=backend, coverage=True)
             events = result.events if result.verdict.protocol_violations else None
             out.append((data, result.verdict, result.features or [], result.first_steps or [],
-                        result.first_times or [], events))
+                        result.first_times or [], result.first_brokers or [], events))
     return out
 
 
@@ -517,9 +561,9 @@ class GuidedSearch(Campaign):
                 self._next = self._children(self._round + 1)
                 queued = executor.submit(self._budgeted(self._round + 1, self._next)) \
                     if self._more(first + size, deadline) else None
-                for i, (data, verdict, features, steps, times, events) in enumerate(running.result()):
+                for i, (data, verdict, features, steps, times, brokers, events) in enumerate(running.result()):
                     run = first + i
-                    self._merge(run, data, features, steps, times)
+                    self._merge(run, data, features, steps, times, brokers)
                     for v in verdict.allowed:
                         self.allowed[v.invariant] = self.allowed.get(v.invariant, 0) + 1
                     for v in verdict.protocol_violations:
@@ -574,13 +618,16 @@ class GuidedSearch(Campaign):
                 specs.append((run, arm, None))
                 continue
             focus = poke_at = None
+            poke_who: tuple[int, int, bool, bool] = (-1, -1, False, False)
             if arm == "rare":
                 if near and rng.random() < NEAR_MISS_SHARE:
                     target, holders = near[rng.randrange(len(near))]
                     parent = holders[rng.randrange(len(holders))]
-                    focus, at_ms = parent.reached_at(target)
+                    focus, at_ms, who = parent.reached_at(target)
                     if rng.random() < POKE_SHARE:
                         poke_at = at_ms
+                        codes = NEAR_MISS_CODES[target]
+                        poke_who = (*who, is_zombie(codes), bool(codes[7] & 32))
                 else:
                     family = rare[rng.randrange(len(rare))]  # a family first, then a feature of it
                     target, holders = family[rng.randrange(len(family))]
@@ -590,7 +637,7 @@ class GuidedSearch(Campaign):
                 parent = self._pick(weights, total, rng)
             other = self.corpus[rng.randrange(len(self.corpus))]
             parent.picks += 1
-            child = poke(parent.schedule, rng, poke_at) if poke_at is not None else \
+            child = poke(parent.schedule, rng, poke_at, *poke_who) if poke_at is not None else \
                 mutate(parent.schedule, other.schedule, rng, self.profile, focus)
             child["origin"]["parent_run"] = parent.run
             child["origin"]["arm"] = arm
@@ -658,7 +705,7 @@ class GuidedSearch(Campaign):
         return self.corpus[-1]
 
     def _merge(self, run: int, data: dict[str, Any], features: list[int], steps: list[int],
-               times: Sequence[int] = ()) -> None:
+               times: Sequence[int] = (), brokers: Sequence[tuple[int, int]] = ()) -> None:
         fresh = [f for f in features if f not in self.hits]
         # the reward: the new features, each by its family weight before this run, at most 1
         reward = min(1.0, sum(self._weight(f) for f in fresh))
@@ -668,7 +715,8 @@ class GuidedSearch(Campaign):
             self._family[f & 3] += 1
         new = bool(fresh)
         if new:
-            entry = Entry(run, data, tuple(features), tuple(steps), first_times=tuple(times))
+            entry = Entry(run, data, tuple(features), tuple(steps), first_times=tuple(times),
+                          first_brokers=tuple(tuple(b) for b in brokers))
             self.corpus.append(entry)
             self._new_entries.append(entry)
         arm = data.get("origin", {}).get("arm")
@@ -734,7 +782,8 @@ class GuidedSearch(Campaign):
                     if d["run"] < runs:  # entries of a round whose state was never saved go
                         corpus.append(Entry(int(d["run"]), d["schedule"], tuple(d["features"]),
                                             tuple(d["first_steps"]), picks.get(int(d["run"]), 0),
-                                            tuple(d["first_times"])))
+                                            tuple(d["first_times"]),
+                                            tuple((int(b), int(f)) for b, f in d["first_brokers"])))
             hits = {int(k): int(v) for k, v in state["hits"].items()}
             pending: list[Spec] = [(int(run), str(arm), data) for run, arm, data in state["next"]]
         except (OSError, ValueError, KeyError, TypeError) as e:
