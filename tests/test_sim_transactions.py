@@ -216,6 +216,34 @@ def test_transactions_from_history_follows_commit_failures_into_aborts() -> None
     assert (last.values, last.outcome) == ([6], "committed")
 
 
+def test_an_end_with_no_transaction_open_ends_nothing() -> None:
+    """A commit called while the previous transaction's abort is still under way finds nothing
+    open and is refused at once; its refusal is not the answer of the transaction being
+    aborted, and the abort's answer, coming later, is not the next transaction's. A guided
+    search found the false alarm this was (Inv-TxnAtomicity and Inv-ReadCommittedOnly on a
+    committed value): the six calls of ``g5-txn-commit-with-nothing-open.json``, no fault."""
+    history = [_op(0, "t", "ok", "begin_txn", 1), _op(1, "t", "invoke", "abort_txn", []),
+               _op(2, "t", "invoke", "commit_txn", []), _op(3, "t", "fail", "commit_txn", [], "INVALID_TXN_STATE"),
+               _op(4, "t", "ok", "begin_txn", 2), _op(5, "t", "invoke", "send", 1),
+               _op(6, "t", "invoke", "commit_txn", [1]), _op(7, "t", "ok", "abort_txn", []),
+               _op(8, "t", "ok", "commit_txn", [1])]
+    aborted, committed = transactions_from_history(history)
+    assert (aborted.values, aborted.outcome) == ([], "aborted")
+    assert (committed.values, committed.outcome) == ([1], "committed")
+    from pathlib import Path
+
+    from epochlab.fuzz.schedule import load_schedule
+
+    schedule = load_schedule(Path(__file__).parent / "fixtures" / "schedules" / "g5-txn-commit-with-nothing-open.json")
+    for backend in BACKENDS:
+        run = execute(schedule, backend=backend)
+        assert run.verdict.ok, run.verdict.protocol_violations
+        assert [(op.f, op.type, op.error) for op in run.history
+                if op.process == "t1" and op.f.endswith("_txn") and op.f != "begin_txn"] == [
+            ("abort_txn", "invoke", None), ("commit_txn", "invoke", None), ("commit_txn", "fail", "INVALID_TXN_STATE"),
+            ("commit_txn", "invoke", None), ("abort_txn", "ok", None), ("commit_txn", "ok", None)]
+
+
 def test_liveness_lso_holds_after_a_clean_transaction() -> None:
     c = Cluster(ClusterConfig(), "strict-min-isr", seed=1)
     t = c.producer("t", ProducerConfig(acks="all", transactional_id="tx"))

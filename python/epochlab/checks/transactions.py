@@ -22,8 +22,10 @@ Transactions come from the history (``epochlab.sim.producer_txn``): the sends a 
 between its ``begin_txn`` and its next ``commit_txn``/``abort_txn`` invoke (or restart) form one
 transaction; its outcome is ``committed`` (``commit_txn`` ok), ``aborted`` (``abort_txn`` ok),
 ``unknown`` (``commit_txn`` ended ``info``: it may have committed) or ``not-committed``
-(fenced, failed, abandoned by a restart, or never ended). Record values are assumed unique per
-run, as the executor and the scenarios produce them.
+(fenced, failed, abandoned by a restart, or never ended). An end called with no transaction open
+(a commit right after an abort, say) ends nothing: the producer refuses it at once, and its
+answer is not the answer of an earlier transaction still ending. Record values are assumed
+unique per run, as the executor and the scenarios produce them.
 
 The *read_committed view* of a log is what a read_committed consumer reading it from the start
 gets: data records below the LSO, minus those of aborted transactions (the fetch response's
@@ -70,6 +72,8 @@ def transactions_from_history(history: Sequence[Mapping[str, Any]]) -> list[Tran
     out: list[Transaction] = []
     open_: dict[str, Transaction] = {}
     ending: dict[str, list[Transaction]] = {}
+    # per process, the end calls made with no transaction open whose answers are still to come
+    idle_ends: dict[str, int] = {}
     for op in history:
         process, f, type_ = op["process"], op["f"], op["type"]
         if f == "begin_txn" and type_ == "ok":
@@ -86,7 +90,12 @@ def transactions_from_history(history: Sequence[Mapping[str, Any]]) -> list[Tran
             closing = open_.pop(process, None)
             if closing is not None:
                 ending.setdefault(process, []).append(closing)
+            else:
+                idle_ends[process] = idle_ends.get(process, 0) + 1
         elif f in ("commit_txn", "abort_txn"):
+            if idle_ends.get(process):
+                idle_ends[process] -= 1  # the refusal of an end with nothing open
+                continue
             queue = ending.get(process) or []
             if not queue:
                 continue
