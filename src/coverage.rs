@@ -88,7 +88,10 @@ pub fn fnv1a(hash: u64, bytes: &[u8]) -> u64 {
 /// leader to leader and keeps its followers' state (`Partition.makeLeader` with `isNewLeader`
 /// false; the KRaft finding's way from a zombie's belief to a lost write). Each step of that
 /// way is a tuple of its own: a leader cut off, then a zombie in the controller's ISR, then
-/// one holding a stale belief.
+/// one holding a stale belief. And 64 more when the leader's HW is below the committed prefix
+/// (`trueHW`): a new leader learns the HW one fetch late, and until then the latest offset it
+/// tells a client is behind what an earlier leader told (KAFKA-2334; KIP-207 answers
+/// OFFSET_NOT_AVAILABLE instead, `Partition.fetchOffsetForTimestamp`).
 pub fn broker_codes(view: &ClusterView, b: &BrokerView) -> [u8; 8] {
     let lag = match b.leader_epoch {
         None => 3,
@@ -109,6 +112,9 @@ pub fn broker_codes(view: &ClusterView, b: &BrokerView) -> [u8; 8] {
         }
         if b.controller_cut {
             leader |= 32;
+        }
+        if b.high_watermark < view.true_hw {
+            leader |= 64;
         }
     }
     [
@@ -323,6 +329,16 @@ mod tests {
         assert_eq!((t[1], t[2], t[3]), (2, 2, 1));
         let tuples: Vec<[u8; 8]> = v.brokers.iter().map(|b| broker_codes(&v, b)).collect();
         assert_eq!(global_codes(&v, &tuples)[7], 2);
+    }
+
+    #[test]
+    fn a_leader_whose_hw_is_below_the_committed_prefix_is_seen() {
+        let mut v = cluster();
+        assert_eq!(broker_codes(&v, &v.brokers[0])[7], 2);
+        v.brokers[0].high_watermark = 3; // a new leader that has not learned the HW yet
+        assert_eq!(broker_codes(&v, &v.brokers[0])[7], 66);
+        v.brokers[1].high_watermark = 3; // a follower's lagging HW is nothing
+        assert_eq!(broker_codes(&v, &v.brokers[1])[7], 0);
     }
 
     #[test]

@@ -16,7 +16,8 @@ checker looks), each broker is reduced to eight small codes:
   the leader's maximal ISR (where the belief counts in the next HW advance), and whether the
   leader cannot hear the controller (it leads on whatever the controller decides, and an
   election naming it again reaches it in one metadata delta, so it keeps such a belief as a
-  re-elected leader);
+  re-elected leader), and whether its HW is below the committed prefix (a new leader that has
+  not learned the HW yet: KAFKA-2334's window);
 
 and the cluster to eight more (leaders alive, the controller's ISR and ELR sizes and whether
 it has no leader, live brokers and how many miss committed data, the worst leader code, the
@@ -89,6 +90,8 @@ def broker_codes(view: dict[str, Any], b: dict[str, Any]) -> bytes:
             leader |= bits
         if b["controller_cut"]:  # it cannot hear the controller
             leader |= 32
+        if b["high_watermark"] < view["true_hw"]:  # it tells less than is committed
+            leader |= 64
     return bytes((int(b["alive"]), min(b["role"], 2), lag, int(view["controller_leader"] == b["id"]),
                   member, int(b["log_end_offset"] < view["true_hw"]),
                   int(b["high_watermark"] > view["true_hw"]), leader))
@@ -183,7 +186,7 @@ class Coverage:
 
 
 #: The ranges of the eight broker codes (:func:`broker_codes`).
-CODE_RANGES = (2, 3, 4, 2, 3, 2, 2, 64)
+CODE_RANGES = (2, 3, 4, 2, 3, 2, 2, 128)
 
 
 def broker_tuple_codes(leader_bits: int, current_leader: bool = False) -> dict[int, tuple[int, ...]]:
@@ -193,9 +196,9 @@ def broker_tuple_codes(leader_bits: int, current_leader: bool = False) -> dict[i
     may advance)."""
     import itertools
 
-    return {feature(BROKER, bytes(t)): t for t in itertools.product(*map(range, CODE_RANGES))
-            if t[7] & leader_bits == leader_bits
-            and (not current_leader or (t[3] == 1 and t[2] == 0 and t[7] & 3 == 2))}
+    leader_codes = [c for c in range(CODE_RANGES[7]) if c & leader_bits == leader_bits]
+    return {feature(BROKER, bytes(t)): t for t in itertools.product(*map(range, CODE_RANGES[:7]), leader_codes)
+            if not current_leader or (t[3] == 1 and t[2] == 0 and t[7] & 3 == 2)}
 
 
 def broker_tuples(leader_bits: int, current_leader: bool = False) -> frozenset[int]:
