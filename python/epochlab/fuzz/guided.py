@@ -81,7 +81,7 @@ from epochlab.steps import STEPS
 
 __all__ = ["ARMS", "BATCH", "CORPUS_FORMAT", "CORPUS_VERSION", "FOCUS_SHARE", "INITIAL", "NEAR_MISS_SHARE",
            "OPENING_BATCH", "POKE_SHARE", "Entry",
-           "GuidedSearch", "build", "mutate", "poke", "round_size", "round_start"]
+           "GuidedSearch", "build", "mutate", "poke", "round_size", "round_start", "sends_outside_transactions"]
 
 #: Schedules per round after the opening; fixed, so the division of work never changes what
 #: is run.
@@ -168,6 +168,29 @@ def _down_and_open(actions: list[dict[str, Any]]) -> tuple[set[int], set[str]]:
         elif op in ("commit_transaction", "abort_transaction", "restart_producer"):
             open_txn.discard(a.get("producer", ""))
     return down, open_txn
+
+
+def sends_outside_transactions(schedule: dict[str, Any]) -> bool:
+    """Whether a transactional producer of ``schedule`` (a schedule dict) sends while none of
+    its transactions is open. Kafka's Java client refuses such a send
+    (``KafkaProducer.send`` -> ``TransactionManager.maybeAddPartition`` throws outside a
+    transaction); the simulator writes it as a plain idempotent batch for older schedules, which
+    then overtakes the transaction's batches still waiting on AddPartitionsToTxn, so a mutant
+    that moves a send out of its transaction (a deletion, a swap, a re-timing, a splice) is
+    not a client program Kafka runs."""
+    transactional = {p for p, c in schedule.get("producers", {}).items() if c.get("transactional.id")}
+    if not transactional:
+        return False
+    open_txn: set[str] = set()
+    for a in schedule["actions"]:
+        op = a["op"]
+        if op == "begin_transaction":
+            open_txn.add(a["producer"])
+        elif op in ("commit_transaction", "abort_transaction", "restart_producer"):
+            open_txn.discard(a.get("producer", ""))
+        elif op == "produce" and a["producer"] in transactional and a["producer"] not in open_txn:
+            return True
+    return False
 
 
 def _classes(schedule: dict[str, Any], profile: FuzzProfile, rng: random.Random) -> dict[str, int]:
@@ -458,9 +481,11 @@ def _fresh(task: Task, run: int, arm: str) -> dict[str, Any]:
 def build(task: Task, spec: tuple[int, str, dict[str, Any] | None]) -> tuple[dict[str, Any], Schedule]:
     """The schedule of a round's ``spec`` = (run, arm, mutant or None): a fresh swarm schedule
     for None, else the mutant, or the fresh schedule of the run when the validator refuses the
-    mutant. Built where the run executes (a worker), so the driver only draws the mutants."""
+    mutant, or when a transactional producer of the mutant sends outside its transactions
+    (:func:`sends_outside_transactions`). Built where the run executes (a worker), so the driver
+    only draws the mutants."""
     run, arm, data = spec
-    if data is not None:
+    if data is not None and not sends_outside_transactions(data):
         try:
             return data, Schedule.from_dict(data, "guided")
         except ScheduleError:  # a mutant the validator refuses: a fresh schedule instead
