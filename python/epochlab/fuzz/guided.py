@@ -112,8 +112,9 @@ MAX_ACTIONS = 200
 CORPUS_FORMAT = "epochlab-guided-corpus"
 #: 3: the state holds the next round's draw (the pipeline); 4: the broker tuple's leader code
 #: tells a follower with a fetch in flight; 5: and a follower in the leader's maximal ISR (each
-#: changes the features, and so a saved corpus's); 6: a leader cut from the controller, and an
-#: entry keeps the broker and stale follower of each feature's first reach
+#: changes the features, and so a saved corpus's); 6: a leader cut from the controller, a
+#: leader whose HW is below the committed prefix, and an entry keeps the broker and stale
+#: follower of each feature's first reach
 CORPUS_VERSION = 6
 RETIME = (1, 5, 20, 100, 300, 1000, 3000)
 
@@ -179,18 +180,9 @@ def sends_outside_transactions(schedule: dict[str, Any]) -> bool:
     that moves a send out of its transaction (a deletion, a swap, a re-timing, a splice) is
     not a client program Kafka runs."""
     transactional = {p for p, c in schedule.get("producers", {}).items() if c.get("transactional.id")}
-    if not transactional:
-        return False
-    open_txn: set[str] = set()
-    for a in schedule["actions"]:
-        op = a["op"]
-        if op == "begin_transaction":
-            open_txn.add(a["producer"])
-        elif op in ("commit_transaction", "abort_transaction", "restart_producer"):
-            open_txn.discard(a.get("producer", ""))
-        elif op == "produce" and a["producer"] in transactional and a["producer"] not in open_txn:
-            return True
-    return False
+    actions = schedule["actions"]
+    return any(a["op"] == "produce" and a["producer"] in transactional
+               and a["producer"] not in _down_and_open(actions[:i])[1] for i, a in enumerate(actions))
 
 
 def _classes(schedule: dict[str, Any], profile: FuzzProfile, rng: random.Random) -> dict[str, int]:
