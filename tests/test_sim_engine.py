@@ -303,21 +303,55 @@ def test_retry_without_idempotence_duplicates() -> None:
 
 
 def test_transactional_restart_fences_the_old_session() -> None:
+    """A transactional producer restarted while a batch of its open transaction is on a slow
+    link: the new session's InitProducerId bumps the epoch and aborts that transaction, so the
+    old batch, arriving late with the old epoch, is refused (KIP-890's verification at the
+    partition leader) and never written; the new session's transaction commits."""
     c = Cluster(ClusterConfig(), LATEST, seed=12)
     p = c.producer("p", ProducerConfig(acks="all", transactional_id="tx"))
+    p.begin_transaction()
     p.send(1)
-    assert p.flush(5000)
+    p.commit_transaction()
+    assert p.wait_for_transactions(5000)
     old_epoch = p.producer_epoch
-    c.set_link("p", 1, delay_ms=(3000, 3000))   # the next request arrives late
+    c.set_link("p", 1, delay_ms=(3000, 3000))   # the next produce request arrives late
+    p.begin_transaction()
     p.send(2)
-    c.run_for(100)
+    c.run_for(300)                               # AddPartitionsToTxn done, the batch on the wire
     p.restart()
     c.set_link("p", 1, delay_ms=(1, 5))
+    p.begin_transaction()
     p.send(3)
+    p.commit_transaction()
     c.run_for(5000)
-    assert p.producer_epoch == (old_epoch or 0) + 1
-    assert 2 not in leader_values(c) and 3 in leader_values(c)
+    assert old_epoch is not None and p.producer_epoch is not None and p.producer_epoch > old_epoch
+    assert leader_values(c) == [1, 3]
     assert any("INVALID_PRODUCER_EPOCH" in e.message for e in c.events)
+    assert [op.type for op in c.history if op.f == "send" and op.value == 2] == ["invoke", "info"]
+
+
+def test_a_transactional_producer_sends_only_inside_a_transaction() -> None:
+    """Kafka's clients refuse a transactional producer's send outside a transaction (the Java
+    client throws, librdkafka answers ERR__STATE): the send fails at once with
+    INVALID_TXN_STATE and nothing of it is written, before the first transaction, between two
+    and after the last; the sends inside transactions are written."""
+    c = Cluster(ClusterConfig(), LATEST, seed=3)
+    p = c.producer("p", ProducerConfig(acks="all", transactional_id="tx"))
+    p.send(10)
+    p.begin_transaction()
+    p.send(1)
+    p.commit_transaction()
+    p.send(11)
+    assert p.wait_for_transactions(5000)
+    p.send(12)
+    p.begin_transaction()
+    p.send(2)
+    p.commit_transaction()
+    assert p.wait_for_transactions(5000)
+    c.run_for(500)
+    assert leader_values(c) == [1, 2]
+    refused = [(op.value, op.error) for op in c.history if op.f == "send" and op.type == "fail"]
+    assert refused == [(10, "INVALID_TXN_STATE"), (11, "INVALID_TXN_STATE"), (12, "INVALID_TXN_STATE")]
 
 
 def _session_expiries(seed: int) -> dict[int, int]:

@@ -132,6 +132,13 @@ class Producer(TransactionalMixin):
         if self._fenced is not None or (txn is not None and txn.failed):
             self._finish(send_id, "fail", error=self._fenced or "TRANSACTION_ABORTABLE")
             return send_id
+        if txn is None and self.transactional:
+            # a transactional producer sends only inside a transaction: the Java client throws
+            # (KafkaProducer.doSend -> TransactionManager.maybeAddPartition, "Cannot add
+            # partition ... while in state READY"), librdkafka refuses to queue it
+            # (rd_kafka_check_produce -> rd_kafka_txn_may_enq_msg: ERR__STATE); nothing is sent
+            self._finish(send_id, "fail", error="INVALID_TXN_STATE")
+            return send_id
         if self._buffered() >= self.config.buffer_memory_records:
             if self.config.max_block_ms == 0:
                 self._finish(send_id, "fail", error="BUFFER_EXHAUSTED")

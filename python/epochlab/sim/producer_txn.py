@@ -27,8 +27,9 @@ History: ``begin_txn`` (``invoke`` + ``ok``), ``commit_txn`` / ``abort_txn`` (``
 ``value`` = the values sent in the transaction, then ``ok``, ``fail`` with the Kafka error, or
 ``info`` when a restart cut it short). Sends invoked between a ``begin_txn`` and the next
 ``commit_txn``/``abort_txn`` invoke (or restart) of the same process belong to that
-transaction. A send outside a transaction on a transactional producer is written as a plain
-idempotent batch (the Java client refuses it; kept for older schedules).
+transaction. A send outside a transaction on a transactional producer fails at once
+(``fail`` with ``INVALID_TXN_STATE``) and writes nothing, as both clients refuse it
+(``Producer.send``).
 """
 
 from __future__ import annotations
