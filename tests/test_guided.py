@@ -15,7 +15,8 @@ from epochlab.fuzz.coverage import (BROKER, CLUSTER, CLUSTER_MOVE, NEAR_MISS, NE
                                     is_zombie)
 from epochlab.fuzz.executor import execute
 from epochlab.fuzz.generator import FuzzProfile, generate_schedule
-from epochlab.fuzz.guided import BATCH, INITIAL, OPENING_BATCH, Entry, GuidedSearch, mutate, poke
+from epochlab.fuzz.guided import (BATCH, FINDINGS, INITIAL, OPENING_BATCH, Entry, GuidedSearch, finding_feature,
+                                  mutate, poke)
 from epochlab.fuzz.swarm import generate_swarm_schedule
 from epochlab.fuzz.schedule import Schedule
 from epochlab.generations import Generation
@@ -152,6 +153,27 @@ def test_the_rare_arm_targets_the_rarest_near_misses_the_corpus_holds() -> None:
     search.hits = {other: 50}
     search.corpus = search.corpus[:1]
     assert search._near_miss_holders() == []
+
+
+def test_a_run_with_a_protocol_violation_joins_the_corpus_and_the_rare_arm_goes_back_to_it() -> None:
+    """A protocol violation is a feature of its run (one per invariant, first reached at the
+    violation's step), so the run joins the corpus even when its states were all seen, and
+    the rare arm's next rounds mutate the runs holding violations, focused on that step."""
+    seen: list[tuple[int, str, int | None]] = []
+    search = GuidedSearch(Generation.TRUNCATE_TO_HW, seed=1, seconds=None, runs=INITIAL + BATCH,
+                          on_violation=lambda run, v, data, events: seen.append((run, v.invariant, v.step)))
+    search.run()
+    assert seen
+    first = {invariant: (run, step) for run, invariant, step in reversed(seen)}
+    for invariant, (run, step) in first.items():  # each invariant's first violating run
+        entry = next(e for e in search.corpus if e.run == run)
+        at = entry.reached_at(finding_feature(invariant))[0]
+        assert at == (len(entry.schedule["actions"]) if step is None else step)
+    holders = dict(search._finding_holders())
+    assert set(holders) == {finding_feature(i) for i in first} and set(holders) <= FINDINGS
+    violating = {e.run for entries in holders.values() for e in entries}
+    children = search._children(search._round + 1)
+    assert {data["origin"]["parent_run"] for _, arm, data in children if arm == "rare"} & violating
 
 
 def test_coverage_only_reads() -> None:

@@ -14,7 +14,7 @@ from epochlab.fuzz.bandit import Bandit
 from epochlab.fuzz.campaign import run_seed
 from epochlab.fuzz.generator import DELAYS, FuzzProfile, RandomSource, generate_schedule
 from epochlab.fuzz.guided import (ARMS, BATCH, FOCUS_SHARE, INITIAL, OPENING_BATCH, GuidedSearch, build,
-                                  round_size, round_start, sends_outside_transactions)
+                                  round_size, round_start)
 from epochlab.fuzz.swarm import (CONSUME_PERCENTS, PRODUCE_PERCENTS, draw_swarm,
                                  generate_swarm_schedule)
 from epochlab.generations import Generation
@@ -238,20 +238,3 @@ def test_rare_targets_are_grouped_by_family_and_a_share_of_mutants_is_focused() 
     assert arms["rare"] >= FOCUS_SHARE * BATCH * 0.6 and arms["fresh"] > arms["energy"]
 
 
-def test_a_mutant_that_sends_outside_a_transaction_is_replaced_by_a_fresh_schedule() -> None:
-    """Kafka's Java client refuses a transactional producer's send outside a transaction; a
-    mutant that puts one there (here: a send inserted before the begin) is not run, the run's
-    fresh schedule is. Such a mutant made a false alarm (nonmonotonic-send: the simulator writes
-    the stray send as a plain batch, which overtakes the transaction's)."""
-    profile = FuzzProfile(transactions=True)
-    search = GuidedSearch(Generation.parse("strict-min-isr"), seed=3, seconds=None, runs=0, profile=profile)
-    data = generate_schedule(run_seed(3, 0), "strict-min-isr", profile).to_dict()
-    assert not sends_outside_transactions(data)
-    assert build(search._task(), (7, "energy", data))[0] == data
-    tx = next(p for p, c in data["producers"].items() if c.get("transactional.id"))
-    actions = data["actions"]
-    begin = next(i for i, a in enumerate(actions) if a["op"] == "begin_transaction" and a["producer"] == tx)
-    actions.insert(begin, {"at_ms": actions[begin]["at_ms"], "op": "produce", "producer": tx, "count": 1})
-    assert sends_outside_transactions(data)
-    built, schedule = build(search._task(), (7, "energy", data))
-    assert built != data and built["origin"]["arm"] == "energy" and not sends_outside_transactions(built)

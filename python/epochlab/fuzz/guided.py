@@ -28,6 +28,10 @@ schedules:
   picked for the rarest of those instead, and :data:`POKE_SHARE` of those mutants are pokes
   (:func:`poke`: the parent unchanged up to the moment it first reached the near miss, then
   one or two actions that can move the leader's HW or hold the belief's correction back);
+  a protocol violation is a feature of its run too (:func:`finding_feature`, one per
+  invariant), and once the corpus holds one, :data:`FINDING_SHARE` of the schedules the
+  floor leaves to the bandit are rare-arm mutants of runs that showed one, focused on the
+  violation's step;
 * the energy arm's parents are picked with probability proportional to their *energy*: the
   sum over their features of the family weight over the number of runs that reached the
   feature, damped by
@@ -69,19 +73,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from epochlab.checks import ALL_INVARIANTS
 from epochlab.errors import ScheduleError
 from epochlab.fuzz.bandit import Bandit
 from epochlab.fuzz.campaign import Campaign, Finding, run_seed
-from epochlab.fuzz.coverage import NEAR_MISS, NEAR_MISS_CODES, is_zombie
+from epochlab.fuzz.coverage import CLUSTER, NEAR_MISS, NEAR_MISS_CODES, feature, is_zombie
 from epochlab.fuzz.executor import execute, gc_for_many_runs, worker_pool
 from epochlab.fuzz.generator import DELAYS, FuzzProfile, RandomSource, builder_for
 from epochlab.fuzz.schedule import Schedule
 from epochlab.fuzz.swarm import generate_swarm_schedule
 from epochlab.steps import STEPS
 
-__all__ = ["ARMS", "BATCH", "CORPUS_FORMAT", "CORPUS_VERSION", "FOCUS_SHARE", "INITIAL", "NEAR_MISS_SHARE",
+__all__ = ["ARMS", "BATCH", "CORPUS_FORMAT", "CORPUS_VERSION", "FINDING_SHARE", "FOCUS_SHARE", "INITIAL",
+           "NEAR_MISS_SHARE", "finding_feature",
            "OPENING_BATCH", "POKE_SHARE", "Entry",
-           "GuidedSearch", "build", "mutate", "poke", "round_size", "round_start", "sends_outside_transactions"]
+           "GuidedSearch", "build", "mutate", "poke", "round_size", "round_start"]
 
 #: Schedules per round after the opening; fixed, so the division of work never changes what
 #: is run.
@@ -102,6 +108,15 @@ FOCUS_SHARE = 0.3
 #: one step from an invariant violation) when the corpus holds one: a rare state that is next
 #: to a violation is worth more of the search than one that is merely rare.
 NEAR_MISS_SHARE = 0.5
+#: The share of each round's schedules (of those the rare-arm floor leaves to the bandit)
+#: that go back to a protocol violation the search found (:func:`finding_feature`) when the
+#: corpus holds one: the mutant changes the run near the violation's step. Taken from the
+#: bandit's share, not the rare arm's, so the rare states and near misses keep their runs. A run that broke one invariant is
+#: where the search is likeliest to break a neighbouring one (measured in ``docs/bugs.md``: in
+#: the random engine's runs of the ZooKeeper generations the violations of different
+#: invariants come in the same runs far more often than alone); this is AFL's keeping of every
+#: input with a new crash bucket, over invariants instead of stack hashes.
+FINDING_SHARE = 0.2
 #: The share of those whose mutant is a poke (``poke``): the parent unchanged up to the near
 #: miss, and an action right after it that can move the leader's HW or hold the belief's
 #: correction back.
@@ -114,8 +129,9 @@ CORPUS_FORMAT = "epochlab-guided-corpus"
 #: tells a follower with a fetch in flight; 5: and a follower in the leader's maximal ISR (each
 #: changes the features, and so a saved corpus's); 6: a leader cut from the controller, a
 #: leader whose HW is below the committed prefix, and an entry keeps the broker and stale
-#: follower of each feature's first reach
-CORPUS_VERSION = 6
+#: follower of each feature's first reach; 7: a run's protocol violations are features of its
+#: own (:func:`finding_feature`)
+CORPUS_VERSION = 7
 RETIME = (1, 5, 20, 100, 300, 1000, 3000)
 
 
@@ -152,6 +168,18 @@ class Entry:
                 self.first_brokers[i] if i < len(self.first_brokers) else (-1, -1))
 
 
+def finding_feature(invariant: str) -> int:
+    """The feature of a run that shows a protocol violation of ``invariant`` (one per
+    invariant, in the cluster family): the run joins the corpus like one that reached a new
+    state, first reaching the feature at the violation's step, and the rare arm goes back to
+    it (:data:`FINDING_SHARE`)."""
+    return feature(CLUSTER, b"protocol violation:", invariant.encode())
+
+
+#: The features of every invariant's protocol violation (:func:`finding_feature`).
+FINDINGS = frozenset(finding_feature(i) for i in ALL_INVARIANTS)
+
+
 # -- mutation ------------------------------------------------------------------------------
 
 def _down_and_open(actions: list[dict[str, Any]]) -> tuple[set[int], set[str]]:
@@ -169,20 +197,6 @@ def _down_and_open(actions: list[dict[str, Any]]) -> tuple[set[int], set[str]]:
         elif op in ("commit_transaction", "abort_transaction", "restart_producer"):
             open_txn.discard(a.get("producer", ""))
     return down, open_txn
-
-
-def sends_outside_transactions(schedule: dict[str, Any]) -> bool:
-    """Whether a transactional producer of ``schedule`` (a schedule dict) sends while none of
-    its transactions is open. Kafka's Java client refuses such a send
-    (``KafkaProducer.send`` -> ``TransactionManager.maybeAddPartition`` throws outside a
-    transaction); the simulator writes it as a plain idempotent batch for older schedules, which
-    then overtakes the transaction's batches still waiting on AddPartitionsToTxn, so a mutant
-    that moves a send out of its transaction (a deletion, a swap, a re-timing, a splice) is
-    not a client program Kafka runs."""
-    transactional = {p for p, c in schedule.get("producers", {}).items() if c.get("transactional.id")}
-    actions = schedule["actions"]
-    return any(a["op"] == "produce" and a["producer"] in transactional
-               and a["producer"] not in _down_and_open(actions[:i])[1] for i, a in enumerate(actions))
 
 
 def _classes(schedule: dict[str, Any], profile: FuzzProfile, rng: random.Random) -> dict[str, int]:
@@ -473,11 +487,11 @@ def _fresh(task: Task, run: int, arm: str) -> dict[str, Any]:
 def build(task: Task, spec: tuple[int, str, dict[str, Any] | None]) -> tuple[dict[str, Any], Schedule]:
     """The schedule of a round's ``spec`` = (run, arm, mutant or None): a fresh swarm schedule
     for None, else the mutant, or the fresh schedule of the run when the validator refuses the
-    mutant, or when a transactional producer of the mutant sends outside its transactions
-    (:func:`sends_outside_transactions`). Built where the run executes (a worker), so the driver
-    only draws the mutants."""
+    mutant. Built where the run executes (a worker), so the driver only draws the mutants. (A
+    mutant may move a transactional producer's send out of its transactions: the simulated
+    producer refuses that send, as Kafka's clients do.)"""
     run, arm, data = spec
-    if data is not None and not sends_outside_transactions(data):
+    if data is not None:
         try:
             return data, Schedule.from_dict(data, "guided")
         except ScheduleError:  # a mutant the validator refuses: a fresh schedule instead
@@ -580,7 +594,11 @@ class GuidedSearch(Campaign):
                     if self._more(first + size, deadline) else None
                 for i, (data, verdict, features, steps, times, brokers, events) in enumerate(running.result()):
                     run = first + i
-                    self._merge(run, data, features, steps, times, brokers)
+                    found = sorted({v.invariant: v for v in verdict.protocol_violations}.items())
+                    self._merge(run, data, [*features, *(finding_feature(k) for k, _ in found)],
+                                [*steps, *(len(data["actions"]) if v.step is None else v.step for _, v in found)],
+                                [*times, *(v.time_ms for _, v in found)],
+                                [*brokers, *((-1, -1) for _ in found)])
                     for v in verdict.allowed:
                         self.allowed[v.invariant] = self.allowed.get(v.invariant, 0) + 1
                     for v in verdict.protocol_violations:
@@ -622,13 +640,17 @@ class GuidedSearch(Campaign):
         total = sum(weights)
         rare = self._rare_holders()
         near = self._near_miss_holders()
+        found = self._finding_holders()
         allowed = ("fresh", "energy", "rare") if rare else ("fresh", "energy")
         specs: list[Spec] = []
         for run in range(first, first + round_size(first)):
+            to_finding = False
             if not self.corpus:
                 arm = "fresh"
             elif rare and rng.random() < FOCUS_SHARE:
                 arm = "rare"
+            elif found and rng.random() < FINDING_SHARE:
+                arm, to_finding = "rare", True
             else:
                 arm = self.bandit.choose(rng, allowed)
             if arm == "fresh":
@@ -637,20 +659,29 @@ class GuidedSearch(Campaign):
             focus = poke_at = None
             poke_who: tuple[int, int, bool, bool] = (-1, -1, False, False)
             if arm == "rare":
-                if near and rng.random() < NEAR_MISS_SHARE:
+                if to_finding:
+                    aim = "finding"
+                    target, holders = found[rng.randrange(len(found))]
+                    parent = holders[rng.randrange(len(holders))]
+                    focus = parent.reached_at(target)[0]
+                elif near and rng.random() < NEAR_MISS_SHARE:
+                    aim = "near miss"
                     target, holders = near[rng.randrange(len(near))]
                     parent = holders[rng.randrange(len(holders))]
                     focus, at_ms, who = parent.reached_at(target)
                     if rng.random() < POKE_SHARE:
+                        aim = "poke"
                         poke_at = at_ms
                         codes = NEAR_MISS_CODES[target]
                         poke_who = (*who, is_zombie(codes), bool(codes[7] & 32))
                 else:
+                    aim = "rare state"
                     family = rare[rng.randrange(len(rare))]  # a family first, then a feature of it
                     target, holders = family[rng.randrange(len(family))]
                     parent = holders[rng.randrange(len(holders))]
                     focus = parent.reached_at(target)[0]
             else:
+                aim = "energy"
                 parent = self._pick(weights, total, rng)
             other = self.corpus[rng.randrange(len(self.corpus))]
             parent.picks += 1
@@ -658,6 +689,7 @@ class GuidedSearch(Campaign):
                 mutate(parent.schedule, other.schedule, rng, self.profile, focus)
             child["origin"]["parent_run"] = parent.run
             child["origin"]["arm"] = arm
+            child["origin"]["aim"] = aim  # what the parent was picked for
             specs.append((run, arm, child))
         return specs
 
@@ -710,6 +742,15 @@ class GuidedSearch(Campaign):
         holders: dict[int, list[Entry]] = {}
         for entry in self.corpus:
             for f in targets.intersection(entry.features):
+                holders.setdefault(f, []).append(entry)
+        return sorted(holders.items(), key=lambda h: h[0])
+
+    def _finding_holders(self) -> list[tuple[int, list[Entry]]]:
+        """The protocol violations the corpus holds (:func:`finding_feature`: one feature per
+        invariant) with the entries showing each, in feature order."""
+        holders: dict[int, list[Entry]] = {}
+        for entry in self.corpus:
+            for f in FINDINGS.intersection(entry.features):
                 holders.setdefault(f, []).append(entry)
         return sorted(holders.items(), key=lambda h: h[0])
 
