@@ -308,6 +308,30 @@ def test_the_stale_offsets_can_also_leave_two_logs_differing_below_their_hws() -
     assert fixed.verdict.ok, fixed.verdict.protocol_violations
 
 
+def test_the_stale_offsets_can_also_leave_the_committed_prefix_on_too_few_replicas() -> None:
+    """A guided-search finding, shrunk to 22 actions: broker 3, leader in epoch 3, is
+    re-elected in epoch 5 and commits m10 on its stale view of its followers (Inv-StrongIsr);
+    broker 1 then loses its unflushed tail in a crash, and after it returns it rejoins the ISR
+    with a log that ends below the committed prefix m10 had extended (Inv-UncleanExclusion),
+    a clean election having cut m10 from every log. The catalogue counts it as the KRaft bug
+    (its witness, the skipped epoch, is in the run), and the proposed fix removes it."""
+    import dataclasses
+
+    from epochlab.checks import catalogue
+    from epochlab.fuzz import execute
+    from epochlab.fuzz.schedule import load_schedule
+
+    schedule = load_schedule(Path(__file__).parent / "fixtures" / "schedules"
+                             / "g5-kraft-skip-epoch-unclean-exclusion.json")
+    plain = execute(schedule)
+    assert "Inv-UncleanExclusion" in [v.invariant for v in plain.verdict.protocol_violations]
+    assert model_epoch_skips(plain.events) == [[3, 3, 5]]
+    assert [b.id for b in catalogue.match("strict-min-isr", "Inv-UncleanExclusion", plain.events)] == [
+        "KRaft re-elected leader keeps stale follower state"]
+    fixed = execute(dataclasses.replace(schedule, cluster={**schedule.cluster, "kafka.release": PATCHED}))
+    assert fixed.verdict.ok, fixed.verdict.protocol_violations
+
+
 # -- the ZooKeeper era ----------------------------------------------------------------------------
 
 ZK = "zk-skip-epoch-controller-failover"
