@@ -11,6 +11,11 @@ and after the first match::
         --config benches/profiles/off-by-default-steps.json --runs 1500 --seed 11 \\
         --bugs "KAFKA-2334" "KAFKA-6082 (KAFKA-3083)"
 
+With ``--generators`` it runs no search: it executes the first ``--runs`` schedules of the
+random engine (``generate_schedule``) and of the guided engine's fresh arm
+(``generate_swarm_schedule``) for each campaign seed (run seeds ``run_seed(seed, i)``, as the
+engines draw them) and counts the matching runs of each, the rate a search starts from.
+
 A match is the catalogue's (``epochlab.checks.catalogue.match``, witnesses checked on the
 run's events), as in the benchmark. The search is ``GuidedSearch`` itself, unchanged; the
 script only watches its merges and violations.
@@ -63,6 +68,29 @@ def measure(generation: Generation, profile: FuzzProfile, seed: int, runs: int,
                      for b, h in hits.items()}}
 
 
+def generators(generation: Generation, profile: FuzzProfile, seed: int, runs: int,
+               bugs: list[str]) -> dict[str, Any]:
+    """Matching runs (1-based) per bug among the first ``runs`` schedules of each generator."""
+    from epochlab.fuzz.campaign import run_seed
+    from epochlab.fuzz.executor import execute, gc_for_many_runs
+    from epochlab.fuzz.generator import generate_schedule
+    from epochlab.fuzz.swarm import generate_swarm_schedule
+
+    out: dict[str, Any] = {"generation": generation.label, "seed": seed, "runs": runs}
+    for name, make in (("random", generate_schedule), ("swarm", generate_swarm_schedule)):
+        found: dict[str, list[int]] = {b: [] for b in bugs}
+        with gc_for_many_runs():
+            for i in range(runs):
+                result = execute(make(run_seed(seed, i), generation, profile))
+                matched = {b.id for v in result.verdict.protocol_violations
+                           for b in match(generation, v.invariant, result.events)}
+                for b in bugs:
+                    if b in matched:
+                        found[b].append(i + 1)
+        out[name] = {b: {"matching_runs": len(r), "first": r[0] if r else None} for b, r in found.items()}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--generation", required=True)
@@ -70,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--seed", type=int, nargs="+", default=[11])
     parser.add_argument("--bugs", nargs="+", required=True, help="catalogued bug ids")
+    parser.add_argument("--generators", action="store_true",
+                        help="no search: the first --runs schedules of each generator")
     args = parser.parse_args(argv)
     known = {b.id for b in BUGS}
     unknown = [b for b in args.bugs if b not in known]
@@ -84,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"guided_aims: {e}", file=sys.stderr)
         return 2
     for seed in args.seed:
-        print(json.dumps(measure(generation, profile, seed, args.runs, args.bugs)), flush=True)
+        how = generators if args.generators else measure
+        print(json.dumps(how(generation, profile, seed, args.runs, args.bugs)), flush=True)
     return 0
 
 
