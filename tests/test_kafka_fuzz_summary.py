@@ -127,6 +127,55 @@ def test_the_model_is_asked_with_the_steps_at_their_real_times() -> None:
     assert at_real_times(scenario, []) is scenario
 
 
+#: what ``BrokerLifecycleManager`` writes to a KRaft broker's server.log with the harness's
+#: layout (``%d{UNIX_MILLIS} %p [%c] %m``)
+UNFENCED = "{t} INFO [kafka.server.BrokerLifecycleManager] [BrokerLifecycleManager id={b}] The broker has been " \
+           "unfenced. Transitioning from RECOVERY to RUNNING."
+
+
+def test_each_restarts_startup_is_read_from_the_brokers_unfencing() -> None:
+    """A restart's startup time is the time from the restart step to the broker's first
+    unfencing after it, on the run clock (its 0 in wall-clock ms is kept with the run): the
+    broker's unfencing at the cluster's start and another broker's later one do not count, and
+    a restart the broker never came back from is left out."""
+    from epochlab.kafka.runs.compare import restart_startups
+
+    t0 = 1_795_943_698_000
+    lines = [UNFENCED.format(t=t0 - 50_000, b=1), UNFENCED.format(t=t0 + 9_000, b=2),
+             UNFENCED.format(t=t0 + 12_345, b=1), UNFENCED.format(t=t0 + 30_000, b=1),
+             "1795943699000 INFO [state.change.logger] [Broker id=1] not an unfencing line"]
+    restarts = [(2, 125, 1), (7, 20_000, 1), (9, 25_000, 3)]
+    assert restart_startups(lines, restarts, t0 + 0.4) == {"2": 12_220, "7": 10_000}
+    assert restart_startups([], restarts, t0) == {}
+
+
+def test_the_model_takes_each_restarts_measured_startup_time() -> None:
+    """``at_real_times`` gives a restart the startup time the real run measured; the model's
+    broker is then down for exactly that long, and the run's other draws are the same."""
+    from epochlab.fuzz.schedule import Schedule
+    from epochlab.kafka.runs.fuzz import at_real_times, schedule_scenario
+    from epochlab.scenarios.runner import run_scenario
+
+    schedule = Schedule.from_dict({
+        "format": "epochlab-schedule", "version": 1, "generation": "strict-min-isr", "seed": 3,
+        "cluster": {"brokers": [1, 2, 3]}, "producers": {"p1": {"acks": "all"}}, "consumers": {},
+        "actions": [{"at_ms": 1000, "op": "crash", "broker": 2},
+                    {"at_ms": 9000, "op": "restart", "broker": 2}]})
+    scenario = schedule_scenario(schedule, "slow-start")
+    restart = next(s for s in scenario.steps if s.action == "restart")
+    assert restart.params["startup_ms"] is None
+    steps = [{"index": restart.index, "at_ms": 9000, "executed_at_ms": 9000}]
+    given = at_real_times(scenario, steps, {str(restart.index): 14_000})
+    assert next(s for s in given.steps if s.action == "restart").params["startup_ms"] == 14_000
+
+    def up_after(sc):  # type: ignore[no-untyped-def]
+        events = run_scenario(sc, "strict-min-isr", write=False).events
+        return [e for e in events if "broker 2 restarts" in e]
+
+    assert "up after 14000 ms" in up_after(given)[0]
+    assert "up after 14000 ms" not in up_after(scenario)[0]
+
+
 def test_the_kind_of_a_difference_in_the_data() -> None:
     from epochlab.kafka.runs.fuzz import outcome_kind
 

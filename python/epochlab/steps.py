@@ -244,8 +244,12 @@ _ENTRIES: tuple[Step, ...] = (
          fault_class="crash", version=1,
          sim=_cluster("crash", "broker", lose_unflushed="lose_unflushed"), live="crash",
          drawn_by=("crash", "lossy-crash"), shrinks=True, ends=_restart_broker),
-    Step("restart", (_p("broker", "broker", required=True),),
-         fault_class="crash", version=1, sim=_cluster("restart", "broker"), live="restart",
+    Step("restart", (_p("broker", "broker", required=True),
+                     _p("startup_ms", "int", "this restart's startup time (process start and log "
+                        "loading), as a live run measured it; default: drawn from "
+                        "broker_startup_ms", default=None)),
+         fault_class="crash", version=1, sim=_cluster("restart", "broker", startup_ms="startup_ms"),
+         live="restart",
          drawn_by=("crash", "lossy-crash"), shrinks=False),
     Step("partition", (_p("groups", "groups", "nodes that can still talk to each other", required=True),),
          fault_class="partition", version=1, sim=_partition, live="partition",

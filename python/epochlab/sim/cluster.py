@@ -205,14 +205,22 @@ class Cluster:
         b = self._broker(broker)
         self.kernel.call_as(b, b.crash, lose_unflushed)
 
-    def restart(self, broker: int) -> None:
+    def restart(self, broker: int, startup_ms: int | None = None) -> None:
         """Boot a crashed broker from its disk state (stale HW checkpoint). It comes up after
         a startup time drawn from ``broker_startup_ms`` (process start and log loading; the
-        broker is down until then)."""
+        broker is down until then), or after ``startup_ms`` when given: the time a live run
+        measured for this restart (``epochlab.kafka.runs.fuzz.at_real_times``). The draw is
+        made either way, so a given time changes nothing else of the run."""
         b = self._broker(broker)
+        if startup_ms is not None and (isinstance(startup_ms, bool) or not isinstance(startup_ms, int)
+                                       or startup_ms < 0):
+            raise ScenarioError("restart needs startup_ms >= 0", where="<python>", field="startup_ms",
+                                expected="an int >= 0", got=repr(startup_ms))
         if not b.alive and not b.starting:
             lo, hi = self.config.broker_startup_ms
             startup = self.kernel.rng(f"broker-{broker}-startup").randint(lo, hi) if hi else 0
+            if startup_ms is not None:
+                startup = startup_ms
             self.log_event("restart", f"broker {broker} restarts with LEO "
                            f"{b.replica.log.log_end_offset}, HW {b.replica.log.high_watermark}"
                            + (f"; up after {startup} ms" if startup else ""))

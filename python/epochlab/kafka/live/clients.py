@@ -89,6 +89,8 @@ class History:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._t0 = time.monotonic()
+        #: the run clock's 0 in wall-clock ms, to place the brokers' log lines on it
+        self.clock_epoch_ms = time.time() * 1000
         self.ops: list[HistoryOp] = []
         self.events: list[Event] = []
         self.idempotent: set[str] = set()

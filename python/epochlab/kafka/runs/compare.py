@@ -225,6 +225,44 @@ def state_change_lines(cluster: Any, topic: str) -> list[str]:
     return sorted(lines, key=lambda ln: int(ln.split(" ", 1)[0]) if ln.split(" ", 1)[0].isdigit() else 0)
 
 
+#: ``BrokerLifecycleManager``'s line when the controller unfences a KRaft broker (Kafka
+#: 3.x/4.x, ``BrokerLifecycleManager.HeartbeatResponseEvent``: "The broker has been unfenced.
+#: Transitioning from RECOVERY to RUNNING."): its time and broker.
+_UNFENCED = re.compile(r"^(\d+) .*\[BrokerLifecycleManager id=(\d+)\] The broker has been unfenced")
+
+
+def unfenced_lines(cluster: Any) -> list[str]:
+    """Every broker's unfencing lines (:data:`_UNFENCED`, from its ``server.log``), in time
+    order."""
+    lines: list[str] = []
+    for b in cluster.broker_ids:
+        try:
+            text = cluster.nodes[b].server_log.read_text(errors="replace")
+        except OSError:
+            continue
+        lines += [ln for ln in text.splitlines() if _UNFENCED.match(ln)]
+    return sorted(lines, key=lambda ln: int(ln.split(" ", 1)[0]))
+
+
+def restart_startups(lines: list[str], restarts: list[tuple[int, int, int]],
+                     clock_epoch_ms: float) -> dict[str, int]:
+    """For each restart ``(step index, run-clock ms it was executed at, broker)``, the ms from
+    it to the broker's first unfencing after it (``lines``: :func:`unfenced_lines`; the run
+    clock starts at ``clock_epoch_ms``, wall-clock ms): how long the real broker took to start,
+    load its logs and be let back in, the model's ``startup_ms`` for that restart
+    (``epochlab.kafka.runs.fuzz.at_real_times``). A restart with no unfencing after it (the
+    broker never came back, or a ZooKeeper-mode cluster, which has no such line) is left out,
+    and the model draws its time."""
+    unfenced = [(int(m.group(1)), int(m.group(2))) for m in map(_UNFENCED.match, lines) if m]
+    out: dict[str, int] = {}
+    for index, at_ms, broker in restarts:
+        start = clock_epoch_ms + at_ms
+        after = [t for t, b in unfenced if b == broker and t >= start]
+        if after:
+            out[str(index)] = int(round(min(after) - start))
+    return out
+
+
 def real_epoch_skips(lines: list[str]) -> list[list[int]]:
     """``[broker, previous epoch, new epoch]`` for each broker that went from leader straight to
     leader across at least one epoch it never saw, read from ``Partition.makeLeader``'s lines."""

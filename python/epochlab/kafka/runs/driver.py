@@ -437,7 +437,9 @@ def restart(d: Driver, p: dict[str, Any]) -> str:
     d.shutting_down.discard(b)
     if d.cluster.is_running(b):
         return "already running"
-    return f"{waited}started, pid {d.faults.restart(b)}"
+    given = "" if p.get("startup_ms") is None else \
+        f" (startup_ms={p['startup_ms']} is an input of the model: a real broker starts in its own time)"
+    return f"{waited}started, pid {d.faults.restart(b)}{given}"
 
 
 def controlled_shutdown(d: Driver, p: dict[str, Any]) -> str:

@@ -284,20 +284,30 @@ def data_outcome(summary: dict[str, Any]) -> tuple[Any, ...]:
     return acked, tuple(summary["lost"]), tuple(summary["duplicated"])
 
 
-def at_real_times(scenario: Any, steps: list[dict[str, Any]]) -> Any:
+def at_real_times(scenario: Any, steps: list[dict[str, Any]], startups: dict[str, int] | None = None) -> Any:
     """``scenario`` with every timed step at the moment the real run executed it (a run's
     ``steps.json``: ``executed_at_ms`` by step index). The harness starts a step late when the
     one before it took time (a partition's nft rules in every namespace take 80-300 ms here), so
     a produce due with a fault, or right after it, went out up to a few hundred milliseconds
     late; the model asked whether it gives the real outcome is given the same inputs at the same
     times. Steps without a time of their own (the closing heal, restarts, wait and read) stay
-    as they are."""
+    as they are. With ``startups`` (``real.json``'s ``restart_startup_ms``: step index -> ms
+    from the restart to the broker unfenced, :func:`~epochlab.kafka.runs.compare.restart_startups`)
+    each of those restarts takes that startup time instead of a draw from
+    ``broker_startup_ms``: a restarted broker here took 3.4-31.6 s to return, the model's
+    draw 2.0-3.8 s."""
     executed = {s["index"]: int(s["executed_at_ms"]) for s in steps
                 if s.get("index") is not None and s.get("at_ms") is not None}
-    if not executed:
+    startups = {int(k): int(v) for k, v in (startups or {}).items()}
+    if not executed and not startups:
         return scenario
-    moved = [replace(step, at_ms=executed.get(step.index, step.at_ms)) if step.at_ms is not None else step
-             for step in scenario.steps]
+    moved = []
+    for step in scenario.steps:
+        if step.at_ms is not None:
+            step = replace(step, at_ms=executed.get(step.index, step.at_ms))
+        if step.action == "restart" and step.index in startups:
+            step = replace(step, params={**step.params, "startup_ms": startups[step.index]})
+        moved.append(step)
     return replace(scenario, steps=type(scenario.steps)(moved))
 
 
@@ -308,7 +318,7 @@ def model_seeds_matching(scenario: Any, real: dict[str, Any], settings: dict[str
     from epochlab.kafka.runs.compare import model_run, summarize_model
 
     if steps is not None:
-        scenario = at_real_times(scenario, steps)
+        scenario = at_real_times(scenario, steps, real.get("restart_startup_ms"))
     want = data_outcome(real)
     return sum(data_outcome(summarize_model(model_run(replace(scenario, seed=seed), GENERATION, settings,
                                                       client))) == want

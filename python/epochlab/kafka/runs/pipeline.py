@@ -34,7 +34,8 @@ from typing import Any
 from epochlab.errors import ConfigError
 from epochlab.kafka.runs.compare import compare as compare_runs
 from epochlab.kafka.runs.compare import (model_epoch_skips, model_run, model_scenario, real_epoch_skips,
-                                         state_change_lines, summarize_model, summarize_real)
+                                         restart_startups, state_change_lines, summarize_model,
+                                         summarize_real, unfenced_lines)
 from epochlab.kafka.runs.era import era_refusals, live_generation
 from epochlab.kafka.runs.scenario import cluster_settings, run_on_cluster, unmappable
 from epochlab.report import picture
@@ -61,6 +62,12 @@ def execute(scenario: Any, cluster: Any, compare: bool, out: Path | None,
     real_summary = summarize_real(real)
     state_changes = state_change_lines(cluster, real.topic)
     real_summary["epoch_skips"] = real_epoch_skips(state_changes) if state_changes else None
+    restarts = [(r.step.index, r.executed_at_ms, int(r.step.params["broker"])) for r in real.records[1:]
+                if r.step.action == "restart" and r.step.index is not None and r.executed_at_ms is not None
+                and r.error is None]
+    real_summary["clock_epoch_ms"] = round(real.history.clock_epoch_ms)
+    real_summary["restart_startup_ms"] = restart_startups(unfenced_lines(cluster), restarts,
+                                                          real.history.clock_epoch_ms)
     settings = cluster_settings(cluster)
     _, replaced = model_scenario(scenario, settings, client)
     payload: dict[str, Any] = {
