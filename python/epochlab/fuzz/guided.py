@@ -111,11 +111,11 @@ NEAR_MISS_SHARE = 0.5
 #: The share of each round's schedules (of those the rare-arm floor leaves to the bandit)
 #: that go back to a protocol violation the search found (:func:`finding_feature`) when the
 #: corpus holds one: the mutant changes the run near the violation's step. Taken from the
-#: bandit's share, not the rare arm's, so the rare states and near misses keep their runs. A run that broke one invariant is
-#: where the search is likeliest to break a neighbouring one (measured in ``docs/bugs.md``: in
-#: the random engine's runs of the ZooKeeper generations the violations of different
-#: invariants come in the same runs far more often than alone); this is AFL's keeping of every
-#: input with a new crash bucket, over invariants instead of stack hashes.
+#: bandit's share, not the rare arm's, so the rare states and near misses keep their runs. A
+#: run that broke one invariant is where a neighbouring one breaks (in the bug-hunt tables of
+#: ``docs/bugs.md`` the first violations of several invariants often come in one run); this
+#: is AFL's keeping of every input with a new crash bucket, over invariants instead of stack
+#: hashes. What it pays is measured there too (``benches/guided_aims.py``).
 FINDING_SHARE = 0.2
 #: The share of those whose mutant is a poke (``poke``): the parent unchanged up to the near
 #: miss, and an action right after it that can move the leader's HW or hold the belief's

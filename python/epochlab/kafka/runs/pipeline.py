@@ -64,7 +64,7 @@ def execute(scenario: Any, cluster: Any, compare: bool, out: Path | None,
     real_summary["epoch_skips"] = real_epoch_skips(state_changes) if state_changes else None
     restarts = [(r.step.index, r.executed_at_ms, int(r.step.params["broker"])) for r in real.records[1:]
                 if r.step.action == "restart" and r.step.index is not None and r.executed_at_ms is not None
-                and r.error is None]
+                and r.error is None and not r.outcome.startswith("already")]  # a broker restarted
     real_summary["clock_epoch_ms"] = round(real.history.clock_epoch_ms)
     real_summary["restart_startup_ms"] = restart_startups(unfenced_lines(cluster), restarts,
                                                           real.history.clock_epoch_ms)
