@@ -37,8 +37,7 @@ from epochlab.generations import Generation
 
 
 def aim_of(data: dict[str, Any]) -> str:
-    origin = data.get("origin", {})
-    return str(origin.get("aim") or origin.get("arm") or "fresh")
+    return str(data.get("origin", {}).get("aim", "fresh"))
 
 
 def measure(generation: Generation, profile: FuzzProfile, seed: int, runs: int,

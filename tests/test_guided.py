@@ -173,7 +173,8 @@ def test_a_run_with_a_protocol_violation_joins_the_corpus_and_the_rare_arm_goes_
     assert set(holders) == {finding_feature(i) for i in first} and set(holders) <= FINDINGS
     violating = {e.run for entries in holders.values() for e in entries}
     children = search._children(search._round + 1)
-    assert {data["origin"]["parent_run"] for _, arm, data in children if arm == "rare"} & violating
+    aimed = [data for _, arm, data in children if arm == "rare" and data["origin"]["aim"] == "finding"]
+    assert aimed and {data["origin"]["parent_run"] for data in aimed} <= violating
 
 
 def test_coverage_only_reads() -> None:

@@ -140,6 +140,7 @@ def test_the_opening_rounds_are_short_and_fresh() -> None:
     assert [(run, arm, data) for run, arm, data in specs] == \
         [(run, "fresh", None) for run in range(OPENING_BATCH)]
     first = [build(search._task(), spec)[0] for spec in specs]
+    assert {b["origin"]["aim"] for b in first} == {"fresh"}
     assert first[0] == {**generate_swarm_schedule(run_seed(2, 0), Generation.KIP_101).to_dict(),
                         "origin": first[0]["origin"]}
     assert [round_start(i) for i in range(INITIAL // OPENING_BATCH + 2)] == \

@@ -477,10 +477,12 @@ Task = tuple[int, str, FuzzProfile, str | None]
 
 
 def _fresh(task: Task, run: int, arm: str) -> dict[str, Any]:
-    """The fresh swarm schedule of run ``run`` (its run seed), its origin naming ``arm``."""
+    """The fresh swarm schedule of run ``run`` (its run seed), its origin naming ``arm`` (a
+    mutant's, when it stands in for a mutant the validator refused) and its aim, ``fresh``."""
     seed, generation, profile, _backend = task
     child = generate_swarm_schedule(run_seed(seed, run), generation, profile).to_dict()
     child["origin"]["arm"] = arm
+    child["origin"]["aim"] = "fresh"
     return child
 
 
