@@ -317,9 +317,10 @@ def model_seeds_matching(scenario: Any, real: dict[str, Any], settings: dict[str
     """Of model seeds ``1..seeds``, how many give ``real``'s :func:`data_outcome`, each step at
     the time the real run executed it when ``steps`` (its ``steps.json``) is given; with
     ``measured_startups``, each restart also takes the startup time the real run measured
-    (``real["restart_startup_ms"]``). Not by default: on 59 live runs that input changed the
-    share reproduced by one run, for the worse (``docs/kafka-run.md``), since the model's
-    broker, once up, rejoins the ISR sooner than Kafka's does after its unfencing."""
+    (``real["restart_startup_ms"]``). Not by default: on 60 live runs that input changed
+    whether the model reproduces the run for one run only, for the worse (``docs/kafka-run.md``:
+    there the model's broker, up at the measured time, rejoined the ISR before a crash that
+    Kafka's did not)."""
     from epochlab.kafka.runs.compare import model_run, summarize_model
 
     if steps is not None:
