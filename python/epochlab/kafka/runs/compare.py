@@ -20,6 +20,7 @@ import dataclasses
 import json
 import re
 from collections import Counter
+from collections.abc import Callable
 from typing import Any, Sequence
 
 from epochlab.scenarios.model import Scenario
@@ -211,18 +212,22 @@ _OUTCOMES = ("acked", "not_acked", "lost", "duplicated", "read", "leaders", "fin
 _MAKE_LEADER = re.compile(r"\[Broker id=(\d+)\] Leader (\S+) with topic id .*? starts at leader epoch (\d+) "
                           r".*Previous leader (None|Some\((\d+)\)) and previous leader epoch was (-?\d+)")
 
-def state_change_lines(cluster: Any, topic: str) -> list[str]:
-    """Every broker's ``state.change.logger`` lines naming ``topic`` (from its ``server.log``),
-    in time order, each prefixed with nothing but what Kafka wrote (its time in ms first)."""
+def server_log_lines(cluster: Any, keep: Callable[[str], bool]) -> list[str]:
+    """Every broker's ``server.log`` lines that ``keep`` accepts, in time order, each as Kafka
+    wrote it (its time in ms first)."""
     lines: list[str] = []
     for b in cluster.broker_ids:
-        path = cluster.nodes[b].server_log
         try:
-            text = path.read_text(errors="replace")
+            text = cluster.nodes[b].server_log.read_text(errors="replace")
         except OSError:
             continue
-        lines += [ln for ln in text.splitlines() if "[state.change.logger]" in ln and topic in ln]
+        lines += [ln for ln in text.splitlines() if keep(ln)]
     return sorted(lines, key=lambda ln: int(ln.split(" ", 1)[0]) if ln.split(" ", 1)[0].isdigit() else 0)
+
+
+def state_change_lines(cluster: Any, topic: str) -> list[str]:
+    """Every broker's ``state.change.logger`` lines naming ``topic``, in time order."""
+    return server_log_lines(cluster, lambda ln: "[state.change.logger]" in ln and topic in ln)
 
 
 #: ``BrokerLifecycleManager``'s line when the controller unfences a KRaft broker (Kafka
@@ -232,16 +237,8 @@ _UNFENCED = re.compile(r"^(\d+) .*\[BrokerLifecycleManager id=(\d+)\] The broker
 
 
 def unfenced_lines(cluster: Any) -> list[str]:
-    """Every broker's unfencing lines (:data:`_UNFENCED`, from its ``server.log``), in time
-    order."""
-    lines: list[str] = []
-    for b in cluster.broker_ids:
-        try:
-            text = cluster.nodes[b].server_log.read_text(errors="replace")
-        except OSError:
-            continue
-        lines += [ln for ln in text.splitlines() if _UNFENCED.match(ln)]
-    return sorted(lines, key=lambda ln: int(ln.split(" ", 1)[0]))
+    """Every broker's unfencing lines (:data:`_UNFENCED`), in time order."""
+    return server_log_lines(cluster, lambda ln: _UNFENCED.match(ln) is not None)
 
 
 def restart_startups(lines: list[str], restarts: list[tuple[int, int, int]],
