@@ -297,9 +297,8 @@ impl PyFetchPlane {
             }
             Effect::Complete(request) => {
                 let req = msg::fetch_request(request.0.bind(py))?;
-                let now = this.now(py);
-                let (response, proposal) = p.replica.get().with(py, |r, log| r.handle_fetch(log, &req, now));
-                let effects = this.edit(b, |e| e.complete(request, req.replica_id, response, proposal))?;
+                let response = p.replica.get().with(py, |r, log| r.complete_parked_fetch(log, &req));
+                let effects = this.edit(b, |e| e.complete(request, req.replica_id, response))?;
                 Self::run(me, p, effects)
             }
             Effect::Respond { to, request, response } => {

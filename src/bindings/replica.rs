@@ -325,10 +325,15 @@ impl PyReplica {
         }
     }
 
-    fn handle_fetch<'py>(&self, py: Python<'py>, req: &Bound<'py, PyAny>, now_ms: Int) -> PyResult<(Bound<'py, PyAny>, Option<Bound<'py, PyAny>>)> {
+    #[pyo3(signature = (req, now_ms, update_state = true))]
+    fn handle_fetch<'py>(&self, py: Python<'py>, req: &Bound<'py, PyAny>, now_ms: Int, update_state: bool) -> PyResult<(Bound<'py, PyAny>, Option<Bound<'py, PyAny>>)> {
         let r = msg::fetch_request(req)?;
         let now = time(now_ms, "now_ms")?;
-        let (resp, proposal) = self.with(py, |rep, log| rep.handle_fetch(log, &r, now));
+        let (resp, proposal) = if update_state {
+            self.with(py, |rep, log| rep.handle_fetch(log, &r, now))
+        } else {
+            (self.with(py, |rep, log| rep.complete_parked_fetch(log, &r)), None)
+        };
         let b = Builder::new(py);
         let proposal = proposal.map(|p| b.alter_partition_request(&p)).transpose()?;
         Ok((b.fetch_response(req, resp)?, proposal))

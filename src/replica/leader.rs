@@ -48,11 +48,26 @@ impl Replica {
     /// (which may propose an ISR expansion, returned) and maybe the HW. The response carries
     /// the HW from before the update (1.5).
     pub fn handle_fetch(&mut self, log: &mut ReplicaLog, req: &FetchRequest, now_ms: u64) -> (FetchResponse, Option<AlterPartitionRequest>) {
+        self.serve_fetch(log, req, now_ms, true)
+    }
+
+    /// Answers a follower fetch that waited in the purgatory, when it completes: the same
+    /// checks and read as [`Self::handle_fetch`] at the time of completion, but the follower's
+    /// state is not updated again (`DelayedFetch.onComplete` reads with `readFromPurgatory`,
+    /// so `Partition.fetchRecords` runs with `updateFetchState = false`; the ZooKeeper-era
+    /// releases updated it only in `ReplicaManager.fetchMessages` too). Its state, and any ISR
+    /// expansion, are what the fetch did on arrival.
+    pub fn complete_parked_fetch(&mut self, log: &mut ReplicaLog, req: &FetchRequest) -> FetchResponse {
+        self.serve_fetch(log, req, 0, false).0
+    }
+
+    fn serve_fetch(&mut self, log: &mut ReplicaLog, req: &FetchRequest, now_ms: u64, update: bool) -> (FetchResponse, Option<AlterPartitionRequest>) {
         let mut error = self.epoch_error(req.current_leader_epoch);
         if error.is_none() && !self.followers.contains_key(&req.replica_id) {
             error = Some(KafkaError::NotLeaderOrFollower);
         }
-        if error.is_none() && self.stale_broker_epoch(req) {
+        // the broker epoch is checked where the state is updated (`Replica.updateFetchStateOrThrow`)
+        if update && error.is_none() && self.stale_broker_epoch(req) {
             let epoch = req.broker_epoch.map_or_else(|| "None".to_string(), |e| e.to_string());
             self.events.push(format!("ignored fetch from broker {}: stale broker epoch {epoch}", req.replica_id.0));
             error = Some(KafkaError::NotLeaderOrFollower);
@@ -76,7 +91,7 @@ impl Replica {
                     // `ReplicaManager.updateFollowerFetchState` records it): the diverged fetch
                     // offset becomes the follower's LEO, which can put it into the ISR and move
                     // the HW over records it does not hold. 2.8.1 skips the update (KAFKA-13141).
-                    let proposal = if self.record_diverging_fetch_offset {
+                    let proposal = if update && self.record_diverging_fetch_offset {
                         self.events.push(format!(
                             "took broker {}'s diverging fetch offset {} as its log end offset (KAFKA-13141)",
                             req.replica_id.0, req.fetch_offset.0
@@ -96,7 +111,11 @@ impl Replica {
         let Ok(batches) = log.read(req.fetch_offset, Some(MAX_FETCH_BATCHES), None) else {
             return (response(Some(KafkaError::OffsetOutOfRange), Vec::new(), None), None);
         };
-        let proposal = self.update_follower_fetch_state(log, req.replica_id, req.fetch_offset, now_ms, req.broker_epoch);
+        let proposal = if update {
+            self.update_follower_fetch_state(log, req.replica_id, req.fetch_offset, now_ms, req.broker_epoch)
+        } else {
+            None
+        };
         (response(None, batches, None), proposal)
     }
 

@@ -275,3 +275,25 @@ fn preferred_read_replica_by_generation() {
     sync(&mut a, &mut b, 10);
     assert_eq!(a.replica.preferred_read_replica(Offset(0), BrokerId(2)), None, "no KIP-392 before 2.4");
 }
+
+#[test]
+fn a_parked_fetch_completes_without_updating_the_follower_again() {
+    // `DelayedFetch.onComplete` reads with `updateFetchState = false`: a follower that left
+    // the ISR while its fetch waited is not put back by the fetch's completion, and its
+    // last fetch time stays the arrival's
+    let mut a = node(1, Generation::StrictMinIsr);
+    a.replica.apply_leader_and_isr(&mut a.log, &kraft_decision(&[1, 2], 0, &[(1, 1), (2, 1)], 1), 0);
+    produce(&mut a, &[7]);
+    let parked = fetch_from_2(1, 1);
+    let (resp, proposal) = a.replica.handle_fetch(&mut a.log, &parked, 5);
+    assert_eq!((resp.error, proposal), (None, None));
+    a.replica.apply_leader_and_isr(&mut a.log, &kraft_decision(&[1], 1, &[(1, 1), (2, 1)], 2), 6);
+    produce(&mut a, &[8]);
+    let resp = a.replica.complete_parked_fetch(&mut a.log, &parked);
+    assert_eq!((resp.error, resp.batches.len()), (None, 1));
+    assert_eq!(a.replica.pending_isr, None, "no ISR expansion from a completion");
+    assert_eq!(a.replica.followers[&BrokerId(2)].last_fetch_time_ms, Some(5));
+    // the same fetch arriving now does expand the ISR
+    let (_, proposal) = a.replica.handle_fetch(&mut a.log, &parked, 9);
+    assert_eq!(proposal.map(|p| p.new_isr), Some(vec![BrokerId(1), BrokerId(2)]));
+}

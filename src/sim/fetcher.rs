@@ -136,7 +136,7 @@ pub enum Effect<R, T> {
     /// Arm [`Due::Expire`]`(request)` after `wait_ms` in the broker's current incarnation and
     /// report the pair with [`Fetcher::parked`].
     Park { request: R, wait_ms: i64 },
-    /// Continuation: read for this parked fetch now (`Replica::handle_fetch`) and call
+    /// Continuation: read for this parked fetch now (`Replica::complete_parked_fetch`) and call
     /// [`Fetcher::complete`].
     Complete(R),
     /// Post the answer to `request` to follower `to` (`on_fetch_response`).
@@ -413,16 +413,10 @@ impl<R: PartialEq, T> Fetcher<R, T> {
     }
 
     /// A parked fetch `request` from `follower` is answered with what a read gives now
-    /// (`DelayedFetch.onComplete`): the proposal, the answer, then the purgatories.
-    pub fn complete(&mut self, request: R, follower: BrokerId, response: FetchResponse,
-                    proposal: Option<AlterPartitionRequest>) -> Vec<Effect<R, T>> {
-        let mut effects = Vec::with_capacity(3);
-        if let Some(p) = proposal {
-            effects.push(Effect::SendAlterPartition(p));
-        }
-        effects.push(Effect::Respond { to: follower, request, response });
-        effects.push(Effect::TryCompleteDelayed);
-        effects
+    /// (`DelayedFetch.onComplete`, `Replica::complete_parked_fetch`: no follower-state update,
+    /// so no ISR proposal): the answer, then the purgatories.
+    pub fn complete(&mut self, request: R, follower: BrokerId, response: FetchResponse) -> Vec<Effect<R, T>> {
+        vec![Effect::Respond { to: follower, request, response }, Effect::TryCompleteDelayed]
     }
 
     /// Answer every parked fetch now, oldest first, each wait timer cancelled (new data, or

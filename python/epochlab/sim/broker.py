@@ -646,9 +646,9 @@ class Broker:
                 return
 
     def _complete_fetch(self, req: FetchRequest) -> None:
-        resp, proposal = self.replica.handle_fetch(req, self.ctx.now_ms)
-        if proposal is not None:
-            self._send_alter_partition(proposal)
+        """A parked fetch is answered with what a read gives now; the follower's state is what
+        the fetch set on arrival (``DelayedFetch.onComplete``: no update, no ISR expansion)."""
+        resp, _ = self.replica.handle_fetch(req, self.ctx.now_ms, update_state=False)
         self.ctx.post(self.broker_id, req.replica_id, "on_fetch_response", resp)
         self._try_complete_delayed()
 

@@ -560,8 +560,17 @@ class Producer(TransactionalMixin):
             return
         if error in _REFRESH:
             self._leader = None
-        self._ready.append(batch)
-        self._ready.sort(key=_BATCH_ID)
+        if self.config.enable_idempotence or self.config.socket_timeout_ms is not None:
+            # by sequence (Java: RecordAccumulator.reenqueue -> insertInSequenceOrder) or by
+            # message id (librdkafka: rd_kafka_toppar_retry_msgq -> rd_kafka_msgq_insert_msgq)
+            self._ready.append(batch)
+            self._ready.sort(key=_BATCH_ID)
+        else:
+            # the Java client without idempotence has no TransactionManager, and reenqueue
+            # puts the batch at the head of its partition's queue (deque.addFirst): batches
+            # failed together (answers in order, or a closed connection's requests handed
+            # back oldest first by InFlightRequests.clearAll) are sent again newest first
+            self._ready.insert(0, batch)
         self._backoff_until = now + wait
         session = self.session
         self.ctx.kernel.schedule(wait, lambda: self._wake(session))

@@ -77,19 +77,26 @@ class LeaderFetchMixin:
             return "UNKNOWN_LEADER_EPOCH"
         return None
 
-    def handle_fetch(self, req: FetchRequest, now_ms: int
+    def handle_fetch(self, req: FetchRequest, now_ms: int, update_state: bool = True
                      ) -> tuple[FetchResponse, AlterPartitionRequest | None]:
         """Answer one follower fetch. Order: not-leader / epoch fencing (G3+); G4+ with a
         ``last_fetched_epoch``: ``leader_fetch_check`` -> DivergingEpoch (no records, no
         follower-state update) or OFFSET_OUT_OF_RANGE; fetch offset outside
         ``[log_start, LEO]`` -> OFFSET_OUT_OF_RANGE; else read from the fetch offset, update the
         follower's state (may propose an ISR expansion, returned) and maybe the HW. The
-        response carries the HW from *before* the update (1.5)."""
+        response carries the HW from *before* the update (1.5).
+
+        ``update_state=False`` answers a fetch that waited in the purgatory, at its completion:
+        the same checks and read, no follower-state update and so no proposal
+        (``DelayedFetch.onComplete`` reads with ``readFromPurgatory``: ``Partition.fetchRecords``
+        with ``updateFetchState = false``; the ZooKeeper-era releases updated the state only in
+        ``ReplicaManager.fetchMessages`` too)."""
         log = self.log
         error = self._epoch_error(req.current_leader_epoch)
         if error is None and req.replica_id not in self.followers:
             error = "NOT_LEADER_OR_FOLLOWER"
-        if error is None and self._stale_broker_epoch(req):
+        # the broker epoch is checked where the state is updated (Replica.updateFetchStateOrThrow)
+        if update_state and error is None and self._stale_broker_epoch(req):
             self.events.append(f"ignored fetch from broker {req.replica_id}: stale broker epoch "
                                f"{req.broker_epoch}")
             error = "NOT_LEADER_OR_FOLLOWER"
@@ -101,7 +108,7 @@ class LeaderFetchMixin:
                                        req.last_fetched_epoch)
             if check.kind == "diverging":
                 proposal = None
-                if self.record_diverging_fetch_offset:  # type: ignore[attr-defined]
+                if update_state and self.record_diverging_fetch_offset:  # type: ignore[attr-defined]
                     # Kafka 2.8.0 takes the diverged fetch offset as the follower's LEO
                     # (``Partition.readRecords``, ``ReplicaManager.updateFollowerFetchState``);
                     # 2.8.1 skips the update (KAFKA-13141)
@@ -117,7 +124,7 @@ class LeaderFetchMixin:
         except OffsetOutOfRangeError:
             return FetchResponse(req, "OFFSET_OUT_OF_RANGE", (), hw, start, leo), None
         proposal = self._update_follower_fetch_state(req.replica_id, req.fetch_offset, now_ms,
-                                                     req.broker_epoch)
+                                                     req.broker_epoch) if update_state else None
         return FetchResponse(req, None, batches, hw, start, leo), proposal
 
     def _stale_broker_epoch(self, req: FetchRequest) -> bool:
