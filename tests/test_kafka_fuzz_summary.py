@@ -187,3 +187,48 @@ def test_the_kind_of_a_difference_in_the_data() -> None:
     assert outcome_kind(summary([1, 2, 3]), summary([1, 2])) == "kafka-acknowledged-more"
     assert outcome_kind(summary([1, 3]), summary([1, 2])) == "other"
     assert outcome_kind(summary([1, 2], lost=[2]), summary([1, 2])) == "other"
+
+
+def test_each_restarts_return_to_the_isr_is_measured_on_its_own() -> None:
+    """Every restart gets its own return to the ISR: a broker out of the ISR returns at its
+    first ISR with it; one still in the ISR when restarted returns once it has left and come
+    back; one that never left has 0; one stopped again before it returned has none (``None``);
+    steps that are not restarts of a broker are skipped."""
+    from epochlab.kafka.runs.compare import isr_returns
+
+    points = [(0, 1, 1, (1, 2, 3), False), (1_000, 1, 1, (1, 3), False), (5_000, 1, 1, (1, 2, 3), False),
+              (8_000, 1, 1, (1, 2), False), (9_000, 1, 1, (1, 2, 3), False),
+              (20_000, 1, 1, (1, 2), False)]
+    steps = [(500, "crash", {"broker": 2}), (3_000, "restart", {"broker": 2}),
+             (7_000, "restart", {"broker": 3}), (10_000, "restart", {"broker": 1}),
+             (15_000, "restart", {"broker": 3}), (19_000, "crash", {"broker": 3}),
+             (21_000, "heal", {})]
+    assert isr_returns(points, steps) == [[3_000, 2, 2_000], [7_000, 3, 2_000], [10_000, 1, 0],
+                                          [15_000, 3, 0]]
+    steps = [(19_500, "restart", {"broker": 3}), (25_000, "crash", {"broker": 3})]
+    assert isr_returns(points, steps) == [[19_500, 3, None]]
+
+
+def test_a_summary_compares_every_restarts_return_to_the_isr() -> None:
+    """The model's summary of a run with two restarts holds both returns, and a real run that
+    took much longer for the second is a timing difference of that restart."""
+    from epochlab.fuzz.schedule import Schedule
+    from epochlab.kafka.runs.compare import compare, model_run, summarize_model
+    from epochlab.kafka.runs.fuzz import GENERATION, schedule_scenario
+
+    schedule = Schedule.from_dict({
+        "format": "epochlab-schedule", "version": 1, "generation": GENERATION, "seed": 3,
+        "cluster": {"brokers": [1, 2, 3]}, "producers": {"p1": {"acks": "all"}}, "consumers": {},
+        "actions": [{"at_ms": 1000, "op": "crash", "broker": 2},
+                    {"at_ms": 12000, "op": "restart", "broker": 2},
+                    {"at_ms": 30000, "op": "crash", "broker": 3},
+                    {"at_ms": 42000, "op": "restart", "broker": 3}]})
+    model = summarize_model(model_run(schedule_scenario(schedule, "two-restarts"), GENERATION, {}, "java"))
+    returns = model["isr_returns"]
+    assert [(b, ms is not None and 1_000 < ms < 10_000) for _t, b, ms in returns] == [(2, True), (3, True)]
+    real = json.loads(json.dumps(model))
+    real["isr_returns"][1][2] = returns[1][2] + 20_000
+    agree, diffs = compare(real, model)
+    assert agree
+    assert [d["what"] for d in diffs if d["kind"] == "timing"] == [
+        f"restart of broker 3 at {returns[1][0]} ms: return to the ISR (ms)"]

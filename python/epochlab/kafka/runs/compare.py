@@ -118,6 +118,7 @@ def _summary(history: list[dict[str, Any]], final: Snapshot, epochs: dict[int, l
                                  "epochs": epochs.get(r.broker, []), "log_end_offset": r.log_end_offset,
                                  "alive": r.alive} for r in final.replicas},
         "times": _times(points, steps, unavailable),
+        "isr_returns": isr_returns(points, steps),
         "expectations": {str(c.index if c.index is not None else f"step:{c.description}"): c.status for c in checks},
     }
 
@@ -155,6 +156,36 @@ def _times(points: list[tuple[int, int | None, int | None, tuple[int, ...], bool
             if t > t0 and (broker in isr if broker is not None else len(isr) == full):
                 out["recovery_ms"] = t - t0
                 break
+    return out
+
+
+def isr_returns(points: list[tuple[int, int | None, int | None, tuple[int, ...], bool]],
+                steps: list[tuple[int, str, dict[str, Any]]]) -> list[list[int | None]]:
+    """For every restart step, ``[step time, broker, ms to the broker's return to the ISR]``.
+    A broker still in the ISR when restarted returns once it has left it and come back (a
+    KRaft broker that registers again is fenced first); one that never left has 0; the ms
+    are ``None`` when it left and did not return before the next step that stopped it (a
+    crash, an isolation or a controlled shutdown of the same broker) or the run's end.
+    ``times`` keeps only the first restart's return (``recovery_ms``); a run with several
+    restarts is compared restart by restart with this."""
+    out: list[list[int | None]] = []
+    for i, (t0, action, params) in enumerate(steps):
+        broker = params.get("broker")
+        if action != "restart" or not isinstance(broker, int):
+            continue
+        end = next((t for t, a, p in steps[i + 1:] if a in _FAULTS and p.get("broker") == broker), None)
+        before = [isr for t, _l, _e, isr, _o in points if t <= t0]
+        left = not before or broker not in before[-1]
+        back: int | None = None
+        for t, _l, _e, isr, _o in points:
+            if t <= t0 or (end is not None and t > end):
+                continue
+            if broker not in isr:
+                left = True
+            elif left:
+                back = t - t0
+                break
+        out.append([t0, broker, back if left else 0])
     return out
 
 
@@ -316,6 +347,12 @@ def compare(real: dict[str, Any], model: dict[str, Any]) -> tuple[bool, list[dic
             add(f"broker {b} final log record epochs", r.get("records"), m.get("records"))
         if r.get("epochs") != m.get("epochs"):
             add(f"broker {b} leader-epoch cache", r.get("epochs"), m.get("epochs"))
+    real_returns, model_returns = real.get("isr_returns"), model.get("isr_returns")
+    if real_returns is not None and model_returns is not None:
+        for (t, b, r), (_t, _b, m) in zip(real_returns, model_returns):
+            if (r is None) != (m is None) or (r is not None and m is not None
+                                              and abs(r - m) > max(TIME_SLACK_MS, max(r, m) / 2)):
+                add(f"restart of broker {b} at {t} ms: return to the ISR (ms)", r, m, "timing")
     for key in sorted(real["times"]):
         r, m = real["times"][key], model["times"][key]
         if (r is None) != (m is None) or (r is not None and m is not None
