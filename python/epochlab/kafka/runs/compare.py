@@ -166,8 +166,8 @@ def isr_returns(points: list[tuple[int, int | None, int | None, tuple[int, ...],
     KRaft broker that registers again is fenced first); one that never left has 0; the ms
     are ``None`` when it left and did not return before the next step that stopped it (a
     crash, an isolation or a controlled shutdown of the same broker) or the run's end.
-    ``times`` keeps only the first restart's return (``recovery_ms``); a run with several
-    restarts is compared restart by restart with this."""
+    ``times`` has one return only (``recovery_ms``: of the run's first restart or heal,
+    whichever comes first); a run's restarts are compared one by one with this."""
     out: list[list[int | None]] = []
     for i, (t0, action, params) in enumerate(steps):
         broker = params.get("broker")
@@ -350,15 +350,21 @@ def compare(real: dict[str, Any], model: dict[str, Any]) -> tuple[bool, list[dic
     real_returns, model_returns = real.get("isr_returns"), model.get("isr_returns")
     if real_returns is not None and model_returns is not None:
         for (t, b, r), (_t, _b, m) in zip(real_returns, model_returns):
-            if (r is None) != (m is None) or (r is not None and m is not None
-                                              and abs(r - m) > max(TIME_SLACK_MS, max(r, m) / 2)):
+            if _times_differ(r, m):
                 add(f"restart of broker {b} at {t} ms: return to the ISR (ms)", r, m, "timing")
     for key in sorted(real["times"]):
         r, m = real["times"][key], model["times"][key]
-        if (r is None) != (m is None) or (r is not None and m is not None
-                                          and abs(r - m) > max(TIME_SLACK_MS, max(r, m) / 2)):
+        if _times_differ(r, m):
             add(key, r, m, "timing")
     return not any(d["kind"] == "outcome" for d in diffs), diffs
+
+
+def _times_differ(r: int | None, m: int | None) -> bool:
+    """A duration measured on one side only, or on both more than ``TIME_SLACK_MS`` and more
+    than half the larger apart."""
+    if r is None or m is None:
+        return (r is None) != (m is None)
+    return abs(r - m) > max(TIME_SLACK_MS, max(r, m) / 2)
 
 
 def _short(value: Any) -> str:
