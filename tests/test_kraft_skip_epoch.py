@@ -409,3 +409,31 @@ def test_the_java_producer_settings_are_the_scenarios() -> None:
     assert many["batch.size"] == str(java_batch_size(4))
     assert (many["transactional.id"], many["enable.idempotence"]) == ("t", "true")
 
+
+
+@pytest.mark.parametrize(("fixture", "invariant"), [
+    ("g5-kraft-skip-epoch-poll-skip.json", "poll-skip"),
+    ("g5-kraft-skip-epoch-hanging-transaction.json", "Liveness-LSO"),
+])
+def test_the_lost_write_can_also_show_to_consumers_and_transactions(fixture: str, invariant: str) -> None:
+    """Two guided-search findings with transactions, shrunk: the write a re-elected leader
+    committed on its stale view is lost, and (1) a consumer that read past it polls an offset
+    after a gap (poll-skip), or (2) the lost record is the abort marker of a transaction the
+    coordinator timed out, so the partition holds an open transaction no coordinator will end
+    (Liveness-LSO). The catalogue counts both as the KRaft bug (the skipped epoch is in each
+    run), and the proposed fix removes every violation of both."""
+    import dataclasses
+
+    from epochlab.checks import catalogue
+    from epochlab.fuzz import execute
+    from epochlab.fuzz.schedule import load_schedule
+
+    schedule = load_schedule(Path(__file__).parent / "fixtures" / "schedules" / fixture)
+    plain = execute(schedule)
+    assert invariant in [v.invariant for v in plain.verdict.protocol_violations]
+    assert model_epoch_skips(plain.events)
+    assert [b.id for b in catalogue.match("strict-min-isr", invariant, plain.events)] == [
+        "KRaft re-elected leader keeps stale follower state"]
+    assert catalogue.match("strict-min-isr", invariant, []) == []  # not by signature alone
+    fixed = execute(dataclasses.replace(schedule, cluster={**schedule.cluster, "kafka.release": PATCHED}))
+    assert fixed.verdict.ok, fixed.verdict.protocol_violations

@@ -306,9 +306,14 @@ BUGS: tuple[KnownBug, ...] = (
              # with transactions, which the proposed fix removes); Inv-UncleanExclusion: the
              # write the stale view committed extends the committed prefix, so a replica that
              # later loses its unflushed tail rejoins the ISR below it
-             # (tests/fixtures/schedules/g5-kraft-skip-epoch-unclean-exclusion.json)
+             # (tests/fixtures/schedules/g5-kraft-skip-epoch-unclean-exclusion.json);
+             # poll-skip: a consumer read past the lost write, and the offsets after it moved;
+             # Liveness-LSO: the lost record is a transaction's marker, so the partition holds a
+             # transaction the coordinator has ended (guided-search findings with transactions,
+             # tests/fixtures/schedules/g5-kraft-skip-epoch-{poll-skip,hanging-transaction}.json)
              ("Inv-StrongIsr", "Inv-Durability", "Inv-LeaderCompleteness", "lost-write", "Inv-LogMatching",
-              "Inv-ConsistentRead", "inconsistent-offsets", "Inv-UncleanExclusion"),
+              "Inv-ConsistentRead", "inconsistent-offsets", "Inv-UncleanExclusion", "poll-skip",
+              "Liveness-LSO"),
              "not fixed as of 4.4.0 (no report known; proposed fix in the report)",
              "scenarios kraft-skip-epoch-*, docs/kafka-findings/",
              "found by this project; shown on live clusters of Kafka 4.1.2, 4.3.1 and 4.4.0 and "
