@@ -78,10 +78,12 @@ def test_a_negative_linger_is_refused() -> None:
         ClusterConfig.from_dict({"controller_quorum_append_linger_ms": -1})
 
 
-def _fenced_after(established: bool, seed: int) -> int:
+def _fenced_after(established: bool, seed: int, release: str | None = None) -> int:
     """Milliseconds from cutting broker 2 off at the run's start to the controller fencing it."""
-    c = Cluster(ClusterConfig.from_dict({"brokers": [1, 2, 3], "established": established}),
-                "strict-min-isr", seed=seed)
+    settings = {"brokers": [1, 2, 3], "established": established}
+    if release is not None:
+        settings["kafka.release"] = release
+    c = Cluster(ClusterConfig.from_dict(settings), "strict-min-isr", seed=seed)
     c.partition([[2]])
     assert c.run_until(lambda c: 2 not in c.controller.isr, 20000)
     return c.now_ms
@@ -90,14 +92,20 @@ def _fenced_after(established: bool, seed: int) -> int:
 def test_an_established_cluster_fences_a_cut_broker_a_session_after_its_last_heartbeat() -> None:
     """A live cluster serves run after run: its brokers registered long before a run begins and
     heartbeat on phases of their own, so a broker cut off at time 0 is fenced a session timeout
-    after its last heartbeat, up to one interval before 0. A cluster started with the run
-    registers every broker at 0 and fences it a session timeout after that."""
+    after its last heartbeat, up to one interval before 0, and (Kafka 4.0+) at the next run of
+    the controller's periodic check, every session timeout / 8. A cluster started with the run
+    registers every broker at 0 and fences it a session timeout after that. Kafka 3.7 fences at
+    the session's end."""
     session, interval = ClusterConfig().session_timeout_ms, ClusterConfig().heartbeat_interval_ms
+    period = session // 8
     fresh = {_fenced_after(False, seed) for seed in range(1, 9)}
-    established = [_fenced_after(True, seed) for seed in range(1, 9)]
-    assert min(fresh) > session
-    assert all(session - interval < t <= session + 1 for t in established)
-    assert len(set(established)) > 4  # each seed its own phase
+    established = [_fenced_after(True, seed) for seed in range(1, 13)]
+    assert min(fresh) > session and max(fresh) <= session + period
+    assert all(session - interval < t <= session + period for t in established)
+    assert len(set(established)) > 6  # each seed its own phases
+    assert any(t > session + 1 for t in established)  # after the session's end: the check's wait
+    at_3_7 = [_fenced_after(True, seed, "3.7.0") for seed in range(1, 9)]
+    assert all(session - interval < t <= session + 1 for t in at_3_7)
 
 
 def test_an_established_cluster_serves_from_the_start() -> None:

@@ -194,6 +194,14 @@ def test_real_kafka_loses_nothing_when_the_controller_link_stays(live_cluster, t
 PATCHED = "4.3.1+skipped-epoch-reset"
 
 
+def _patched(schedule):  # type: ignore[no-untyped-def]
+    """``schedule`` on its own release (``kafka.release``, else 4.3.1) with the proposed fix."""
+    import dataclasses
+
+    release = schedule.cluster.get("kafka.release") or "4.3.1"
+    return dataclasses.replace(schedule, cluster={**schedule.cluster, "kafka.release": f"{release}+skipped-epoch-reset"})
+
+
 def _with_release(scenario, release: str | None):  # type: ignore[no-untyped-def]
     import dataclasses
 
@@ -281,7 +289,7 @@ def test_the_fuzzers_finding_is_gone_with_the_fix(path: str) -> None:
     assert "Inv-StrongIsr" in [v.invariant for v in plain.verdict.protocol_violations]
     assert [b.id for b in catalogue.match("strict-min-isr", "Inv-StrongIsr", plain.events)] == [
         "KRaft re-elected leader keeps stale follower state"]
-    fixed = execute(dataclasses.replace(schedule, cluster={**schedule.cluster, "kafka.release": PATCHED}))
+    fixed = execute(_patched(schedule))
     assert fixed.verdict.ok, fixed.verdict.protocol_violations
 
 
@@ -294,7 +302,10 @@ def test_the_stale_offsets_can_also_leave_two_logs_differing_below_their_hws() -
     witness, the skipped epoch, is in the run), and the proposed fix removes it. The run seed
     is 1924, the first from 0 that shows it after a parked fetch's completion stopped updating
     the follower's state (``DelayedFetch.onComplete``), which moved the found run (seed
-    961366987, kept in the origin)."""
+    961366987, kept in the origin). The schedule runs as Kafka 3.9.2 (``kafka.release``), a
+    release the bug affects as well: its controller fences a silent broker at the session's
+    end, as the model did when the run was found; with 4.0's periodic check (every session
+    timeout / 8) no run seed from 0 to 3,000 gives this schedule the same ending."""
     import dataclasses
 
     from epochlab.checks import catalogue
@@ -308,7 +319,7 @@ def test_the_stale_offsets_can_also_leave_two_logs_differing_below_their_hws() -
     assert model_epoch_skips(plain.events) == [[2, 3, 5]]
     assert [b.id for b in catalogue.match("strict-min-isr", "Inv-LogMatching", plain.events)] == [
         "KRaft re-elected leader keeps stale follower state"]
-    fixed = execute(dataclasses.replace(schedule, cluster={**schedule.cluster, "kafka.release": PATCHED}))
+    fixed = execute(_patched(schedule))
     assert fixed.verdict.ok, fixed.verdict.protocol_violations
 
 
@@ -334,7 +345,7 @@ def test_the_stale_offsets_can_also_leave_the_committed_prefix_on_too_few_replic
     assert model_epoch_skips(plain.events) == [[3, 3, 5]]
     assert [b.id for b in catalogue.match("strict-min-isr", "Inv-UncleanExclusion", plain.events)] == [
         "KRaft re-elected leader keeps stale follower state"]
-    fixed = execute(dataclasses.replace(schedule, cluster={**schedule.cluster, "kafka.release": PATCHED}))
+    fixed = execute(_patched(schedule))
     assert fixed.verdict.ok, fixed.verdict.protocol_violations
 
 
@@ -421,7 +432,10 @@ def test_the_lost_write_can_also_show_to_consumers_and_transactions(fixture: str
     after a gap (poll-skip), or (2) the lost record is the abort marker of a transaction the
     coordinator timed out, so the partition holds an open transaction no coordinator will end
     (Liveness-LSO). The catalogue counts both as the KRaft bug (the skipped epoch is in each
-    run), and the proposed fix removes every violation of both."""
+    run), and the proposed fix removes every violation of both. The first runs as Kafka 3.9.2
+    (``kafka.release``; the bug is there too), whose controller fences a silent broker at the
+    session's end, as the model did when it was found: with 4.0's periodic check no run seed
+    from 0 to 3,000 gives that schedule a poll-skip."""
     import dataclasses
 
     from epochlab.checks import catalogue
@@ -435,5 +449,5 @@ def test_the_lost_write_can_also_show_to_consumers_and_transactions(fixture: str
     assert [b.id for b in catalogue.match("strict-min-isr", invariant, plain.events)] == [
         "KRaft re-elected leader keeps stale follower state"]
     assert catalogue.match("strict-min-isr", invariant, []) == []  # not by signature alone
-    fixed = execute(dataclasses.replace(schedule, cluster={**schedule.cluster, "kafka.release": PATCHED}))
+    fixed = execute(_patched(schedule))
     assert fixed.verdict.ok, fixed.verdict.protocol_violations

@@ -130,7 +130,8 @@ class ClusterConfig:
     ``established``: the run begins on a cluster whose brokers registered long before (a live
     cluster that serves one run after another): no broker registers at time 0, each one's last
     heartbeat was up to one ``heartbeat_interval_ms`` before (its phase, drawn per boot), so a
-    broker cut off at once is fenced ``session_timeout_ms`` after that heartbeat, not after 0;
+    broker cut off at once is fenced ``session_timeout_ms`` after that heartbeat (in KRaft from
+    Kafka 4.0, at the controller's next periodic check after it), not after 0;
     ``False`` (the default): every broker starts and registers at time 0.
     ``broker_startup_ms`` (``broker.startup.ms``) is the ``(min, max)`` time from a restart to
     the broker's registration (process start, log loading), drawn per restart: Kafka 4.3.1 on

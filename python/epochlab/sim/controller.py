@@ -2,12 +2,13 @@
 rules 1.7, 1.9, 1.10) for the one simulated partition, plus the coordinators clients need.
 
 * Failure detection: a broker is declared dead ``session_timeout_ms`` after its last
-  heartbeat. In every generation a new incarnation cannot register while the old session
-  lives (ZooKeeper: the old session's ephemeral ``/brokers/ids/<id>``; before 2.2
-  ``ZKCheckedEphemeral`` / ``registerBrokerInZk`` fail the start "... restarted it faster than
-  the zookeeper timeout", from 2.2 ``KafkaZkClient.registerBroker``; KRaft:
-  DuplicateBrokerRegistrationException): the failure is handled when the session expires,
-  then the restarted broker registers. Before 2.2 (G0-G2) the controller learns of the expiry
+  heartbeat (KRaft from Kafka 4.0: at the controller's first periodic check after that, every
+  ``session_timeout_ms / 8``; :meth:`Controller._expiry_seen_ms`). In every generation a new
+  incarnation cannot register while the old session lives (ZooKeeper: the old session's
+  ephemeral ``/brokers/ids/<id>``; before 2.2 ``ZKCheckedEphemeral`` / ``registerBrokerInZk``
+  fail the start "... restarted it faster than the zookeeper timeout", from 2.2
+  ``KafkaZkClient.registerBroker``; KRaft: DuplicateBrokerRegistrationException): the
+  failure is handled when the session expires, then the restarted broker registers. Before 2.2 (G0-G2) the controller learns of the expiry
   from a child watch and reads ``/brokers/ids`` a moment later (a ``controller_delay_ms``
   draw); a restarted broker that registers in between is taken for the same broker, and the
   bounce is missed (ZooKeeper's "ABA" re-registration, 1.10, which KIP-380's broker epochs
@@ -153,6 +154,15 @@ class Controller:
         self._broadcast_due = False
         self._waiting: list[Callable[[], None]] = []
         self._published = self._partition_state()
+        # KRaft from Kafka 4.0: stale sessions are found by a periodic task
+        # (QuorumController.registerMaybeFenceStaleBroker, every session timeout / 8), not at
+        # each session's deadline. The active controller started it when it took over, at a
+        # time this run does not know: its phase is drawn from a stream of its own.
+        release = config.release
+        self._fence_period_ms = max(1, config.session_timeout_ms // 8) \
+            if generation.kraft and (release is None or release >= (4, 0, 0)) else None
+        self._fence_phase_ms = 0 if self._fence_period_ms is None else \
+            ctx.kernel.rng("controller-fence-check").randrange(self._fence_period_ms)
         for b in config.brokers:
             self._arm_session(b)
 
@@ -307,12 +317,25 @@ class Controller:
         old = self._session_timers.get(broker)
         if old is not None:
             old.cancel()
-        if since_ms is None:
-            self._session_timers[broker] = self.ctx.kernel.schedule(
-                self.config.session_timeout_ms + 1, lambda: self._session_expired(broker))
-        else:
-            self._session_timers[broker] = self.ctx.kernel.schedule_at(
-                since_ms + self.config.session_timeout_ms + 1, lambda: self._session_expired(broker))
+        since = self.ctx.now_ms if since_ms is None else since_ms
+        self._session_timers[broker] = self.ctx.kernel.schedule_at(
+            self._expiry_seen_ms(since + self.config.session_timeout_ms),
+            lambda: self._session_expired(broker))
+
+    def _expiry_seen_ms(self, deadline_ms: int) -> int:
+        """When the controller acts on a session that ends at ``deadline_ms`` (expired once
+        the deadline has passed: ``BrokerHeartbeatTracker.isExpired``, ``timeNs +
+        sessionTimeoutNs < nowNs``). ZooKeeper and KRaft before 4.0: at once (a deferred event
+        at the oldest session's deadline, ``QuorumController.rescheduleMaybeFenceStaleBrokers``).
+        KRaft 4.0+: at the first run of the periodic ``maybeFenceStaleBroker`` task after it;
+        that run fences one broker and runs again at once while it finds more
+        (``ReplicationControlManager.maybeFenceOneStaleBroker`` answers true), so brokers stale
+        together are fenced together. A broker cut off at once is so fenced 4.0-6.75 s later
+        with Kafka's 6 s session and 2 s heartbeats, not 4-6 s."""
+        if self._fence_period_ms is None:
+            return deadline_ms + 1
+        period = self._fence_period_ms
+        return self._fence_phase_ms + ((deadline_ms - self._fence_phase_ms) // period + 1) * period
 
     def take_established(self, phases: dict[int, int]) -> None:
         """The run begins on brokers registered long before (``ClusterConfig.established``):
@@ -477,7 +500,10 @@ class Controller:
                            f"{self.controller_epoch}")
         if self.generation.kraft:
             # ClusterControlManager.activate: a fresh BrokerHeartbeatManager registers (touches)
-            # every registered broker now, so a dead one is fenced a session timeout from here
+            # every registered broker now, so a dead one is fenced a session timeout from here;
+            # the new controller's periodic tasks start now (PeriodicTaskControlManager.activate)
+            if self._fence_period_ms is not None:
+                self._fence_phase_ms = self.ctx.now_ms % self._fence_period_ms
             for b in sorted(self.live):
                 if self.live[b]:
                     self._arm_session(b)
