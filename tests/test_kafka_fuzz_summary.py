@@ -232,3 +232,69 @@ def test_a_summary_compares_every_restarts_return_to_the_isr() -> None:
     assert agree
     assert [d["what"] for d in diffs if d["kind"] == "timing"] == [
         f"restart of broker 3 at {returns[1][0]} ms: return to the ISR (ms)"]
+
+
+FENCED = ("{t} INFO [org.apache.kafka.controller.ReplicationControlManager] [QuorumController id=100] "
+          "Fencing broker {b} at epoch 12 because its session has timed out.")
+
+
+def test_each_silenced_broker_is_matched_with_the_controllers_fence() -> None:
+    """A silence is a step that stops a broker's session reaching the controller: a crash (its
+    incarnation never speaks again: a restart registers a new one only after the old session
+    was fenced, so a fence after the restart is still the crash's), an isolation, or a
+    partition that puts the broker on another side than the controller (brokers it does not
+    list are on one side). A partition silence ends at the heal; a fence after it, or later
+    than a session timeout and one check period (plus 1 s) after the silence, is not its. A
+    controlled shutdown and a crash of a broker already down silence nothing."""
+    from epochlab.kafka.runs.compare import real_fences, silence_fences, silences
+
+    steps = [(100, "partition", {"groups": [[2, 3, "controller", "p1"]]}),   # broker 1 cut
+             (3_000, "heal", {}),                                            # before its fence
+             (4_000, "crash", {"broker": 2}),
+             (4_500, "crash", {"broker": 2}),                                # already down
+             (5_000, "restart", {"broker": 2}),
+             (6_000, "controlled_shutdown", {"broker": 3}),
+             (20_000, "isolate", {"broker": 1}),
+             (40_000, "crash", {"broker": 3})]                               # down: nothing
+    assert silences(steps, [1, 2, 3]) == [(100, 1, 3_000), (4_000, 2, None), (20_000, 1, None)]
+    t0 = 1_795_943_698_000
+    lines = [FENCED.format(t=t0 + 6_050, b=1), FENCED.format(t=t0 + 10_200, b=2),
+             FENCED.format(t=t0 + 26_300, b=1), FENCED.format(t=t0 + 60_000, b=3),
+             "1795943699000 INFO [state.change.logger] not a fencing line"]
+    fences = real_fences(lines, t0 + 0.4)
+    assert fences == [(6_050, 1), (10_200, 2), (26_300, 1), (60_000, 3)]
+    assert silence_fences(steps, [1, 2, 3], fences, 6_000) == [[100, 1, None], [4_000, 2, 6_200],
+                                                              [20_000, 1, 6_300]]
+    # a fence long after the silence is another incarnation's
+    assert silence_fences(steps, [1, 2, 3], [(4_000 + 7_751, 2)], 6_000)[1] == [4_000, 2, None]
+
+
+def test_the_models_summary_times_each_silence_to_its_fence() -> None:
+    """The model's controller fences a crashed broker within a session timeout and one check
+    period of the crash (Kafka 4.0+: 4.0-6.75 s with 2 s heartbeats and a 6 s session), and the
+    summary says when."""
+    from epochlab.fuzz.schedule import Schedule
+    from epochlab.kafka.runs.compare import model_run, summarize_model
+    from epochlab.kafka.runs.fuzz import GENERATION, schedule_scenario
+
+    schedule = Schedule.from_dict({
+        "format": "epochlab-schedule", "version": 1, "generation": GENERATION, "seed": 3,
+        "cluster": {"brokers": [1, 2, 3]}, "producers": {"p1": {"acks": "all"}}, "consumers": {},
+        "actions": [{"at_ms": 1000, "op": "crash", "broker": 2},
+                    {"at_ms": 12000, "op": "restart", "broker": 2}]})
+    fences = summarize_model(model_run(schedule_scenario(schedule, "one-crash"), GENERATION, {}, "java"))[
+        "silence_fences"]
+    assert len(fences) == 1 and fences[0][:2] == [1000, 2]
+    assert 4_000 < fences[0][2] <= 6_750
+
+
+def test_a_silence_fenced_on_one_side_only_is_a_timing_difference() -> None:
+    from epochlab.kafka.runs.compare import compare
+
+    base = {"acked": {}, "not_acked": {}, "lost": [], "duplicated": [], "read": {}, "leaders": [],
+            "final": {}, "expectations": {}, "logs": {}, "times": {}}
+    real = {**base, "silence_fences": [[100, 2, 6_200], [9_000, 1, 5_000]]}
+    model = {**base, "silence_fences": [[100, 2, 4_900], [9_000, 1, None]]}
+    agree, diffs = compare(real, model)
+    assert agree
+    assert [d["what"] for d in diffs] == ["silence of broker 1 at 9000 ms: to its fence (ms)"]

@@ -20,11 +20,12 @@ import dataclasses
 import json
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Sequence
 
 from epochlab.scenarios.model import Scenario
 from epochlab.observe import Snapshot
+from epochlab.sim.config import ClusterConfig
 
 __all__ = ["compare", "model_run", "model_scenario", "summarize_model", "summarize_real"]
 
@@ -189,6 +190,93 @@ def isr_returns(points: list[tuple[int, int | None, int | None, tuple[int, ...],
     return out
 
 
+def silences(steps: list[tuple[int, str, dict[str, Any]]], brokers: Iterable[int]) -> list[tuple[int, int, int | None]]:
+    """``(step time, broker, time the silence ended or None)`` for each step that silenced a
+    broker's session towards the controller. A crash (SIGKILL) of a running broker silences
+    its incarnation for good: a restart registers a new one, which the controller refuses
+    until the old session has expired and been fenced, so the silence ends only where the
+    next crash of that broker begins another. An isolation, or a partition that puts a live
+    broker on another side than the controller (nodes a partition does not list are on one
+    side together), silences it until the heal or partition that joins it to the controller
+    again, or until it crashes. A controlled shutdown leaves through the controller and is no
+    silence."""
+    down: set[int] = set()
+    cut: set[int] = set()
+    open_cut: dict[int, int] = {}    # broker -> index into out of its partition silence
+    last_crash: dict[int, int] = {}  # broker -> index into out of its last crash silence
+    out: list[list[Any]] = []
+
+    def side(groups: list[list[Any]], node: Any) -> int:
+        return next((i for i, g in enumerate(groups) if node in g), -1)
+
+    for t, action, params in steps:
+        if action in ("partition", "isolate", "heal"):
+            if action == "partition":
+                groups = params.get("groups") or []
+                now = {b for b in brokers if side(groups, b) != side(groups, "controller")}
+            elif action == "isolate":
+                now = cut | {int(params["broker"])}
+            else:
+                now = set()
+            was, cut = cut, now
+            for b in sorted(now - was):
+                if b not in down:
+                    open_cut[b] = len(out)
+                    out.append([t, b, None])
+            for b in sorted(was - now):
+                if b in open_cut:
+                    out[open_cut.pop(b)][2] = t
+        elif action in ("crash", "controlled_shutdown"):
+            b = int(params["broker"])
+            if b in down:
+                continue
+            down.add(b)
+            if b in open_cut:
+                out[open_cut.pop(b)][2] = t
+            if action == "crash":
+                if b in last_crash:
+                    out[last_crash[b]][2] = t
+                last_crash[b] = len(out)
+                out.append([t, b, None])
+        elif action == "restart":
+            b = int(params["broker"])
+            down.discard(b)
+            if b in cut and b not in open_cut:
+                open_cut[b] = len(out)
+                out.append([t, b, None])
+    return [(t, b, end) for t, b, end in out]
+
+
+def silence_fences(steps: list[tuple[int, str, dict[str, Any]]], brokers: Iterable[int],
+                   fences: list[tuple[int, int]], session_timeout_ms: int) -> list[list[int | None]]:
+    """For each of the run's :func:`silences`, ``[step time, broker, ms to the controller
+    fencing it]``, ``None`` when the silence ended (or the run did) first. ``fences``: the
+    times (run clock) and brokers the controller fenced for a timed-out session: Kafka's
+    "Fencing broker N ... because its session has timed out" lines (:func:`fence_lines`), the
+    model's "broker N session expired" events. The silenced session's last heartbeat came
+    before the step, so its fence comes within a session timeout and one check period
+    (Kafka 4.0+: a session timeout / 8) of it; a later fence, with 1 s to spare, is another
+    incarnation's (a restarted broker that crashed before it registered has no session to
+    fence). With 2 s heartbeats and a 6 s session a controller that fences at the session's
+    end gives 4-6 s, Kafka 4.0+ up to 6.75 s (``docs/core-semantics.md``, fencing a silent
+    broker)."""
+    within = session_timeout_ms + session_timeout_ms // 8 + 1000
+    out: list[list[int | None]] = []
+    for t0, broker, end in silences(steps, brokers):
+        after = [t for t, b in fences
+                 if b == broker and t0 <= t <= t0 + within and (end is None or t <= end)]
+        out.append([t0, broker, min(after) - t0 if after else None])
+    return out
+
+
+_SESSION_EXPIRED = re.compile(r"^(\d+) ms: controller: broker (\d+) session expired")
+
+
+def model_fences(events: list[str]) -> list[tuple[int, int]]:
+    """``(time, broker)`` of each session expiry the model's controller acted on."""
+    return [(int(m[1]), int(m[2])) for m in map(_SESSION_EXPIRED.match, events) if m]
+
+
 def summarize_real(run: Any) -> dict[str, Any]:
     final = run.records[-1].snapshot
     epochs = {b: [list(e) for e in d.epochs] for b, d in run.final_disk.items()}
@@ -226,13 +314,15 @@ def model_points(events: list[str]) -> list[tuple[int, int | None, int | None, t
     return points
 
 
-def summarize_model(result: Any) -> dict[str, Any]:
+def summarize_model(result: Any, session_timeout_ms: int = ClusterConfig.session_timeout_ms) -> dict[str, Any]:
     epochs = {int(r["broker"]): [list(e) for e in r.get("epoch_entries") or []]
               for r in result.final_state["replicas"].values()}
     steps = [(r.executed_at_ms, r.step.action, dict(r.step.params)) for r in result.records[1:]]
     history = [json.loads(line) for line in result.history_lines]
     out = _summary(history, result.final, epochs, model_points(result.events), steps, result.checks, [])
     out["times"]["unavailable_ms"] = int(result.final_state["controller"].get("unavailable_ms") or 0)
+    out["silence_fences"] = silence_fences(steps, [r.broker for r in result.final.replicas],
+                                           model_fences(result.events), session_timeout_ms)
     return out
 
 
@@ -243,11 +333,11 @@ _OUTCOMES = ("acked", "not_acked", "lost", "duplicated", "read", "leaders", "fin
 _MAKE_LEADER = re.compile(r"\[Broker id=(\d+)\] Leader (\S+) with topic id .*? starts at leader epoch (\d+) "
                           r".*Previous leader (None|Some\((\d+)\)) and previous leader epoch was (-?\d+)")
 
-def server_log_lines(cluster: Any, keep: Callable[[str], bool]) -> list[str]:
-    """Every broker's ``server.log`` lines that ``keep`` accepts, in time order, each as Kafka
-    wrote it (its time in ms first)."""
+def server_log_lines(cluster: Any, keep: Callable[[str], bool], nodes: list[int] | None = None) -> list[str]:
+    """Every broker's (or ``nodes``') ``server.log`` lines that ``keep`` accepts, in time order,
+    each as Kafka wrote it (its time in ms first)."""
     lines: list[str] = []
-    for b in cluster.broker_ids:
+    for b in cluster.broker_ids if nodes is None else nodes:
         try:
             text = cluster.nodes[b].server_log.read_text(errors="replace")
         except OSError:
@@ -270,6 +360,22 @@ _UNFENCED = re.compile(r"^(\d+) .*\[BrokerLifecycleManager id=(\d+)\] The broker
 def unfenced_lines(cluster: Any) -> list[str]:
     """Every broker's unfencing lines (:data:`_UNFENCED`), in time order."""
     return server_log_lines(cluster, lambda ln: _UNFENCED.match(ln) is not None)
+
+
+#: ``ReplicationControlManager.maybeFenceOneStaleBroker``'s line (Kafka 3.x/4.x) when the
+#: controller fences a broker whose session timed out: its time and broker.
+_FENCED = re.compile(r"^(\d+) .*Fencing broker (\d+) at epoch \d+ because its session has timed out")
+
+
+def fence_lines(cluster: Any) -> list[str]:
+    """The controller nodes' session-timeout fencing lines (:data:`_FENCED`), in time order."""
+    return server_log_lines(cluster, lambda ln: _FENCED.match(ln) is not None,
+                            list(getattr(cluster, "controller_ids", [])))
+
+
+def real_fences(lines: list[str], clock_epoch_ms: float) -> list[tuple[int, int]]:
+    """``(run-clock ms, broker)`` of each of :func:`fence_lines`."""
+    return [(int(round(int(m[1]) - clock_epoch_ms)), int(m[2])) for m in map(_FENCED.match, lines) if m]
 
 
 def restart_startups(lines: list[str], restarts: list[tuple[int, int, int]],
@@ -352,6 +458,11 @@ def compare(real: dict[str, Any], model: dict[str, Any]) -> tuple[bool, list[dic
         for (t, b, r), (_t, _b, m) in zip(real_returns, model_returns):
             if _times_differ(r, m):
                 add(f"restart of broker {b} at {t} ms: return to the ISR (ms)", r, m, "timing")
+    fences_r, fences_m = real.get("silence_fences"), model.get("silence_fences")
+    if fences_r is not None and fences_m is not None:
+        for (t, b, r), (_t, _b, m) in zip(fences_r, fences_m):
+            if _times_differ(r, m):
+                add(f"silence of broker {b} at {t} ms: to its fence (ms)", r, m, "timing")
     for key in sorted(real["times"]):
         r, m = real["times"][key], model["times"][key]
         if _times_differ(r, m):

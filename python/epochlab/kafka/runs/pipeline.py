@@ -33,14 +33,16 @@ from typing import Any
 
 from epochlab.errors import ConfigError
 from epochlab.kafka.runs.compare import compare as compare_runs
-from epochlab.kafka.runs.compare import (model_epoch_skips, model_run, model_scenario, real_epoch_skips,
-                                         restart_startups, state_change_lines, summarize_model,
+from epochlab.kafka.runs.compare import (fence_lines, model_epoch_skips, model_run, model_scenario,
+                                         real_epoch_skips, real_fences, restart_startups, silence_fences,
+                                         state_change_lines, summarize_model,
                                          summarize_real, unfenced_lines)
 from epochlab.kafka.runs.era import era_refusals, live_generation
 from epochlab.kafka.runs.scenario import cluster_settings, run_on_cluster, unmappable
 from epochlab.report import picture
 from epochlab.report.rundir import write_atomically
 from epochlab.report.table import step_rows, table_markdown
+from epochlab.sim.config import ClusterConfig
 
 __all__ = ["execute", "write_run_dir"]
 
@@ -69,6 +71,11 @@ def execute(scenario: Any, cluster: Any, compare: bool, out: Path | None,
     real_summary["restart_startup_ms"] = restart_startups(unfenced_lines(cluster), restarts,
                                                           real.history.clock_epoch_ms)
     settings = cluster_settings(cluster)
+    session_ms = int(settings.get("session_timeout_ms", ClusterConfig.session_timeout_ms))
+    steps = [(r.executed_at_ms, r.step.action, dict(r.step.params)) for r in real.records[1:]
+             if r.error is None and r.executed_at_ms is not None]
+    real_summary["silence_fences"] = silence_fences(
+        steps, cluster.broker_ids, real_fences(fence_lines(cluster), real.history.clock_epoch_ms), session_ms)
     _, replaced = model_scenario(scenario, settings, client)
     payload: dict[str, Any] = {
         "scenario": scenario.name, "runnable": True,
@@ -85,7 +92,7 @@ def execute(scenario: Any, cluster: Any, compare: bool, out: Path | None,
         payload["model"] = {"expectations_hold": model.passed, "generation": generation,
                             "settings": settings, "settings_replaced": replaced,
                             "checks": [c.to_dict() for c in model.checks],
-                            "seconds": round(time.monotonic() - t0, 2), **summarize_model(model),
+                            "seconds": round(time.monotonic() - t0, 2), **summarize_model(model, session_ms),
                             "epoch_skips": model_epoch_skips(model.events)}
         agree, diffs = compare_runs(real_summary, payload["model"])
         payload["agree"], payload["differences"] = agree, diffs
