@@ -298,3 +298,21 @@ def test_a_silence_fenced_on_one_side_only_is_a_timing_difference() -> None:
     agree, diffs = compare(real, model)
     assert agree
     assert [d["what"] for d in diffs] == ["silence of broker 1 at 9000 ms: to its fence (ms)"]
+
+
+def test_the_fence_lines_are_the_controllers(tmp_path: Path) -> None:
+    """The fencing lines come from the controller nodes' ``server.log``, not the brokers'."""
+    from types import SimpleNamespace
+
+    from epochlab.kafka.runs.compare import fence_lines
+
+    t0 = 1_795_943_698_000
+    logs = {100: [FENCED.format(t=t0 + 5, b=2), f"{t0 + 1} INFO something else"],
+            1: [FENCED.format(t=t0 + 3, b=3)]}
+    nodes = {}
+    for node, lines in logs.items():
+        path = tmp_path / f"node-{node}.log"
+        path.write_text("\n".join(lines) + "\n")
+        nodes[node] = SimpleNamespace(server_log=path)
+    cluster = SimpleNamespace(broker_ids=[1], controller_ids=[100], nodes=nodes)
+    assert fence_lines(cluster) == [FENCED.format(t=t0 + 5, b=2)]
