@@ -258,9 +258,10 @@ def test_a_fetcher_ignores_answers_to_requests_it_gave_up_on(backend: str, monke
     the leader, having seen its newer fetch, had put it back into the ISR. A Kafka fetcher
     has one request in flight and closes the connection of one that timed out
     (``NetworkClient.handleTimedOutRequests``): answers to abandoned requests never reach it.
-    With stale answers applied again (the old behaviour) the violation comes back. Run seed 4
+    With stale answers applied again (the old behaviour) the violation comes back. Run seed 6
     (the campaign run's seed until the KRaft controller published its decisions after the
-    metadata log's append linger; found by trying seeds on the shrunk actions)."""
+    metadata log's append linger; then seed 4, until the controller fenced silent brokers at
+    its periodic check; each found by trying seeds on the shrunk actions)."""
     from pathlib import Path
 
     from epochlab.fuzz import execute
