@@ -331,9 +331,10 @@ def test_a_batch_renumbered_after_a_stateless_leader_took_it_first_is_allowed_ou
     (``startSequencesAtBeginning``, KAFKA-14034): the log holds 5, 4, 5. Kafka's Java client
     does exactly this, so the duplicate and the order are classified as allowed, with the
     mechanism named; the renumbered copies keep the send order. The interleaving hangs on the
-    network's delay draws: the run seed is 1514 (486 before the KRaft controller published its
-    decisions after the metadata log's append linger), found by trying seeds on the shrunk
-    actions (the origin block keeps the campaign run's seed)."""
+    network's delay draws: the run seed is 2789 (486 before the KRaft controller published its
+    decisions after the metadata log's append linger, 1514 before it fenced silent brokers at
+    its periodic check), found by trying seeds on the shrunk actions (the origin block keeps
+    the campaign run's seed)."""
     from pathlib import Path
 
     from epochlab.fuzz import execute
