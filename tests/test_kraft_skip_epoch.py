@@ -278,8 +278,6 @@ def test_the_proposed_fix_changes_no_verdict_of_random_latest_generation_runs() 
                                   # 1 elected again, the link restored
                                   "tests/fixtures/schedules/g5-kraft-skip-epoch-guided-six-actions.json"])
 def test_the_fuzzers_finding_is_gone_with_the_fix(path: str) -> None:
-    import dataclasses
-
     from epochlab.checks import catalogue
     from epochlab.fuzz import execute
     from epochlab.fuzz.schedule import load_schedule
@@ -306,8 +304,6 @@ def test_the_stale_offsets_can_also_leave_two_logs_differing_below_their_hws() -
     release the bug affects as well: its controller fences a silent broker at the session's
     end, as the model did when the run was found; with 4.0's periodic check (every session
     timeout / 8) no run seed from 0 to 3,000 gives this schedule the same ending."""
-    import dataclasses
-
     from epochlab.checks import catalogue
     from epochlab.fuzz import execute
     from epochlab.fuzz.schedule import load_schedule
@@ -332,8 +328,6 @@ def test_the_stale_offsets_can_also_leave_the_committed_prefix_on_too_few_replic
     (its witness, the skipped epoch, is in the run), and the proposed fix removes it. The run
     seed is 0, the first from 0 that shows it after the Java client's newest-first retries
     moved the found run (seed 312386492, kept in the origin)."""
-    import dataclasses
-
     from epochlab.checks import catalogue
     from epochlab.fuzz import execute
     from epochlab.fuzz.schedule import load_schedule
@@ -436,8 +430,6 @@ def test_the_lost_write_can_also_show_to_consumers_and_transactions(fixture: str
     (``kafka.release``; the bug is there too), whose controller fences a silent broker at the
     session's end, as the model did when it was found: with 4.0's periodic check no run seed
     from 0 to 3,000 gives that schedule a poll-skip."""
-    import dataclasses
-
     from epochlab.checks import catalogue
     from epochlab.fuzz import execute
     from epochlab.fuzz.schedule import load_schedule
