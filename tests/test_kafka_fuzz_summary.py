@@ -257,6 +257,9 @@ def test_each_silenced_broker_is_matched_with_the_controllers_fence() -> None:
              (20_000, "isolate", {"broker": 1}),
              (40_000, "crash", {"broker": 3})]                               # down: nothing
     assert silences(steps, [1, 2, 3]) == [(100, 1, 3_000), (4_000, 2, None), (20_000, 1, None)]
+    # any iterable of brokers, read again at each partition
+    twice = [(0, "partition", {"groups": [[1]]}), (500, "heal", {}), (900, "partition", {"groups": [[3]]})]
+    assert silences(twice, iter([1, 2, 3])) == [(0, 1, 500), (900, 3, None)]
     t0 = 1_795_943_698_000
     lines = [FENCED.format(t=t0 + 6_050, b=1), FENCED.format(t=t0 + 10_200, b=2),
              FENCED.format(t=t0 + 26_300, b=1), FENCED.format(t=t0 + 60_000, b=3),

@@ -200,6 +200,7 @@ def silences(steps: list[tuple[int, str, dict[str, Any]]], brokers: Iterable[int
     side together), silences it until the heal or partition that joins it to the controller
     again, or until it crashes. A controlled shutdown leaves through the controller and is no
     silence."""
+    brokers = tuple(brokers)         # read at every partition step: not a one-pass iterable
     down: set[int] = set()
     cut: set[int] = set()
     open_cut: dict[int, int] = {}    # broker -> index into out of its partition silence
