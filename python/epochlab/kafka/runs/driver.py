@@ -40,6 +40,14 @@ SAMPLE_INTERVAL_S = 0.25
 #: an Admin sample takes milliseconds, and the disks alone would show a stale high watermark
 #: (the checkpoint file, written every 5 s) and no leadership change.
 ADMIN_SAMPLE_S = 3.2
+#: How often a ``wait_until`` reads the data directories between two samples while its
+#: condition does not hold. A replica's log can pass through a state for a moment only: a
+#: follower that truncates to the new leader's divergence point refetches at once, and gets
+#: a client's retried batch as soon as the leader has it (a retry backoff of 100 ms after the
+#: old leader's NOT_LEADER_OR_FOLLOWER). The model sees every state; a sample every 250 ms
+#: can miss it, a read every 20 ms does not. The Admin state (leader, ISR, HW) is still
+#: taken at :data:`SAMPLE_INTERVAL_S`.
+WATCH_INTERVAL_S = 0.02
 
 
 class Driver:
@@ -80,6 +88,7 @@ class Driver:
         self.records: list[StepRecord] = []
         self.notes: list[str] = []
         self._last_sample = 0.0
+        self._last_watch = 0.0
         self._controller_admin: ControllerAdmin | None = None
         self.shutting_down: set[int] = set()
 
@@ -90,32 +99,47 @@ class Driver:
     def cuts(self) -> set[tuple[Any, Any]]:
         return self.partition_cuts | self.link_cuts
 
-    def sample(self, admin: bool = True) -> Snapshot:
+    def sample(self, admin: bool = True, watch: bool = False) -> Snapshot:
+        """The cluster now, recorded; a ``watch`` read (a ``wait_until``'s data-directory
+        read between two samples) does not move the next sample."""
         snap, _ = self.view.snapshot(self.now_ms(), self.cuts(), admin=admin)
         self.observer.sample(snap)
         point = (snap.time_ms, snap.leader, snap.leader_epoch, snap.isr, snap.offline)
         if not self.timeline or self.timeline[-1][1:] != point[1:]:
             self.timeline.append(point)
-        self._last_sample = time.monotonic()
+        self._last_watch = time.monotonic()
+        if not watch:
+            self._last_sample = self._last_watch
         return snap
 
     def pump(self) -> None:
         for p in self.producers.values():
             p.poll(0)
 
-    def idle_until(self, target_ms: int, stop: Callable[[], bool] | None = None) -> bool:
-        """Let time pass until ``target_ms`` (run clock), sampling; with ``stop``, return True
-        as soon as it holds (checked after each sample)."""
+    def idle_until(self, target_ms: int, stop: Callable[[Snapshot], bool] | None = None) -> bool:
+        """Let time pass until ``target_ms`` (run clock), sampling. With ``stop`` (a condition
+        on a snapshot), return True as soon as it holds: checked on every sample (with the
+        Admin state, as a condition on the leader or ISR needs it) and on the data directories
+        read every :data:`WATCH_INTERVAL_S` between samples."""
         while True:
             self.pump()
-            if time.monotonic() - self._last_sample >= SAMPLE_INTERVAL_S:
-                self.sample(admin=not self.cuts() or target_ms - self.now_ms() > ADMIN_SAMPLE_S * 1000)
-                if stop is not None and stop():
-                    return True
+            now = time.monotonic()
+            snap, watch = None, False
+            if now - self._last_sample >= SAMPLE_INTERVAL_S:
+                snap = self.sample(admin=stop is not None or not self.cuts()
+                                   or target_ms - self.now_ms() > ADMIN_SAMPLE_S * 1000)
+            elif stop is not None and now - self._last_watch >= WATCH_INTERVAL_S:
+                snap, watch = self.sample(admin=False, watch=True), True
+            if stop is not None and snap is not None and stop(snap):
+                if watch:
+                    # the Admin state as of now too (a leader's HW, its ISR): the next step's
+                    # row reads it, as it does after a condition met on a sample
+                    self.sample(admin=True)
+                return True
             left = target_ms - self.now_ms()
             if left <= 0:
                 return False
-            time.sleep(min(0.05, left / 1000))
+            time.sleep(min(WATCH_INTERVAL_S if stop is not None else 0.05, left / 1000))
 
     def start_clients(self) -> None:
         """Create the clients before the clock starts, as the model does (their first request
@@ -546,10 +570,10 @@ def wait_until(d: Driver, p: dict[str, Any]) -> str:
     cond = p["condition"]
     start = d.now_ms()
 
-    def holds() -> bool:
-        return _holds(d, cond, d.sample())
+    def holds(snap: Snapshot) -> bool:
+        return _holds(d, cond, snap)
 
-    ok = holds() or d.idle_until(start + p["timeout_ms"], stop=holds)
+    ok = holds(d.sample()) or d.idle_until(start + p["timeout_ms"], stop=holds)
     if ok:
         return f"condition held after {d.now_ms() - start} ms"
     return ("TIMEOUT" if p["required"] else "timeout") + f": condition not met in {p['timeout_ms']} ms"
