@@ -297,13 +297,15 @@ def test_the_stale_offsets_can_also_leave_two_logs_differing_below_their_hws() -
     old log end, and once broker 1 leads in epoch 6 with its own record at offset 31 the two
     logs differ below both HWs (Inv-LogMatching, with the committed record missing from the
     new leader: Inv-StrongIsr, Inv-Durability). The catalogue counts it as the KRaft bug (its
-    witness, the skipped epoch, is in the run), and the proposed fix removes it. The run seed
-    is 1924, the first from 0 that shows it after a parked fetch's completion stopped updating
-    the follower's state (``DelayedFetch.onComplete``), which moved the found run (seed
-    961366987, kept in the origin). The schedule runs as Kafka 3.9.2 (``kafka.release``), a
-    release the bug affects as well: its controller fences a silent broker at the session's
-    end, as the model did when the run was found; with 4.0's periodic check (every session
-    timeout / 8) no run seed from 0 to 3,000 gives this schedule the same ending."""
+    witness, the skipped epoch, is in the run), and the proposed fix removes it. Later model
+    rules moved the found run (seed 961366987, kept in the origin): a parked fetch's completion
+    updating no follower state (``DelayedFetch.onComplete``), then Kafka's order of the
+    purgatories when a broker stops leading; the run seed is 7958, the first from 0 that shows
+    this ending again (none from 0 to 3,000). The schedule runs as Kafka 3.9.2
+    (``kafka.release``), a release the bug affects as well: its controller fences a silent
+    broker at the session's end, as the model did when the run was found; with 4.0's periodic
+    check (every session timeout / 8) no run seed from 0 to 3,000 gave this schedule the same
+    ending."""
     from epochlab.checks import catalogue
     from epochlab.fuzz import execute
     from epochlab.fuzz.schedule import load_schedule
@@ -429,7 +431,11 @@ def test_the_lost_write_can_also_show_to_consumers_and_transactions(fixture: str
     run), and the proposed fix removes every violation of both. The first runs as Kafka 3.9.2
     (``kafka.release``; the bug is there too), whose controller fences a silent broker at the
     session's end, as the model did when it was found: with 4.0's periodic check no run seed
-    from 0 to 3,000 gives that schedule a poll-skip."""
+    from 0 to 3,000 gave that schedule a poll-skip. Its run seed is 7831 (the found run's,
+    871639879, is kept in the origin): Kafka's order of the purgatories when a broker stops
+    leading moved the found run, and 7831 is the first seed from 0 that gives the poll-skip
+    back. The same rule moved the second; its run seed is 4, the first from 0 that gives the
+    hanging transaction back (the found run's, 2139447654, is kept in the origin)."""
     from epochlab.checks import catalogue
     from epochlab.fuzz import execute
     from epochlab.fuzz.schedule import load_schedule

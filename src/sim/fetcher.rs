@@ -41,7 +41,9 @@
 //!   else parks a `DelayedFetch`); it is answered with what a read gives when new data is
 //!   appended (`DelayedFetch.tryComplete`, from `Partition.tryCompleteDelayedRequests`), at the
 //!   wait's end (`DelayedFetch.onExpiration` / `onComplete`), or when the broker stops leading
-//!   (`ReplicaManager.makeFollowers` completes the partition's delayed fetches);
+//!   (`ReplicaManager.completeDelayedOperationsWhenNotPartitionLeader`, after the produce
+//!   purgatory: the broker orders the two, `Broker._complete_when_not_leader`); its answer
+//!   changes no state, so nothing else is tried after it;
 //! * KRaft fetches carry the broker epoch (KIP-903: `RemoteLeaderEndPoint.buildFetch` passes
 //!   `brokerEpochSupplier()` to `FetchRequest.Builder.forReplica`);
 //! * an OffsetsForLeaderEpoch request is answered at once (`KafkaApis` ->
@@ -414,13 +416,13 @@ impl<R: PartialEq, T> Fetcher<R, T> {
 
     /// A parked fetch `request` from `follower` is answered with what a read gives now
     /// (`DelayedFetch.onComplete`, `Replica::complete_parked_fetch`: no follower-state update,
-    /// so no ISR proposal): the answer, then the purgatories.
+    /// so no ISR proposal and nothing another purgatory waits for): the answer alone.
     pub fn complete(&mut self, request: R, follower: BrokerId, response: FetchResponse) -> Vec<Effect<R, T>> {
-        vec![Effect::Respond { to: follower, request, response }, Effect::TryCompleteDelayed]
+        vec![Effect::Respond { to: follower, request, response }]
     }
 
     /// Answer every parked fetch now, oldest first, each wait timer cancelled (new data, or
-    /// the broker stops leading: `ReplicaManager.makeFollowers`).
+    /// the broker stops leading: `ReplicaManager.completeDelayedOperationsWhenNotPartitionLeader`).
     pub fn answer_parked(&mut self) -> Vec<Effect<R, T>> {
         let parked = std::mem::take(&mut self.parked);
         let mut effects = Vec::with_capacity(2 * parked.len());

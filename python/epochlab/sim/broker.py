@@ -440,10 +440,17 @@ class Broker:
             self.ctx.log_event("role", f"broker {self.broker_id} is {outcome} in epoch "
                                f"{msg.leader_epoch} (was {before[0]} in epoch {before[1]}), "
                                f"ISR {list(msg.isr)}, LEO {self.replica.log.log_end_offset}")
-        if outcome != "leader":
-            self._answer_parked_fetches()
-        if outcome == "follower":
+        if outcome == "follower" and self.ctx.generation.kraft:
+            # ReplicaManager.applyLocalFollowersDelta: the fetcher starts, then the
+            # purgatories are completed (completeDelayedOperationsWhenNotPartitionLeader)
             self._start_fetcher()
+            self._complete_when_not_leader()
+        elif outcome == "follower":
+            # ReplicaManager.makeFollowers (ZooKeeper): the purgatories first, then the fetcher
+            self._complete_when_not_leader()
+            self._start_fetcher()
+        elif outcome == "follower-same":
+            self._complete_when_not_leader()
         self._arm_isr_expiration()
         self._try_complete_delayed()
 
@@ -647,10 +654,23 @@ class Broker:
 
     def _complete_fetch(self, req: FetchRequest) -> None:
         """A parked fetch is answered with what a read gives now; the follower's state is what
-        the fetch set on arrival (``DelayedFetch.onComplete``: no update, no ISR expansion)."""
+        the fetch set on arrival (``DelayedFetch.onComplete``: no update, no ISR expansion, so
+        nothing another purgatory waits for changes)."""
         resp, _ = self.replica.handle_fetch(req, self.ctx.now_ms, update_state=False)
         self.ctx.post(self.broker_id, req.replica_id, "on_fetch_response", resp)
-        self._try_complete_delayed()
+
+    def _complete_when_not_leader(self) -> None:
+        """The broker no longer leads (``ReplicaManager.completeDelayedOperationsWhenNotPartitionLeader``):
+        the produce purgatory (produces, then transaction markers) fails what waits there with
+        NOT_LEADER_OR_FOLLOWER, then the fetch purgatory answers the parked follower fetches
+        and the consumer reads."""
+        if self._parked_produces:
+            self._answer_parked_produces(force_error=None)
+        if self._parked_markers:
+            self._answer_parked_markers(force_error=None)
+        self._answer_parked_fetches()
+        if self._parked_reads:
+            self._check_parked_reads()
 
     def _answer_parked_fetches(self) -> None:
         if self._plane is not None:
