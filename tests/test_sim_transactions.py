@@ -244,6 +244,35 @@ def test_an_end_with_no_transaction_open_ends_nothing() -> None:
             ("commit_txn", "invoke", None), ("abort_txn", "ok", None), ("commit_txn", "ok", None)]
 
 
+def test_a_commit_fenced_after_the_coordinator_took_it_has_an_unknown_outcome() -> None:
+    """A guided-search finding, shrunk to 8 actions (``g5-txn-commit-fenced-after-the-coordinator-took-it.json``):
+    t1's EndTxn(COMMIT) waits out a partition and times out on the client; the coordinator
+    takes it when the partition heals (PrepareCommit, epoch bumped) and answers a request the
+    client gave up; every retry is told CONCURRENT_TRANSACTIONS while the marker waits for the
+    ISR. t2, the same ``transactional.id``, then bumps the epoch again, and t1's next retry is
+    PRODUCER_FENCED: ``TransactionCoordinator.handleEndTransaction`` recognises a retry only
+    by the epoch one below the current one. The transaction committed; the client cannot tell,
+    so its history says ``info``, not ``fail``, and the checker counts it as maybe committed.
+    The history said ``fail`` before, and the checker called the committed value a write that
+    moved into another transaction (Inv-TxnAtomicity, Inv-ReadCommittedOnly): a false alarm."""
+    from pathlib import Path
+
+    from epochlab.fuzz.schedule import load_schedule
+
+    schedule = load_schedule(Path(__file__).parent / "fixtures" / "schedules"
+                             / "g5-txn-commit-fenced-after-the-coordinator-took-it.json")
+    for backend in BACKENDS:
+        run = execute(schedule, backend=backend)
+        assert run.verdict.ok, run.verdict.protocol_violations
+        ends = [(op.type, op.error) for op in run.history if op.process == "t1" and op.f == "commit_txn"]
+        assert ends == [("invoke", None), ("info", "PRODUCER_FENCED")]
+        final = run.final_state
+        leader = final["replicas"][str(final["controller"]["leader"])]
+        # it did commit: t1's value at offset 0, a COMMIT marker right after it, below the LSO
+        assert leader["batches"][0][3] == [1] and leader["markers"][0][0::2] == [1, "commit"]
+        assert leader["last_stable_offset"] > 1
+
+
 def test_liveness_lso_holds_after_a_clean_transaction() -> None:
     c = Cluster(ClusterConfig(), "strict-min-isr", seed=1)
     t = c.producer("t", ProducerConfig(acks="all", transactional_id="tx"))

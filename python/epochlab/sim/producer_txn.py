@@ -25,7 +25,8 @@ so do later calls, until ``restart()``.
 
 History: ``begin_txn`` (``invoke`` + ``ok``), ``commit_txn`` / ``abort_txn`` (``invoke`` with
 ``value`` = the values sent in the transaction, then ``ok``, ``fail`` with the Kafka error, or
-``info`` when a restart cut it short). Sends invoked between a ``begin_txn`` and the next
+``info`` when a restart cut it short, or when the session was fenced after an EndTxn the
+coordinator may have taken: one without an answer, or one answered CONCURRENT_TRANSACTIONS). Sends invoked between a ``begin_txn`` and the next
 ``commit_txn``/``abort_txn`` invoke (or restart) of the same process belong to that
 transaction. A send outside a transaction on a transactional producer fails at once
 (``fail`` with ``INVALID_TXN_STATE``) and writes nothing, as both clients refuse it
@@ -64,6 +65,7 @@ class Txn:
     added: bool = False
     end: str | None = None            # "commit" | "abort" once requested
     end_sent: bool = False
+    end_may_apply: bool = False       # an EndTxn of it may have been taken (no answer, or CONCURRENT_TRANSACTIONS)
     failed: str | None = None         # first error that made it abortable
     unknown: bool = False             # some send's outcome is unknown (KIP-360 bump needed)
     done: bool = False
@@ -207,6 +209,9 @@ class TransactionalMixin:
         def expire() -> None:
             if session == self.session and self._txn_pending == (kind, request_id):
                 self._txn_pending = None
+                txn = self._head_txn()
+                if kind == "end" and txn is not None:
+                    txn.end_may_apply = True  # the coordinator may have taken it
                 self._drain()
         self.ctx.kernel.schedule(COORDINATOR_TIMEOUT_MS, expire)
 
@@ -280,6 +285,9 @@ class TransactionalMixin:
             return
         if resp.error is not None:
             if resp.error == "CONCURRENT_TRANSACTIONS":
+                # the coordinator is completing an end it took: an earlier EndTxn of this
+                # transaction whose answer the client did not get
+                txn.end_may_apply = True
                 self._retry_after_backoff()
                 return
             self._finish_txn(txn, resp.error)
@@ -341,8 +349,12 @@ class TransactionalMixin:
                 continue
             txn.done = True
             if txn.end is not None:
-                self.ctx.record(self.name, "fail", f"{txn.end}_txn", value=list(txn.values),
-                                error=error)
+                # Fenced after an EndTxn the coordinator may have taken: the transaction may
+                # have ended as asked (a KIP-890 retry is recognised only until the next epoch
+                # bump, TransactionCoordinator.handleEndTransaction; after it the retry is
+                # PRODUCER_FENCED), so the outcome is unknown, not a failure.
+                self.ctx.record(self.name, "info" if txn.end_may_apply else "fail", f"{txn.end}_txn",
+                                value=list(txn.values), error=error)
         self._open_txn = None
         self._ready.clear()  # type: ignore[attr-defined]
         self._accumulator.clear()  # type: ignore[attr-defined]
