@@ -26,11 +26,11 @@ so do later calls, until ``restart()``.
 History: ``begin_txn`` (``invoke`` + ``ok``), ``commit_txn`` / ``abort_txn`` (``invoke`` with
 ``value`` = the values sent in the transaction, then ``ok``, ``fail`` with the Kafka error, or
 ``info`` when a restart cut it short, or when the session was fenced after an EndTxn the
-coordinator may have taken: one without an answer, or one answered CONCURRENT_TRANSACTIONS). Sends invoked between a ``begin_txn`` and the next
-``commit_txn``/``abort_txn`` invoke (or restart) of the same process belong to that
-transaction. A send outside a transaction on a transactional producer fails at once
-(``fail`` with ``INVALID_TXN_STATE``) and writes nothing, as both clients refuse it
-(``Producer.send``).
+coordinator may have taken: one without an answer, or one answered CONCURRENT_TRANSACTIONS).
+Sends invoked between a ``begin_txn`` and the next ``commit_txn``/``abort_txn`` invoke (or
+restart) of the same process belong to that transaction. A send outside a transaction on a
+transactional producer fails at once (``fail`` with ``INVALID_TXN_STATE``) and writes nothing,
+as both clients refuse it (``Producer.send``).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class Txn:
     added: bool = False
     end: str | None = None            # "commit" | "abort" once requested
     end_sent: bool = False
-    end_may_apply: bool = False       # an EndTxn of it may have been taken (no answer, or CONCURRENT_TRANSACTIONS)
+    end_may_apply: bool = False       # an EndTxn may have been taken (unanswered, or CONCURRENT_TRANSACTIONS)
     failed: str | None = None         # first error that made it abortable
     unknown: bool = False             # some send's outcome is unknown (KIP-360 bump needed)
     done: bool = False
