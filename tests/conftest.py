@@ -49,3 +49,29 @@ def started_cluster(directory, overrides):  # type: ignore[no-untyped-def]
     pids = [p for p in c.pids().values() if p is not None]
     c.stop(grace_s=0)
     assert pids and not [p for p in pids if live_pid(p)], "a JVM survived the teardown"
+
+
+#: The test files that start live clusters: Kafka brokers and controllers (in network
+#: namespaces on subnets picked from what this machine's interfaces leave free, behind
+#: Toxiproxy, on the lossy filesystem), ZooKeeper, a Spark standalone master and workers. When
+#: the suite runs on several cores (``scripts/test``: pytest-xdist, ``--dist loadgroup``) every
+#: test of these files goes to one worker and they run one after another, as without xdist:
+#: two clusters started at once would race for the same free subnet, and a live run's timings
+#: are compared with the model's, so one cluster at a time keeps the machine's load what the
+#: live tests were measured under. Every other test (the simulator, the Rust core through its
+#: bindings, Kafka's classes through JPype, local Spark) shares nothing across processes but
+#: its own ``tmp_path`` and runs on whichever worker is free.
+LIVE_CLUSTER_FILES = frozenset({
+    "test_kafka_cluster.py", "test_kafka_power_loss.py", "test_kafka_proxy.py",
+    "test_kafka_refusals.py", "test_kafka_run.py", "test_kafka_zk_live.py",
+    "test_kafka_zookeeper.py", "test_kraft_skip_epoch.py", "test_spark_standalone.py",
+})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist, the live-cluster tests in one group (:data:`LIVE_CLUSTER_FILES`)."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        if item.path.name in LIVE_CLUSTER_FILES:
+            item.add_marker(pytest.mark.xdist_group("live-cluster"))

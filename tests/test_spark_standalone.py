@@ -7,7 +7,9 @@ a campaign's numbers do not depend on the deployment.
 * the random and the guided fuzz engines on the cluster: the same summary (and for the guided
   engine the same corpus) as one process;
 * leaving the context manager, with an application's executors running, leaves no process of
-  the cluster behind (master, workers, executors, their Python workers).
+  the cluster behind (master, workers, executors, their Python workers);
+* the cluster comes up while another process holds Spark's REST submission port (6066), as
+  the module's fixture starts it.
 
 The cluster is stopped by the last test (the module fixture stops it otherwise).
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import socket
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -44,10 +47,25 @@ APP = "epochlab-standalone-tests"
 _TIMINGS = ("seconds", "runs_per_second")
 
 
+@contextlib.contextmanager
+def _port_held(port: int) -> Iterator[None]:
+    """``port`` of every address held by this process while the block runs (if another
+    process holds it already, that serves as well)."""
+    with socket.socket() as s:
+        with contextlib.suppress(OSError):
+            s.bind(("0.0.0.0", port))
+            s.listen()
+        yield
+
+
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[tuple[MasterURL, contextlib.ExitStack]]:
     stack = contextlib.ExitStack()
-    url = stack.enter_context(standalone_cluster(workers=2, cores=1, memory="1g"))
+    # started while Spark's REST submission port (6066) is taken: the master runs without
+    # that server and must come up all the same (a master that needed the port stood by
+    # and registered no worker when a process beside the tests held it)
+    with _port_held(6066):
+        url = stack.enter_context(standalone_cluster(workers=2, cores=1, memory="1g"))
     assert isinstance(url, MasterURL)
     with stack:
         yield url, stack

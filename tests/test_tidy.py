@@ -125,3 +125,16 @@ def test_rust_bindings_form_no_cycle() -> None:
 
     cycles = sorted(f"{a} <-> {b}" for a in uses for b in uses[a] if a < b and reaches(b, a))
     assert cycles == []
+
+
+def test_every_file_that_starts_a_live_cluster_runs_in_the_live_group() -> None:
+    """``scripts/test`` runs the suite on every core; the files that start Kafka, ZooKeeper or
+    Spark standalone clusters must be in ``conftest.LIVE_CLUSTER_FILES`` so that they run one
+    at a time (its comment says why). A new such file not listed there fails here."""
+    from conftest import LIVE_CLUSTER_FILES
+
+    starts = re.compile(r"LocalCluster\(|started_cluster\(|standalone_cluster\(|ZooKeeper\(|"
+                        r"\"kafka\", \"run\"|\[\"up\"")
+    starting = {p.name for p in (ROOT / "tests").glob("test_*.py") if starts.search(p.read_text())}
+    assert starting - LIVE_CLUSTER_FILES == set()
+    assert LIVE_CLUSTER_FILES <= {p.name for p in (ROOT / "tests").glob("test_*.py")}

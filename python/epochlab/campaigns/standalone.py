@@ -30,7 +30,10 @@ that started them end without leaving the context (the process killed, say:
 ``PR_SET_PDEATHSIG``), so enter it in a thread that outlives the cluster, as a ``with`` block
 in the main thread does; a worker's executors exit with their worker. Ports are free ports of
 ``127.0.0.1`` (bound to port 0, then released) and may not drift (``spark.port.maxRetries=0``):
-a port taken in between fails the start, which is retried with new ports. Everything the
+a port taken in between fails the start, which is retried with new ports. The master's REST
+submission server, which Spark binds to the fixed port 6066 and which nothing here uses (jobs
+go through the master URL), is off (``spark.master.rest.enabled=false``): with it on, any
+other process holding 6066 left the master standing by, registering no worker. Everything the
 cluster writes (``SPARK_LOCAL_DIRS``, ``SPARK_WORKER_DIR``, the logs, an empty
 ``SPARK_CONF_DIR``) lives in a temporary directory removed on exit.
 
@@ -218,7 +221,8 @@ def _environment(spark_home: Path, root: Path) -> dict[str, str]:
         "SPARK_LOG_DIR": str(root / "logs"),
         "SPARK_PID_DIR": str(root),
         "SPARK_DAEMON_MEMORY": DAEMON_MEMORY,
-        "SPARK_DAEMON_JAVA_OPTS": (env.get("SPARK_DAEMON_JAVA_OPTS", "") + " -Dspark.port.maxRetries=0").strip(),
+        "SPARK_DAEMON_JAVA_OPTS": (env.get("SPARK_DAEMON_JAVA_OPTS", "")
+                                   + " -Dspark.port.maxRetries=0 -Dspark.master.rest.enabled=false").strip(),
         "JAVA_TOOL_OPTIONS": (env.get("JAVA_TOOL_OPTIONS", "") + " " + JAVA_OPTIONS).strip(),
         "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
     })
