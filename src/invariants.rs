@@ -1,11 +1,16 @@
 //! Whole-log scans used by tests, fuzzers and the checker (each O(batches + records)), and the
-//! passing cases of the state checker's per-event checks (`epochlab.checks.state.StateChecker`)
-//! as pure predicates over a plain view of the cluster ([`ReplicaView`], [`ControllerView`]).
+//! state invariants of PROTOCOL section 4 as pure functions, each stated once here for both of
+//! their Rust callers: the simulator's state checker (`StateScan` in the bindings, the passing
+//! cases of `epochlab.checks.state.StateChecker`'s per-event checks, over a plain view of the
+//! cluster: [`ReplicaView`], [`ControllerView`]) and the trace replay (`crate::replay`, which
+//! reports what they find). The Python statements (`epochlab.checks.state`,
+//! `epochlab.replay`'s twin) are the oracles the differential tests compare them with.
 //!
-//! Each predicate answers whether one part of the check passes; a `false` is the caller's cue
-//! to run the Python statement of that part, which reports (the messages are made in one
-//! place). Log comparisons are the caller's: it passes them as closures, so that it may keep
-//! what it has already verified between calls (`StateScan` in the bindings does).
+//! For the checker a `false` is the cue to run the Python statement of that part, which
+//! reports (the messages are made in one place); the replay words its own reports from what
+//! the `first_*` forms return. Log comparisons are the caller's: it passes them as closures,
+//! so that it may keep what it has already verified between calls (`StateScan` and the replay
+//! both do).
 
 use crate::log::ReplicaLog;
 use crate::types::Offset;
@@ -61,7 +66,13 @@ pub fn first_mismatch_between(a: &ReplicaLog, b: &ReplicaLog, from: Offset, limi
 /// batch whose epoch is below its predecessor's.
 pub fn epoch_regressions(log: &ReplicaLog) -> Vec<Offset> {
     let s = log.store();
-    (1..s.len()).filter(|&i| s.epoch(i) < s.epoch(i - 1)).map(|i| Offset(s.base(i))).collect()
+    (1..s.len()).filter(|&i| epoch_goes_back(s.epoch(i - 1), s.epoch(i))).map(|i| Offset(s.base(i))).collect()
+}
+
+/// Inv-EpochMonotone between two neighbouring batches: a batch whose epoch is below the one
+/// before it breaks it.
+pub fn epoch_goes_back(before: u32, next: u32) -> bool {
+    next < before
 }
 
 // -- the state checker's predicates ------------------------------------------------------------
@@ -123,7 +134,12 @@ pub fn epoch_cache_matches(log: &ReplicaLog) -> bool {
 /// carry epochs, [`epoch_cache_matches`].
 pub fn replica_log_ok(log: &ReplicaLog, epochs_in_batches: bool) -> bool {
     let (start, hw, leo) = (log.log_start_offset(), log.high_watermark(), log.log_end_offset());
-    start <= hw && hw <= leo && log.holes().is_empty() && (!epochs_in_batches || epoch_cache_matches(log))
+    hw_within_log(start.0, hw.0, leo.0) && log.holes().is_empty() && (!epochs_in_batches || epoch_cache_matches(log))
+}
+
+/// Inv-HW-bounds for one replica: its HW lies between its log start and its log end.
+pub fn hw_within_log(log_start_offset: u64, high_watermark: u64, log_end_offset: u64) -> bool {
+    log_start_offset <= high_watermark && high_watermark <= log_end_offset
 }
 
 /// A leader's HW in one epoch of one incarnation, against the highest seen `before`: it never
@@ -141,13 +157,19 @@ pub fn one_leader_per_epoch(replicas: &[ReplicaView]) -> bool {
     let mut acting: Vec<u32> = Vec::new();
     for r in replicas.iter().filter(|r| r.alive && r.leader) {
         if let Some(epoch) = r.leader_epoch {
-            if acting.contains(&epoch) {
+            if other_leader_of_epoch(acting.iter().map(|&e| (true, Some(e))), epoch) {
                 return false;
             }
             acting.push(epoch);
         }
     }
     true
+}
+
+/// Inv-EpochFencing for a replica that leads `epoch`: whether any of the `others` (each
+/// `(alive, the epoch it leads, if it leads)`) is a live leader of the same epoch.
+pub fn other_leader_of_epoch(others: impl IntoIterator<Item = (bool, Option<u32>)>, epoch: u32) -> bool {
+    others.into_iter().any(|(alive, leads)| alive && leads == Some(epoch))
 }
 
 /// Whether `r` is the live leader of the controller's epoch (what the controller's leader
@@ -160,7 +182,22 @@ pub fn leads_controllers_epoch(r: &ReplicaView, controller: &ControllerView) -> 
 /// `true_hw` it does not differ from the truth (`mismatch`, asked only when `true_hw > 0`,
 /// is the first offset where they differ) and it reaches `true_hw`.
 pub fn holds_committed(true_hw: u64, log_end_offset: u64, mismatch: impl FnOnce() -> Option<Offset>) -> bool {
-    true_hw == 0 || (mismatch().is_none_or(|m| m.0 >= true_hw) && log_end_offset >= true_hw)
+    true_hw == 0 || first_missing_committed(true_hw, log_end_offset, mismatch).is_none()
+}
+
+/// Inv-Durability's finding: the first offset below `true_hw` that a log does not hold as
+/// committed, the first where it differs from the truth (`mismatch`, asked only when
+/// `true_hw > 0`) or else its log end if that is below `true_hw`; `None` if it holds
+/// everything committed ([`holds_committed`]).
+pub fn first_missing_committed(true_hw: u64, log_end_offset: u64, mismatch: impl FnOnce() -> Option<Offset>) -> Option<u64> {
+    if true_hw == 0 {
+        return None;
+    }
+    match mismatch() {
+        Some(m) if m.0 < true_hw => Some(m.0),
+        _ if log_end_offset < true_hw => Some(log_end_offset),
+        _ => None,
+    }
 }
 
 /// Inv-ReplicationQuorumSuperset: every member of the controller's ISR that `leader` does not
@@ -190,13 +227,25 @@ pub fn logs_match(replicas: &[ReplicaView], changed: &[i64], mut mismatch: impl 
             if !changed.contains(&replicas[a].id) && !changed.contains(&replicas[b].id) {
                 continue;
             }
-            let bound = replicas[a].high_watermark.min(replicas[b].high_watermark);
-            if bound != 0 && mismatch(a, b).is_some_and(|m| m.0 < bound) {
+            let (hw_a, hw_b) = (replicas[a].high_watermark, replicas[b].high_watermark);
+            if differ_below_hws(hw_a, hw_b, |_| mismatch(a, b)).is_some() {
                 return false;
             }
         }
     }
     true
+}
+
+/// Inv-LogMatching for one pair of replicas: the first offset below the smaller of their HWs
+/// (the bound) where their logs differ, `None` if they agree there or the bound is 0.
+/// `mismatch(bound)` is the first offset where the logs differ, looked for below `bound` at
+/// least (asked only when the bound is above 0; an offset at or past the bound is ignored).
+pub fn differ_below_hws(hw_a: u64, hw_b: u64, mismatch: impl FnOnce(Offset) -> Option<Offset>) -> Option<Offset> {
+    let bound = hw_a.min(hw_b);
+    if bound == 0 {
+        return None;
+    }
+    mismatch(Offset(bound)).filter(|m| m.0 < bound)
 }
 
 /// Inv-StrongIsr: every live ISR or ELR member of `assigned` (the partition's replicas, in
@@ -344,5 +393,43 @@ mod tests {
         assert_eq!(strong_isr(&[1, 2], &ctrl, &replicas, &[2], false, |_| false), Ok(true), "only changed members unless every");
         assert_eq!(strong_isr(&[1], &ctrl, &replicas, &[1], false, |_| false), Ok(false));
         assert_eq!(strong_isr(&[5, 1], &ControllerView { isr: vec![5], ..ctrl }, &replicas, &[], true, |_| true), Err(5));
+    }
+
+    #[test]
+    fn single_statements_of_the_state_invariants() {
+        // Inv-EpochMonotone: equal epochs are fine, a lower one is not
+        assert!(!epoch_goes_back(3, 3) && !epoch_goes_back(3, 4) && epoch_goes_back(4, 3));
+        // Inv-HW-bounds: both ends inclusive
+        assert!(hw_within_log(2, 2, 5) && hw_within_log(2, 5, 5));
+        assert!(!hw_within_log(2, 1, 5) && !hw_within_log(2, 6, 5));
+        // Inv-EpochFencing: a dead leader or a leader of another epoch is no rival
+        assert!(!other_leader_of_epoch([(false, Some(4)), (true, Some(3)), (true, None)], 4));
+        assert!(other_leader_of_epoch([(true, Some(3)), (true, Some(4))], 4));
+    }
+
+    #[test]
+    fn first_missing_committed_names_the_offset_holds_committed_rejects() {
+        assert_eq!(first_missing_committed(0, 0, || unreachable!("nothing committed: no comparison")), None);
+        assert_eq!(first_missing_committed(5, 7, || Some(Offset(3))), Some(3), "differs below trueHW");
+        assert_eq!(first_missing_committed(5, 7, || Some(Offset(5))), None, "differs at trueHW: not committed");
+        assert_eq!(first_missing_committed(5, 4, || None), Some(4), "too short");
+        assert_eq!(first_missing_committed(5, 4, || Some(Offset(2))), Some(2), "the first of the two");
+        for (hw, leo, m) in [(0, 0, None), (5, 7, Some(3)), (5, 7, Some(5)), (5, 4, None), (5, 7, None)] {
+            let missing = first_missing_committed(hw, leo, || m.map(Offset));
+            assert_eq!(holds_committed(hw, leo, || m.map(Offset)), missing.is_none());
+        }
+    }
+
+    #[test]
+    fn differ_below_hws_compares_below_the_smaller_hw_only() {
+        assert_eq!(differ_below_hws(0, 9, |_| unreachable!("HW 0: nothing to compare")), None);
+        let mut asked = None;
+        assert_eq!(differ_below_hws(9, 4, |bound| {
+            asked = Some(bound);
+            Some(Offset(2))
+        }), Some(Offset(2)));
+        assert_eq!(asked, Some(Offset(4)));
+        assert_eq!(differ_below_hws(9, 4, |_| Some(Offset(4))), None, "at the bound: above a HW");
+        assert_eq!(differ_below_hws(9, 4, |_| None), None);
     }
 }

@@ -28,11 +28,13 @@
 //!   whole-log scans ([`invariants`]).
 //! - **Protocol-state coverage**: the abstraction of a cluster's state a guided search counts
 //!   as new ground ([`coverage`]).
+//! - **Campaign statistics**: the bootstrap of pooled latency percentiles over runs
+//!   ([`stats`]).
 //!
 //! ## Layers
 //!
 //! A module uses only modules of lower layers (`tests/test_tidy.py` holds it to this):
-//! [`error`], [`generation`] -> [`types`], [`formats`] -> [`txn`] -> [`batch`] -> [`epoch`],
+//! [`error`], [`generation`] -> [`types`], [`formats`], [`stats`] -> [`txn`] -> [`batch`] -> [`epoch`],
 //! [`producer_state`] -> [`log`] -> [`divergence`], [`invariants`], [`coverage`] -> [`replica`], [`replay`]
 //! -> [`sim`] -> `bindings`.
 //!
@@ -55,6 +57,7 @@ pub mod producer_state;
 pub mod replay;
 pub mod replica;
 pub mod sim;
+pub mod stats;
 pub mod txn;
 pub mod types;
 

@@ -70,7 +70,7 @@ def test_build_outputs_are_ignored() -> None:
 # only modules of lower layers, so the module graph has no cycle. `no_panic` is test code.
 RUST_LAYERS = [
     {"error", "generation"},
-    {"types", "formats"},
+    {"types", "formats", "stats"},
     {"txn"},
     {"batch"},
     {"epoch", "producer_state"},

@@ -3,7 +3,7 @@
 use super::state::{Replayer, Role, Row};
 use super::{EventKind, Invariant, RecordRef, FLAG_CONTROL, FLAG_LOSE_UNFLUSHED, FLAG_TRANSACTIONAL, FLAG_UNCLEAN};
 use crate::error::TraceError;
-use crate::invariants::first_mismatch_between;
+use crate::invariants::{self as inv, first_mismatch_between};
 use crate::log::{ProducerFields, RecordBatch, ReplicaLog};
 use crate::types::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence};
 
@@ -159,7 +159,7 @@ impl Replayer {
             let s = self.partitions[p].replicas[r].log.store();
             (s.len() > 0).then(|| s.epoch(s.len() - 1))
         };
-        if let Some(prev) = last_epoch.filter(|&e| e > epoch) {
+        if let Some(prev) = last_epoch.filter(|&before| inv::epoch_goes_back(before, epoch)) {
             let msg = format!("broker {b}: batch at {leo} has epoch {epoch} after epoch {prev}");
             let rec = RecordRef { broker: Some(b), offset: leo, value: records.first().copied(), epoch: Some(epoch) };
             self.report(p, row, Invariant::EpochMonotone, msg, vec![rec]);
@@ -345,7 +345,13 @@ impl Replayer {
     fn become_leader(&mut self, p: usize, row: &Row<'_>) -> Result<(), TraceError> {
         let (b, e) = (row.need_broker()?, row.need_epoch()?);
         let r = self.replica_index(p, b, row)?;
-        let other = self.partitions[p].replicas.iter().enumerate().find(|(j, x)| *j != r && x.alive && x.role == Role::Leader(e)).map(|(_, x)| x.broker);
+        let leads = |x: &super::state::Replica| match x.role {
+            Role::Leader(l) => Some(l),
+            _ => None,
+        };
+        let other = self.partitions[p].replicas.iter().enumerate()
+            .find(|&(j, x)| j != r && inv::other_leader_of_epoch([(x.alive, leads(x))], e))
+            .map(|(_, x)| x.broker);
         if let Some(o) = other {
             self.report(p, row, Invariant::EpochFencing, format!("brokers {o} and {b} both lead epoch {e}"), vec![]);
         }
@@ -363,12 +369,12 @@ impl Replayer {
             let rep = &self.partitions[p].replicas[r];
             (rep.log.log_start_offset().0, rep.log.log_end_offset().0, rep.role, rep.alive, rep.leader_hw)
         };
-        if hw < start || hw > leo {
+        if !inv::hw_within_log(start, hw, leo) {
             self.report(p, row, Invariant::HwBounds, format!("broker {b}: HW {hw} outside [log start {start}, LEO {leo}]"), vec![]);
         }
         let new_hw = self.partitions[p].replicas[r].log.update_high_watermark(Offset(hw)).0;
         if let (Role::Leader(e), true) = (role, alive) {
-            if new_hw < leader_hw {
+            if !inv::leader_hw_ok(Some(leader_hw), new_hw, 0, None) {
                 self.report(p, row, Invariant::HwBounds, format!("leader {b} HW went down {leader_hw} -> {new_hw} in epoch {e}"), vec![]);
             }
             self.partitions[p].replicas[r].leader_hw = leader_hw.max(new_hw);
@@ -427,12 +433,7 @@ impl Replayer {
         let from = Offset(rep.truth_agree);
         let m = first_mismatch_between(&part.truth, &rep.log, from, limit);
         rep.truth_agree = m.unwrap_or(limit).0.max(rep.truth_agree);
-        let missing = match m {
-            Some(m) if m.0 < true_hw => Some(m.0),
-            _ if rep.log.log_end_offset().0 < true_hw => Some(rep.log.log_end_offset().0),
-            _ => None,
-        };
-        if let Some(o) = missing {
+        if let Some(o) = inv::first_missing_committed(true_hw, rep.log.log_end_offset().0, || m) {
             let (b, e) = (rep.broker, part.ctrl_epoch.unwrap_or(0));
             let recs = vec![record(&part.truth, None, o), record(&rep.log, Some(b), o)];
             let msg = format!("leader {b} of epoch {e} lacks committed offset {o} (trueHW {true_hw})");
@@ -452,13 +453,18 @@ impl Replayer {
             }
             let part = &mut self.partitions[p];
             let (a, b) = (&part.replicas[r], &part.replicas[o]);
-            let bound = a.log.high_watermark().min(b.log.high_watermark());
+            let (hw_a, hw_b) = (a.log.high_watermark().0, b.log.high_watermark().0);
             let agreed = part.agree[r][o];
-            if bound.0 == 0 || agreed >= bound.0 {
-                continue;
-            }
-            let m = first_mismatch_between(&a.log, &b.log, Offset(agreed), bound);
-            let reached = m.unwrap_or(bound).0.max(agreed);
+            let mut reached = agreed;
+            // compared from where the pair last agreed: `agree` keeps what is verified
+            let m = inv::differ_below_hws(hw_a, hw_b, |bound| {
+                if agreed >= bound.0 {
+                    return None;
+                }
+                let m = first_mismatch_between(&a.log, &b.log, Offset(agreed), bound);
+                reached = m.unwrap_or(bound).0.max(agreed);
+                m
+            });
             part.agree[r][o] = reached;
             part.agree[o][r] = reached;
             let Some(m) = m else { continue };
@@ -469,7 +475,7 @@ impl Replayer {
             part.reported.insert(key, m.0);
             let (ba, bb) = (a.broker, b.broker);
             let recs = vec![record(&a.log, Some(ba), m.0), record(&b.log, Some(bb), m.0)];
-            let msg = format!("brokers {ba} and {bb} differ at offset {} below min(HW) = {}", m.0, bound.0);
+            let msg = format!("brokers {ba} and {bb} differ at offset {} below min(HW) = {}", m.0, hw_a.min(hw_b));
             self.report(p, row, Invariant::LogMatching, msg, recs);
         }
     }
