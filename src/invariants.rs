@@ -4,7 +4,7 @@
 //! cases of `epochlab.checks.state.StateChecker`'s per-event checks, over a plain view of the
 //! cluster: [`ReplicaView`], [`ControllerView`]) and the trace replay (`crate::replay`, which
 //! reports what they find). The Python statements (`epochlab.checks.state`,
-//! `epochlab.replay`'s twin) are the oracles the differential tests compare them with.
+//! `epochlab.trace.reference`) are the oracles the differential tests compare them with.
 //!
 //! For the checker a `false` is the cue to run the Python statement of that part, which
 //! reports (the messages are made in one place); the replay words its own reports from what
