@@ -7,8 +7,12 @@ is a failure, not a skip; run ``pytest -k reference`` while it does not exist ye
 
 from __future__ import annotations
 
+import functools
 import importlib
+from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -54,13 +58,13 @@ def started_cluster(directory, overrides):  # type: ignore[no-untyped-def]
 #: The test files that start live clusters: Kafka brokers and controllers (in network
 #: namespaces on subnets picked from what this machine's interfaces leave free, behind
 #: Toxiproxy, on the lossy filesystem), ZooKeeper, a Spark standalone master and workers. When
-#: the suite runs on several cores (``scripts/test``: pytest-xdist, ``--dist loadgroup``) every
-#: test of these files goes to one worker and they run one after another, as without xdist:
-#: two clusters started at once would race for the same free subnet, and a live run's timings
-#: are compared with the model's, so one cluster at a time keeps the machine's load what the
-#: live tests were measured under. Every other test (the simulator, the Rust core through its
-#: bindings, Kafka's classes through JPype, local Spark) shares nothing across processes but
-#: its own ``tmp_path`` and runs on whichever worker is free.
+#: the suite runs on several cores (``scripts/test``: pytest-xdist) every test of these files
+#: goes to one worker and they run one after another, as without xdist: two clusters started
+#: at once would race for the same free subnet, and a live run's timings are compared with the
+#: model's, so one cluster at a time keeps the machine's load what the live tests were
+#: measured under. A file with module-scoped fixtures (a Spark session, a campaign) goes to one
+#: worker whole, since each worker would make them for itself. Every other test shares nothing
+#: across processes but its own ``tmp_path`` and runs on whichever worker is free.
 LIVE_CLUSTER_FILES = frozenset({
     "test_kafka_cluster.py", "test_kafka_power_loss.py", "test_kafka_proxy.py",
     "test_kafka_refusals.py", "test_kafka_run.py", "test_kafka_zk_live.py",
@@ -68,10 +72,31 @@ LIVE_CLUSTER_FILES = frozenset({
 })
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist, the live-cluster tests in one group (:data:`LIVE_CLUSTER_FILES`)."""
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    for item in items:
-        if item.path.name in LIVE_CLUSTER_FILES:
-            item.add_marker(pytest.mark.xdist_group("live-cluster"))
+def work_unit(nodeid: str, has_module_fixtures: Callable[[str], bool]) -> str:
+    """The unit of work a test goes in under pytest-xdist (:data:`LIVE_CLUSTER_FILES`): the
+    live-cluster group, its file when ``has_module_fixtures(file)``, else the test alone."""
+    file = nodeid.split("::", 1)[0]
+    if file.rsplit("/", 1)[-1] in LIVE_CLUSTER_FILES:
+        return "live-cluster"
+    return file if has_module_fixtures(file) else nodeid
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """pytest-xdist's scheduler, taking :func:`work_unit` as the unit a worker runs whole
+    (xdist's own ``--dist loadgroup`` reads ``xdist_group`` marks through a node id field
+    pytest 9.2 no longer uses, so its groups fell apart silently)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    root = Path(str(config.rootpath))
+
+    @functools.cache
+    def has_module_fixtures(file: str) -> bool:
+        path = root / file
+        return path.is_file() and 'scope="module"' in path.read_text(encoding="utf-8")
+
+    class WorkUnits(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid, has_module_fixtures)
+
+    return WorkUnits(config, log)

@@ -138,3 +138,15 @@ def test_every_file_that_starts_a_live_cluster_runs_in_the_live_group() -> None:
     starting = {p.name for p in (ROOT / "tests").glob("test_*.py") if starts.search(p.read_text())}
     assert starting - LIVE_CLUSTER_FILES == set()
     assert LIVE_CLUSTER_FILES <= {p.name for p in (ROOT / "tests").glob("test_*.py")}
+
+
+def test_the_work_units_of_the_parallel_suite() -> None:
+    """What ``scripts/test``'s workers take whole (``conftest.work_unit``): every live-cluster
+    test one unit, a file with module-scoped fixtures one unit, any other test alone."""
+    from conftest import work_unit
+
+    module_fixtures = {"tests/test_inspect.py"}.__contains__
+    assert work_unit("tests/test_kafka_run.py::test_x[a]", module_fixtures) == "live-cluster"
+    assert work_unit("tests/test_kraft_skip_epoch.py::test_y", module_fixtures) == "live-cluster"
+    assert work_unit("tests/test_inspect.py::test_z", module_fixtures) == "tests/test_inspect.py"
+    assert work_unit("tests/test_errors.py::test_w[1]", module_fixtures) == "tests/test_errors.py::test_w[1]"
