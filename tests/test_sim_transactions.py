@@ -273,6 +273,35 @@ def test_a_commit_fenced_after_the_coordinator_took_it_has_an_unknown_outcome() 
         assert leader["last_stable_offset"] > 1
 
 
+def test_a_committed_read_whose_marker_a_permitted_loss_took_is_allowed() -> None:
+    """A random-engine finding with eligible leader replicas off, shrunk to 11 actions
+    (``g5-txn-committed-read-then-its-marker-lost.json``): t1 commits value 1 (offset 0, its
+    COMMIT marker at 1) and rc reads it; the last ISR member then crashes losing its unflushed
+    tail, the marker with it, and is elected again (KIP-966's problem, allowed with ELR off).
+    t1's next transaction times out and the coordinator's ABORT marker lands at offset 1, so
+    the final log marks the committed value aborted. Judged on that log, the read is allowed
+    by the same loss as the rest of the run; the checker had called it a protocol violation
+    because it took the allowance at the time of the read, before the crash."""
+    from pathlib import Path
+
+    from epochlab.fuzz.schedule import load_schedule
+
+    schedule = load_schedule(Path(__file__).parent / "fixtures" / "schedules"
+                             / "g5-txn-committed-read-then-its-marker-lost.json")
+    for backend in BACKENDS:
+        run = execute(schedule, backend=backend)
+        assert run.verdict.ok, run.verdict.protocol_violations
+        read = [v for v in run.verdict.allowed if v.invariant == "Inv-ReadCommittedOnly"]
+        assert len(read) == 1 and "eligible leader replicas are off" in (read[0].reason or "")
+        commits = [op for op in run.history if op.process == "t1" and op.f == "commit_txn"]
+        crash = next(e for e in run.events if e["kind"] == "crash" and "lost 2 unflushed" in e["message"])
+        assert [op.type for op in commits] == ["invoke", "ok"] and read[0].time_ms < crash["time_ms"]
+        final = run.final_state
+        leader = final["replicas"][str(final["controller"]["leader"])]
+        # the committed value at offset 0, then an ABORT marker of the same producer
+        assert leader["batches"][0][3] == [1] and leader["markers"][0][0::2] == [1, "abort"]
+
+
 def test_liveness_lso_holds_after_a_clean_transaction() -> None:
     c = Cluster(ClusterConfig(), "strict-min-isr", seed=1)
     t = c.producer("t", ProducerConfig(acks="all", transactional_id="tx"))
