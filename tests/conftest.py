@@ -57,14 +57,16 @@ def started_cluster(directory, overrides):  # type: ignore[no-untyped-def]
 
 #: The test files that start live clusters: Kafka brokers and controllers (in network
 #: namespaces on subnets picked from what this machine's interfaces leave free, behind
-#: Toxiproxy, on the lossy filesystem), ZooKeeper, a Spark standalone master and workers. When
-#: the suite runs on several cores (``scripts/test``: pytest-xdist) every test of these files
-#: goes to one worker and they run one after another, as without xdist: two clusters started
-#: at once would race for the same free subnet, and a live run's timings are compared with the
-#: model's, so one cluster at a time keeps the machine's load what the live tests were
-#: measured under. A file with module-scoped fixtures (a Spark session, a campaign) goes to one
-#: worker whole, since each worker would make them for itself. Every other test shares nothing
-#: across processes but its own ``tmp_path`` and runs on whichever worker is free.
+#: Toxiproxy, on the lossy filesystem), ZooKeeper, a Spark standalone master and workers.
+#: ``scripts/test`` runs them after the rest of the suite, in one process with the machine to
+#: themselves: two clusters started at once would race for the same free subnet, and a live
+#: run's timings are compared with the model's (beside a worker running other tests, a
+#: delayed-link scenario's leader crashed before its followers had copied the record the
+#: scenario waits for). Under pytest-xdist they also form one unit of work (:func:`work_unit`),
+#: so that ``pytest -n N`` over the whole suite runs them one after another. A file with
+#: module-scoped fixtures (a Spark session, a campaign) goes to one worker whole, since each
+#: worker would make them for itself. Every other test shares nothing across processes but its
+#: own ``tmp_path`` and runs on whichever worker is free.
 LIVE_CLUSTER_FILES = frozenset({
     "test_kafka_cluster.py", "test_kafka_power_loss.py", "test_kafka_proxy.py",
     "test_kafka_refusals.py", "test_kafka_run.py", "test_kafka_zk_live.py",
