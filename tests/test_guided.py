@@ -15,8 +15,8 @@ from epochlab.fuzz.coverage import (BROKER, CLUSTER, CLUSTER_MOVE, NEAR_MISS, NE
                                     is_zombie)
 from epochlab.fuzz.executor import execute
 from epochlab.fuzz.generator import FuzzProfile, generate_schedule
-from epochlab.fuzz.guided import (BATCH, FINDINGS, INITIAL, OPENING_BATCH, Entry, GuidedSearch, finding_feature,
-                                  mutate, poke)
+from epochlab.fuzz.guided import (BATCH, FINDINGS, INITIAL, OPENING_BATCH, Entry, GuidedSearch, event_feature,
+                                  event_kind, event_marks, finding_feature, mutate, poke)
 from epochlab.fuzz.swarm import generate_swarm_schedule
 from epochlab.fuzz.schedule import Schedule
 from epochlab.generations import Generation
@@ -173,8 +173,65 @@ def test_a_run_with_a_protocol_violation_joins_the_corpus_and_the_rare_arm_goes_
     assert set(holders) == {finding_feature(i) for i in first} and set(holders) <= FINDINGS
     violating = {e.run for entries in holders.values() for e in entries}
     children = search._children(search._round + 1)
-    aimed = [data for _, arm, data in children if arm == "rare" and data["origin"]["aim"] == "finding"]
+    aimed = [data for _, arm, data in children if arm == "rare" and data["origin"]["aim"] in ("finding", "finding poke")]
     assert aimed and {data["origin"]["parent_run"] for data in aimed} <= violating
+    # half of them are pokes: the parent's actions kept, one or two added after the violation
+    pokes = [data for data in aimed if data["origin"]["aim"] == "finding poke"]
+    assert pokes
+    for data in pokes:
+        parent = next(e for e in search.corpus if e.run == data["origin"]["parent_run"])
+        assert all(a in data["actions"] for a in parent.schedule["actions"])
+        assert 1 <= len(data["actions"]) - len(parent.schedule["actions"]) <= 2
+
+
+def test_an_engine_events_kind_forgets_its_numbers_and_a_fault_actions_echo_is_none() -> None:
+    """Two events that differ only in offsets, epochs, broker ids or the size of an ISR are
+    one kind; the network's echo of a fault action is no protocol event."""
+    a = {"time_ms": 5, "kind": "role", "message": "broker 2 is leader in epoch 3 (was follower in epoch 2), ISR [2, 3], LEO 7"}
+    b = {"time_ms": 9, "kind": "role", "message": "broker 1 is leader in epoch 12 (was follower in epoch 11), ISR [1], LEO 0"}
+    assert event_kind(a) == event_kind(b) == \
+        "role: broker # is leader in epoch # (was follower in epoch #), ISR [#], LEO #"
+    assert event_kind({**a, "message": a["message"].replace("follower", "leader")}) != event_kind(a)
+    assert event_kind({"time_ms": 1, "kind": "network", "message": "partition [[1], [2, 3]]"}) is None
+    assert event_feature(event_kind(a) or "") & 3 == CLUSTER
+    assert event_feature("x") != event_feature("y")
+
+
+def test_each_event_kind_is_marked_once_at_the_action_it_happened_after() -> None:
+    events = [{"time_ms": 0, "kind": "controller", "message": "controller: initial leader 1 epoch 0"},
+              {"time_ms": 150, "kind": "crash", "message": "broker 2 crashed"},
+              {"time_ms": 150, "kind": "network", "message": "heal"},
+              {"time_ms": 400, "kind": "crash", "message": "broker 3 crashed"},
+              {"time_ms": 900, "kind": "replica", "message": "broker 3: truncated 4 -> 2 (OffsetsForLeaderEpoch)"}]
+    marks = event_marks(events, [100, 150, 150, 600])
+    assert [(kind, step, t) for _, kind, step, t in marks] == [
+        ("controller: controller: initial leader # epoch #", 0, 0),
+        ("crash: broker # crashed", 2, 150),
+        ("replica: broker #: truncated # -> # (OffsetsForLeaderEpoch)", 3, 900)]
+    assert [f for f, *_ in marks] == [event_feature(k) for _, k, _, _ in marks]
+
+
+def test_a_runs_engine_events_are_features_and_the_rare_arm_goes_back_to_the_rarest() -> None:
+    """Each kind of engine event a run shows is a feature of its run, first reached at the
+    action the event followed; the rare arm picks parents for the rarest of them and focuses
+    their mutants there (half of them pokes at the event's time)."""
+    search = GuidedSearch(Generation.TRUNCATE_TO_HW, seed=2, seconds=None, runs=INITIAL + BATCH)
+    search.run()
+    assert search.event_kinds and set(search.event_kinds) <= set(search.hits)
+    for entry in search.corpus[:5]:
+        run = execute(Schedule.from_dict(entry.schedule, "corpus"))
+        times = [a["at_ms"] for a in entry.schedule["actions"]]
+        for f, kind, step, t in event_marks(run.events, times):
+            assert search.event_kinds[f] == kind and f in entry.features
+            assert entry.reached_at(f)[:2] == (step, t)
+    holders = dict(search._event_holders())
+    rarest = min(search.hits[f] for f in search.event_kinds)
+    assert holders and all(search.hits[f] <= 2 * rarest for f in holders)
+    assert all(f in e.features for f, entries in holders.items() for e in entries)
+    children = search._children(search._round + 1)
+    aimed = [data for _, arm, data in children if data is not None and data["origin"]["aim"] in ("rare event", "event poke")]
+    parents = {e.run for entries in holders.values() for e in entries}
+    assert aimed and {data["origin"]["parent_run"] for data in aimed} <= parents
 
 
 def test_coverage_only_reads() -> None:
@@ -264,3 +321,25 @@ def test_a_spark_master_runs_what_one_process_runs(tmp_path: Path) -> None:
     budget = INITIAL + BATCH + 5
     assert _summary(tmp_path / "one", runs=budget) == \
         _summary(tmp_path / "spark", runs=budget, master="local[2]")
+
+
+def test_the_mechanism_benchmark_counts_witnesses_and_refuses_bad_arguments() -> None:
+    """``benches/guided_mechanism.py`` (the measurement behind the engine-event features):
+    its counts for a few runs, and exit 2 or a message naming the bad argument otherwise."""
+    import subprocess
+    import sys
+    script = [sys.executable, str(ROOT / "benches" / "guided_mechanism.py")]
+    out = subprocess.run([*script, "--generation", "kip-101", "--config",
+                          str(ROOT / "benches" / "profiles" / "off-by-default-steps.json"), "--runs", "3",
+                          "--bug", "KAFKA-6082 (KAFKA-3083)", "--mutants", "1"],
+                         capture_output=True, text=True, check=True)
+    got = json.loads(out.stdout)
+    assert got["runs"] == 3 and got["counts"]["fresh"] == 3
+    assert got["counts"].get("mutant", 0) <= got["witness_runs_without_match"]
+    bad = subprocess.run([*script, "--generation", "no-such", "--bug", "KAFKA-3919"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "no-such" in bad.stderr
+    bad = subprocess.run([*script, "--generation", "kip-101", "--runs", "0", "--bug", "KAFKA-3919"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "--runs" in bad.stderr
+    bad = subprocess.run([*script, "--generation", "kip-101", "--bug", "KIP-101 problem 1"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "not a catalogued bug with a witness" in bad.stderr

@@ -31,7 +31,14 @@ schedules:
   a protocol violation is a feature of its run too (:func:`finding_feature`, one per
   invariant), and once the corpus holds one, :data:`FINDING_SHARE` of the schedules the
   floor leaves to the bandit are rare-arm mutants of runs that showed one, focused on the
-  violation's step;
+  violation's step, :data:`POKE_SHARE` of them pokes at the violation's time;
+* each kind of engine event a run shows (:func:`event_kind`: what the brokers and the
+  controller log, numbers aside) is a feature of its run as well, first reached at the action
+  the event followed; of the rare arm's parents the near misses leave, :data:`EVENT_SHARE` are
+  picked for the rarest event kinds the corpus holds, their mutants focused on the event's
+  step, :data:`POKE_SHARE` of them pokes at its time: a bug's mechanism is often such an event
+  (a deposed controller's write, a follower taking a misaligned wrapper), reached in many more
+  runs than the violation it leads to;
 * the energy arm's parents are picked with probability proportional to their *energy*: the
   sum over their features of the family weight over the number of runs that reached the
   feature, damped by
@@ -64,9 +71,11 @@ again whole on resuming).
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import random
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -84,8 +93,8 @@ from epochlab.fuzz.schedule import Schedule
 from epochlab.fuzz.swarm import generate_swarm_schedule
 from epochlab.steps import STEPS
 
-__all__ = ["ARMS", "BATCH", "CORPUS_FORMAT", "CORPUS_VERSION", "FINDING_SHARE", "FOCUS_SHARE", "INITIAL",
-           "NEAR_MISS_SHARE", "finding_feature",
+__all__ = ["ARMS", "BATCH", "CORPUS_FORMAT", "CORPUS_VERSION", "EVENT_SHARE", "FINDING_SHARE", "FOCUS_SHARE", "INITIAL",
+           "NEAR_MISS_SHARE", "event_feature", "event_kind", "event_marks", "finding_feature",
            "OPENING_BATCH", "POKE_SHARE", "Entry",
            "GuidedSearch", "build", "mutate", "poke", "round_size", "round_start"]
 
@@ -117,6 +126,15 @@ NEAR_MISS_SHARE = 0.5
 #: is AFL's keeping of every input with a new crash bucket, over invariants instead of stack
 #: hashes. What it pays is measured there too (``benches/guided_aims.py``).
 FINDING_SHARE = 0.2
+#: The share of the rare arm's parents (of those the near misses leave) picked for the rarest
+#: engine event the corpus holds (:func:`event_feature`: a kind of event the brokers and the
+#: controller log, such as a follower taking a wrapper that does not start at its log end, or
+#: a deposed controller writing the partition state) when it holds one, and their mutants
+#: focused on the event's step (:data:`POKE_SHARE` of them pokes at its time). A mechanism
+#: step of a bug is such an event, reached in many more runs than the bug's violation (measured
+#: in ``docs/bugs.md``): going back to the rare ones is how the search gets from the mechanism to
+#: its consequence.
+EVENT_SHARE = 0.5
 #: The share of those whose mutant is a poke (``poke``): the parent unchanged up to the near
 #: miss, and an action right after it that can move the leader's HW or hold the belief's
 #: correction back.
@@ -130,8 +148,8 @@ CORPUS_FORMAT = "epochlab-guided-corpus"
 #: changes the features, and so a saved corpus's); 6: a leader cut from the controller, a
 #: leader whose HW is below the committed prefix, and an entry keeps the broker and stale
 #: follower of each feature's first reach; 7: a run's protocol violations are features of its
-#: own (:func:`finding_feature`)
-CORPUS_VERSION = 7
+#: own (:func:`finding_feature`); 8: so are the kinds of its engine events (:func:`event_feature`)
+CORPUS_VERSION = 8
 RETIME = (1, 5, 20, 100, 300, 1000, 3000)
 
 
@@ -178,6 +196,42 @@ def finding_feature(invariant: str) -> int:
 
 #: The features of every invariant's protocol violation (:func:`finding_feature`).
 FINDINGS = frozenset(finding_feature(i) for i in ALL_INVARIANTS)
+
+#: Engine event kinds that are no protocol step: the network's echo of a fault action.
+_NOT_PROTOCOL_EVENTS = frozenset({"network"})
+_NUMBER = re.compile(r"-?\d+")
+_NUMBERS = re.compile(r"\[#(?:, #)*\]")
+
+
+def event_kind(event: dict[str, Any]) -> str | None:
+    """The kind of an engine event (the brokers' and the controller's log of a run: what
+    ``RunResult.events`` holds): its source and message with every number made ``#`` and every
+    list of numbers ``[#]``, so two events that differ only in offsets, epochs, broker ids or
+    ISR sizes are one kind; ``None`` for the network's echo of a fault action."""
+    if event.get("kind") in _NOT_PROTOCOL_EVENTS:
+        return None
+    text = _NUMBERS.sub("[#]", _NUMBER.sub("#", str(event.get("message", ""))))
+    return f"{event.get('kind')}: {text}"
+
+
+def event_feature(kind: str) -> int:
+    """The feature of a run that shows an engine event of ``kind`` (:func:`event_kind`; in
+    the cluster family): first reached at the step the event happened in."""
+    return feature(CLUSTER, b"engine event:", kind.encode())
+
+
+def event_marks(events: Sequence[dict[str, Any]], times: Sequence[int]) -> list[tuple[int, str, int, int]]:
+    """Each engine event kind of a run once, at its first event: (feature, kind, action index,
+    time), the action index that of the last action at or before the event (``times``: the
+    actions' ``at_ms``, non-decreasing), 0 before the first."""
+    marks: dict[str, tuple[int, str, int, int]] = {}
+    for e in events:
+        kind = event_kind(e)
+        if kind is None or kind in marks:
+            continue
+        t = int(e.get("time_ms", 0))
+        marks[kind] = (event_feature(kind), kind, max(0, bisect.bisect_right(times, t) - 1), t)
+    return list(marks.values())
 
 
 # -- mutation ------------------------------------------------------------------------------
@@ -470,7 +524,7 @@ def mutate(parent: dict[str, Any], other: dict[str, Any] | None, rng: random.Ran
 # -- running a round -----------------------------------------------------------------------
 
 Outcome = tuple[dict[str, Any], Any, list[int], list[int], list[int], list[tuple[int, int]],
-                list[dict[str, Any]] | None]
+                list[dict[str, Any]] | None, list[tuple[int, str, int, int]]]
 #: What a worker needs to build a round's schedules: campaign seed, generation label, profile,
 #: backend.
 Task = tuple[int, str, FuzzProfile, str | None]
@@ -512,8 +566,9 @@ def _run_children(task: Task, specs: list[tuple[int, str, dict[str, Any] | None]
             data, schedule = build(task, spec)
             result = execute(schedule, backend=backend, coverage=True)
             events = result.events if result.verdict.protocol_violations else None
+            marks = event_marks(result.events, [a.at_ms for a in schedule.actions])
             out.append((data, result.verdict, result.features or [], result.first_steps or [],
-                        result.first_times or [], result.first_brokers or [], events))
+                        result.first_times or [], result.first_brokers or [], events, marks))
     return out
 
 
@@ -556,6 +611,8 @@ class GuidedSearch(Campaign):
     on_violation: Any = None
     #: asked after every run: stop the search (the bug hunt, once every bug is matched)
     should_stop: Any = None
+    #: the engine event features reached so far and their kinds (:func:`event_feature`)
+    event_kinds: dict[int, str] = field(default_factory=dict)
     #: how the runs are shared among :data:`ARMS` (:mod:`epochlab.fuzz.bandit`)
     bandit: Bandit = field(default_factory=lambda: Bandit(ARMS))
     _saved_findings: list[dict[str, Any]] = field(default_factory=list)
@@ -594,13 +651,17 @@ class GuidedSearch(Campaign):
                 self._next = self._children(self._round + 1)
                 queued = executor.submit(self._budgeted(self._round + 1, self._next)) \
                     if self._more(first + size, deadline) else None
-                for i, (data, verdict, features, steps, times, brokers, events) in enumerate(running.result()):
+                for i, (data, verdict, features, steps, times, brokers, events, marks) in enumerate(running.result()):
                     run = first + i
                     found = sorted({v.invariant: v for v in verdict.protocol_violations}.items())
-                    self._merge(run, data, [*features, *(finding_feature(k) for k, _ in found)],
-                                [*steps, *(len(data["actions"]) if v.step is None else v.step for _, v in found)],
-                                [*times, *(v.time_ms for _, v in found)],
-                                [*brokers, *((-1, -1) for _ in found)])
+                    for f, kind, _, _ in marks:
+                        self.event_kinds.setdefault(f, kind)
+                    self._merge(run, data, [*features, *(finding_feature(k) for k, _ in found),
+                                            *(f for f, _, _, _ in marks)],
+                                [*steps, *(len(data["actions"]) if v.step is None else v.step for _, v in found),
+                                 *(step for _, _, step, _ in marks)],
+                                [*times, *(v.time_ms for _, v in found), *(t for _, _, _, t in marks)],
+                                [*brokers, *((-1, -1) for _ in found), *((-1, -1) for _ in marks)])
                     for v in verdict.allowed:
                         self.allowed[v.invariant] = self.allowed.get(v.invariant, 0) + 1
                     for v in verdict.protocol_violations:
@@ -643,6 +704,7 @@ class GuidedSearch(Campaign):
         rare = self._rare_holders()
         near = self._near_miss_holders()
         found = self._finding_holders()
+        events = self._event_holders()
         allowed = ("fresh", "energy", "rare") if rare else ("fresh", "energy")
         specs: list[Spec] = []
         for run in range(first, first + round_size(first)):
@@ -665,7 +727,11 @@ class GuidedSearch(Campaign):
                     aim = "finding"
                     target, holders = found[rng.randrange(len(found))]
                     parent = holders[rng.randrange(len(holders))]
-                    focus = parent.reached_at(target)[0]
+                    focus, at_ms, who = parent.reached_at(target)
+                    if rng.random() < POKE_SHARE:
+                        aim = "finding poke"
+                        poke_at = at_ms
+                        poke_who = (*who, False, False)
                 elif near and rng.random() < NEAR_MISS_SHARE:
                     aim = "near miss"
                     target, holders = near[rng.randrange(len(near))]
@@ -676,6 +742,14 @@ class GuidedSearch(Campaign):
                         poke_at = at_ms
                         codes = NEAR_MISS_CODES[target]
                         poke_who = (*who, is_zombie(codes), bool(codes[7] & 32))
+                elif events and rng.random() < EVENT_SHARE:
+                    aim = "rare event"
+                    target, holders = events[rng.randrange(len(events))]
+                    parent = holders[rng.randrange(len(holders))]
+                    focus, at_ms, _who = parent.reached_at(target)
+                    if rng.random() < POKE_SHARE:
+                        aim = "event poke"
+                        poke_at = at_ms
                 else:
                     aim = "rare state"
                     family = rare[rng.randrange(len(rare))]  # a family first, then a feature of it
@@ -737,6 +811,21 @@ class GuidedSearch(Campaign):
         them (reached by at most twice the runs of the rarest one), with the entries reaching
         each, in feature order."""
         reached = {f: n for f, n in self.hits.items() if f in NEAR_MISS}
+        if not reached:
+            return []
+        cutoff = 2 * min(reached.values())
+        targets = {f for f, n in reached.items() if n <= cutoff}
+        holders: dict[int, list[Entry]] = {}
+        for entry in self.corpus:
+            for f in targets.intersection(entry.features):
+                holders.setdefault(f, []).append(entry)
+        return sorted(holders.items(), key=lambda h: h[0])
+
+    def _event_holders(self) -> list[tuple[int, list[Entry]]]:
+        """The rarest engine event kinds the corpus holds (:func:`event_feature`: reached by at
+        most twice the runs of the rarest one), with the entries showing each, in feature
+        order."""
+        reached = {f: self.hits[f] for f in self.event_kinds if f in self.hits}
         if not reached:
             return []
         cutoff = 2 * min(reached.values())
@@ -812,6 +901,7 @@ class GuidedSearch(Campaign):
                  "next": [list(spec) for spec in self._next or ()],
                  "picks": {str(e.run): e.picks for e in self.corpus if e.picks},
                  "hits": {str(k): v for k, v in sorted(self.hits.items())},
+                 "event_kinds": {str(k): v for k, v in sorted(self.event_kinds.items())},
                  "curve": self.curve, "allowed": self.allowed,
                  "findings": self._saved_findings + [f.to_dict() for f in self.findings.values()]}
         tmp = folder / "state.json.tmp"
@@ -845,6 +935,7 @@ class GuidedSearch(Campaign):
                                             tuple(d["first_times"]),
                                             tuple((int(b), int(f)) for b, f in d["first_brokers"])))
             hits = {int(k): int(v) for k, v in state["hits"].items()}
+            event_kinds = {int(k): str(v) for k, v in state["event_kinds"].items()}
             pending: list[Spec] = [(int(run), str(arm), data) for run, arm, data in state["next"]]
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise ScheduleError(f"{path}: cannot resume the guided search: {e}") from e
@@ -853,6 +944,7 @@ class GuidedSearch(Campaign):
             for entry in corpus:
                 f.write(json.dumps(entry.to_dict(), sort_keys=True) + "\n")
         self.corpus, self.hits, self.total_runs = corpus, hits, runs
+        self.event_kinds = event_kinds
         self._family = [sum(1 for f in hits if f & 3 == family) for family in range(FAMILIES)]
         self._round = int(state["round"])
         self._next = pending
