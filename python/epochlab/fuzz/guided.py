@@ -530,6 +530,18 @@ Outcome = tuple[dict[str, Any], Any, list[int], list[int], list[int], list[tuple
 Task = tuple[int, str, FuzzProfile, str | None]
 
 
+#: The aims whose mutants are pokes :data:`POKE_SHARE` of the time, and the poke's aim.
+POKED = {"finding": "finding poke", "near miss": "poke", "rare event": "event poke"}
+
+
+def _aimed(targets: list[tuple[int, list[Entry]]], rng: random.Random) -> tuple[int, Entry, int | None, int | None, tuple[int, int]]:
+    """A target feature of ``targets`` (feature, the entries holding it), an entry holding it,
+    and where the entry first reached it (:meth:`Entry.reached_at`)."""
+    target, holders = targets[rng.randrange(len(targets))]
+    parent = holders[rng.randrange(len(holders))]
+    return (target, parent, *parent.reached_at(target))
+
+
 def _fresh(task: Task, run: int, arm: str) -> dict[str, Any]:
     """The fresh swarm schedule of run ``run`` (its run seed), its origin naming ``arm`` (a
     mutant's, when it stands in for a mutant the validator refused) and its aim, ``fresh``."""
@@ -724,38 +736,23 @@ class GuidedSearch(Campaign):
             poke_who: tuple[int, int, bool, bool] = (-1, -1, False, False)
             if arm == "rare":
                 if to_finding:
-                    aim = "finding"
-                    target, holders = found[rng.randrange(len(found))]
-                    parent = holders[rng.randrange(len(holders))]
-                    focus, at_ms, who = parent.reached_at(target)
-                    if rng.random() < POKE_SHARE:
-                        aim = "finding poke"
-                        poke_at = at_ms
-                        poke_who = (*who, False, False)
+                    target, parent, focus, at_ms, who = _aimed(found, rng)
+                    aim, poke_who = "finding", (*who, False, False)
                 elif near and rng.random() < NEAR_MISS_SHARE:
-                    aim = "near miss"
-                    target, holders = near[rng.randrange(len(near))]
-                    parent = holders[rng.randrange(len(holders))]
-                    focus, at_ms, who = parent.reached_at(target)
-                    if rng.random() < POKE_SHARE:
-                        aim = "poke"
-                        poke_at = at_ms
-                        codes = NEAR_MISS_CODES[target]
-                        poke_who = (*who, is_zombie(codes), bool(codes[7] & 32))
+                    target, parent, focus, at_ms, who = _aimed(near, rng)
+                    codes = NEAR_MISS_CODES[target]
+                    aim, poke_who = "near miss", (*who, is_zombie(codes), bool(codes[7] & 32))
                 elif events and rng.random() < EVENT_SHARE:
+                    target, parent, focus, at_ms, _who = _aimed(events, rng)
                     aim = "rare event"
-                    target, holders = events[rng.randrange(len(events))]
-                    parent = holders[rng.randrange(len(holders))]
-                    focus, at_ms, _who = parent.reached_at(target)
-                    if rng.random() < POKE_SHARE:
-                        aim = "event poke"
-                        poke_at = at_ms
                 else:
                     aim = "rare state"
                     family = rare[rng.randrange(len(rare))]  # a family first, then a feature of it
                     target, holders = family[rng.randrange(len(family))]
                     parent = holders[rng.randrange(len(holders))]
                     focus = parent.reached_at(target)[0]
+                if aim in POKED and rng.random() < POKE_SHARE:
+                    aim, poke_at = POKED[aim], at_ms
             else:
                 aim = "energy"
                 parent = self._pick(weights, total, rng)
@@ -808,24 +805,17 @@ class GuidedSearch(Campaign):
 
     def _near_miss_holders(self) -> list[tuple[int, list[Entry]]]:
         """The near-miss states the corpus reached (``coverage.NEAR_MISS``), the rarest of
-        them (reached by at most twice the runs of the rarest one), with the entries reaching
-        each, in feature order."""
-        reached = {f: n for f, n in self.hits.items() if f in NEAR_MISS}
-        if not reached:
-            return []
-        cutoff = 2 * min(reached.values())
-        targets = {f for f, n in reached.items() if n <= cutoff}
-        holders: dict[int, list[Entry]] = {}
-        for entry in self.corpus:
-            for f in targets.intersection(entry.features):
-                holders.setdefault(f, []).append(entry)
-        return sorted(holders.items(), key=lambda h: h[0])
+        them (:meth:`_rarest_holders`)."""
+        return self._rarest_holders({f: n for f, n in self.hits.items() if f in NEAR_MISS})
 
     def _event_holders(self) -> list[tuple[int, list[Entry]]]:
-        """The rarest engine event kinds the corpus holds (:func:`event_feature`: reached by at
-        most twice the runs of the rarest one), with the entries showing each, in feature
-        order."""
-        reached = {f: self.hits[f] for f in self.event_kinds if f in self.hits}
+        """The engine event kinds the corpus holds (:func:`event_feature`), the rarest of
+        them (:meth:`_rarest_holders`)."""
+        return self._rarest_holders({f: self.hits[f] for f in self.event_kinds if f in self.hits})
+
+    def _rarest_holders(self, reached: dict[int, int]) -> list[tuple[int, list[Entry]]]:
+        """Of the features ``reached`` (feature -> runs), those reached by at most twice the
+        runs of the rarest one, with the entries reaching each, in feature order."""
         if not reached:
             return []
         cutoff = 2 * min(reached.values())
