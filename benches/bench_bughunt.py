@@ -97,7 +97,12 @@ def _line(record: bughunt.CampaignRecord) -> str:
 
 
 def main() -> int:
-    args = _parser().parse_args()
+    parser = _parser()
+    args = parser.parse_args()
+    try:
+        bughunt.doc_text(Path(args.doc), args.section)
+    except ValueError as e:
+        parser.error(f"--doc: {e}")
     if args.render_only:
         results = json.loads(Path(args.out).read_text(encoding="utf-8"))
         bughunt.update_doc(results, Path(args.doc), args.section)

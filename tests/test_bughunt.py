@@ -105,3 +105,23 @@ def test_the_guided_sections_are_what_their_json_renders() -> None:
         assert section == bughunt.markdown(results), path
         assert not any(row.endswith("| **none** |") for row in section.splitlines()), path
         assert {c["engine"] for c in results["campaigns"]} == {"random", "guided"}, path
+
+
+def test_the_benchmark_refuses_a_document_it_could_not_render_into_before_it_runs(tmp_path) -> None:
+    """A missing ``--doc``, or one without the section's markers, is refused up front (exit 2,
+    naming the file), not after the campaigns: nothing is run and no results file is written."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "out.json"
+    plain = tmp_path / "plain.md"
+    plain.write_text("no markers here\n")
+    for doc, words in ((tmp_path / "missing.md", "cannot be read"), (plain, "markers")):
+        done = subprocess.run([sys.executable, str(ROOT / "benches" / "bench_bughunt.py"), "--fresh", "--engines",
+                               "random", "--generations", "hw-truncation", "--seeds", "1", "--runs", "5",
+                               "--out", str(out), "--doc", str(doc)], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and str(doc) in done.stderr and words in done.stderr, done.stderr
+        assert not out.exists()
+    with_markers = tmp_path / "doc.md"
+    with_markers.write_text(f"{bughunt.BEGIN}old\n{bughunt.END}\n")
+    assert bughunt.doc_text(with_markers).startswith(bughunt.BEGIN)

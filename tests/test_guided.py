@@ -14,7 +14,7 @@ from epochlab.fuzz.campaign import run_seed
 from epochlab.fuzz.coverage import (BROKER, CLUSTER, CLUSTER_MOVE, NEAR_MISS, NEAR_MISS_CODES, broker_tuples, feature,
                                     is_zombie)
 from epochlab.fuzz.executor import execute
-from epochlab.fuzz.generator import FuzzProfile, generate_schedule
+from epochlab.fuzz.generator import FuzzProfile, generate_schedule, load_profile
 from epochlab.fuzz.guided import (BATCH, FINDINGS, INITIAL, OPENING_BATCH, Entry, GuidedSearch, event_feature,
                                   event_kind, event_marks, finding_feature, mutate, poke)
 from epochlab.fuzz.swarm import generate_swarm_schedule
@@ -98,6 +98,26 @@ def test_a_poke_goes_through_its_parents_near_miss_and_acts_only_after_it() -> N
         before = {f: st for f, st in reached.items() if st[1] <= at_ms}
         assert near[1] in before and {f: mine.get(f) for f in before} == before
     assert {"poke-produce", "poke-heal"} <= kinds
+
+
+def test_a_poke_asks_list_offsets_only_in_a_parent_whose_consumers_ask_it() -> None:
+    """In a parent with the list-offsets step, some pokes ask the latest offset right after the
+    moment, by a consumer that asks it in the parent, and the child runs; a parent without the
+    step never gets one."""
+    profile = load_profile(ROOT / "benches" / "profiles" / "off-by-default-steps.json")
+    asking = generate_schedule(1000, "kip-101", profile).to_dict()
+    consumers = {a["consumer"] for a in asking["actions"] if a["op"] == "list_offsets"}
+    assert consumers
+    asks = []
+    for i in range(60):
+        child = poke(asking, random.Random(i), 2000)
+        asks += [a for a in child["actions"] if a not in asking["actions"] and a["op"] == "list_offsets"]
+        if i < 3:
+            execute(Schedule.from_dict(child, "poke"))
+    assert asks and all(a["consumer"] in consumers and a["spec"] == "latest" and a["at_ms"] > 2000 for a in asks)
+    silent = json.loads((ROOT / "docs" / "kafka-findings" / "kraft-reelected-leader-stale-follower-leo.json").read_text())
+    ops = {a["op"] for i in range(60) for a in poke(silent, random.Random(i), 3000)["actions"]}
+    assert "list_offsets" not in ops
 
 
 def test_a_poke_acts_on_the_brokers_the_coverage_named() -> None:

@@ -52,7 +52,7 @@ from epochlab.checks.catalogue import BUGS, KnownBug, match
 from epochlab.fuzz.generator import FuzzProfile
 from epochlab.generations import Generation
 
-__all__ = ["Budget", "CampaignRecord", "FindingRecord", "generations_of", "hunt", "hunt_atheris",
+__all__ = ["Budget", "CampaignRecord", "FindingRecord", "doc_text", "generations_of", "hunt", "hunt_atheris",
            "hunt_random", "markdown", "new_results", "put_campaign", "update_doc"]
 
 ENGINES = ("random", "guided", "atheris")
@@ -540,13 +540,25 @@ def plot_curves(results: dict[str, Any], path: Path, generation: str | None = No
     return path
 
 
+def doc_text(doc: Path, section: str | None = None) -> str:
+    """The text of ``doc``, checked to hold the ``bughunt`` markers of ``section``: a
+    ``ValueError`` naming the file when it cannot be read or lacks them (a campaign checks its
+    document before it starts, so hours of runs never end in a document it cannot write)."""
+    begin, end = markers(section)
+    try:
+        text = doc.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"{doc}: cannot be read ({getattr(e, 'strerror', None) or e})") from None
+    if begin not in text or end not in text:
+        raise ValueError(f"{doc}: no {begin.strip()} ... {end} markers")
+    return text
+
+
 def update_doc(results: dict[str, Any], doc: Path = DEFAULT_DOC, section: str | None = None) -> bool:
     """Replace the text between the ``bughunt`` markers of ``doc`` (of ``section``, see
     :func:`markers`); ``True`` if it changed."""
     begin, end = markers(section)
-    text = doc.read_text(encoding="utf-8")
-    if begin not in text or end not in text:
-        raise ValueError(f"{doc}: no {begin.strip()} ... {end} markers")
+    text = doc_text(doc, section)
     head, rest = text.split(begin, 1)
     new = head + begin + markdown(results) + end + rest.split(end, 1)[1]
     if new != text:

@@ -389,7 +389,10 @@ def poke(parent: dict[str, Any], rng: random.Random, at_ms: int, leader: int = -
     end of one fault that stands at that moment (a link restored, a broker restarted), or
     holds the correction back by isolating a broker or slowing its fetches: two times in three
     the stale ``follower`` when the coverage named it (``Entry.first_brokers``), else any
-    broker. An election names the belief's holder ``leader`` two times in three when known;
+    broker. In a parent whose consumers ask ListOffsets (the list-offsets step), a poke may
+    also ask what a client is told at that moment (``ask``: the latest offset, by one of those
+    consumers): Kafka answers it from the leader's HW (``Partition.fetchOffsetForTimestamp``),
+    which a new leader's followers learn one fetch late. An election names the belief's holder ``leader`` two times in three when known;
     for a ``zombie`` (the controller has moved on: ``coverage.is_zombie``) an election is twice
     as likely, since its belief counts only once it leads again, and a re-elected leader that
     learns of its new epoch in one metadata delta keeps its followers' state
@@ -403,6 +406,8 @@ def poke(parent: dict[str, Any], rng: random.Random, at_ms: int, leader: int = -
     brokers = list(child["cluster"].get("brokers", [1, 2, 3]))
     t = at_ms
     names = []
+    # the consumers that ask ListOffsets in the parent (the list-offsets step of its profile)
+    askers = sorted({a["consumer"] for a in actions if a["op"] == "list_offsets"})
 
     def target(known: int) -> int:
         return known if known in brokers and rng.random() < 2 / 3 else rng.choice(brokers)
@@ -427,9 +432,12 @@ def poke(parent: dict[str, Any], rng: random.Random, at_ms: int, leader: int = -
         standing = [a for a in prefix if a["op"] in FAULTS and a["op"] != "partition"
                     and (a["op"] != "crash" or a["broker"] in down)]
         menu = ["heal", "isolate", "slow", "elect"] + (["elect"] if zombie else []) + \
-            (["produce", "produce"] if producers else []) + (["end"] if standing else [])
+            (["produce", "produce"] if producers else []) + (["end"] if standing else []) + \
+            (["ask"] if askers else [])
         kind = rng.choice(menu)
-        if kind == "produce":
+        if kind == "ask":
+            action = {"op": "list_offsets", "consumer": rng.choice(askers), "spec": "latest"}
+        elif kind == "produce":
             action = {"op": "produce", "producer": rng.choice(producers), "count": 1 + rng.randrange(3)}
         elif kind == "end":
             action = _end_of(rng.choice(standing[-3:]), child["cluster"])
