@@ -392,10 +392,11 @@ def poke(parent: dict[str, Any], rng: random.Random, at_ms: int, leader: int = -
     broker. In a parent whose consumers ask ListOffsets (the list-offsets step), a poke may
     also ask what a client is told at that moment (``ask``: the latest offset, by one of those
     consumers): Kafka answers it from the leader's HW (``Partition.fetchOffsetForTimestamp``),
-    which a new leader's followers learn one fetch late. An election names the belief's holder ``leader`` two times in three when known;
-    for a ``zombie`` (the controller has moved on: ``coverage.is_zombie``) an election is twice
-    as likely, since its belief counts only once it leads again, and a re-elected leader that
-    learns of its new epoch in one metadata delta keeps its followers' state
+    which a new leader's followers learn one fetch late. An election names the belief's
+    holder ``leader`` two times in three when known; for a ``zombie`` (the controller has
+    moved on: ``coverage.is_zombie``) an election is twice as likely, since its belief counts
+    only once it leads again, and a re-elected leader that learns of its new epoch in one
+    metadata delta keeps its followers' state
     (``Partition.makeLeader`` with ``isNewLeader`` false: ``docs/kafka-findings/``). When the
     holder is ``cut`` from the controller (leader code bit 32) that is what a *re-election*
     does, half the pokes then: the controller elects it while the cut holds, and the cut
