@@ -755,11 +755,8 @@ class GuidedSearch(Campaign):
                     target, parent, focus, at_ms, _who = _aimed(events, rng)
                     aim = "rare event"
                 else:
-                    aim = "rare state"
-                    family = rare[rng.randrange(len(rare))]  # a family first, then a feature of it
-                    target, holders = family[rng.randrange(len(family))]
-                    parent = holders[rng.randrange(len(holders))]
-                    focus = parent.reached_at(target)[0]
+                    aim = "rare state"  # a family first, then a feature of it
+                    target, parent, focus, _at, _who = _aimed(rare[rng.randrange(len(rare))], rng)
                 if aim in POKED and rng.random() < POKE_SHARE:
                     aim, poke_at = POKED[aim], at_ms
             else:
