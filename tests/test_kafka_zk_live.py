@@ -76,3 +76,39 @@ def test_seed_scenario_on_a_zookeeper_mode_cluster(tmp_path: Path, capsys: pytes
     namespaces = [n["netns"] for n in state["nodes"] if n["netns"]]
     assert namespaces and not set(namespaces) & set(os.listdir("/run/netns") if os.path.isdir("/run/netns") else [])
     assert attach(cluster_dir).mode == "zk"
+
+
+def test_kafka_7414_on_kafka_2_0_0_live(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """KAFKA-7414 on the last release that has it, live: broker 1, alone in the ISR, loses
+    power (its log directory on the lossy filesystem) and leads again with an empty log; broker
+    2, back with m1-m3, is out of range and exits instead of truncating, at each start. Kafka
+    2.0.0 says so in broker 2's ``server.log``; the model, following release 2.0.0, agrees. The
+    leader's epoch comes from the controller's record in ZooKeeper: ListOffsets carries none
+    before 2.1, and the leader's epoch cache was lost with the power."""
+    from epochlab.errors import ConfigError
+    from epochlab.kafka.jars import jar_dir
+    from epochlab.kafka.live import lossyfs
+    from epochlab.kafka.live.zookeeper import broker_extras_dir
+
+    version, name = "2.0.0", "kafka-7414-follower-halts-instead-of-truncating"
+    if not resolved(version):
+        pytest.skip(f"Kafka {version}'s jars are not resolved (epochlab kafka jars --all-generations)")
+    if lossyfs.available() is not None:
+        pytest.skip(f"a power loss needs the lossy filesystem: {lossyfs.available()}")
+    try:
+        broker_extras_dir(jar_dir(version, resolve=False))
+    except ConfigError as exc:
+        pytest.skip(f"the ZooKeeper-mode broker's extra jars could not be resolved: {exc}")
+    out = tmp_path / "run"
+    code = main(["kafka", "run", name, "--kafka-version", version, "--compare", "--json", "--out", str(out)])
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["model"]["generation"] == "kip-279"
+    assert payload["model"]["settings_replaced"]["kafka_release"] == [None, version]
+    checks = {c["description"]: c["status"] for c in payload["real"]["checks"]}
+    assert checks["broker 2 keeps m1-m3: it never truncates"] == "passed", payload["real"]["checks"]
+    assert checks["after every restart it exits again: the ISR stays [1]"] == "passed"
+    assert payload["real"]["expectations_hold"] and payload["agree"], [d["text"] for d in payload["differences"]]
+    assert code == 0
+    log = (out.with_name("run.cluster") / "node-2" / "server.log").read_text(errors="replace")
+    exits = [line for line in log.splitlines() if "Exiting because log truncation is not allowed" in line]
+    assert len(exits) >= 2, "broker 2 exits at each of its two starts"

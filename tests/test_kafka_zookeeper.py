@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from epochlab.generations import Generation
 from epochlab.kafka.live.cluster import LocalCluster, Node
 from epochlab.kafka.live.zookeeper import (BROKER_EXTRAS, ZK_CLIENT_SUBSTITUTE, ZkCluster, broker_extras,
                                            check_mode, cluster_modes, default_mode, log4j1_properties,
-                                           make_cluster, zk_properties, zoo_cfg)
+                                           make_cluster, read_znode, zk_properties, zoo_cfg)
 from epochlab.kafka.runs.era import era_refusals, live_generation
 from epochlab.scenarios import load_builtin
 from epochlab.scenarios.loader import loads
@@ -61,6 +62,97 @@ def test_a_cluster_lays_out_zookeeper_beside_the_controller_broker(tmp_path: Pat
         assert props["zookeeper.connect"] == c.zookeeper.address
     assert _props(c.zoo_cfg_path.read_text())["clientPort"] == str(c.zookeeper.port)
     assert c._state()["mode"] == "zk" and c._state()["zookeeper"]["port"] == c.zookeeper.port
+
+
+def test_power_loss_brokers_are_taken_and_proxied_client_links_refused(tmp_path: Path) -> None:
+    """A lossy log directory is mounted by the start both modes share; the per-client proxy
+    listeners are wired into the KRaft start only."""
+    c = make_cluster(tmp_path / "zk", version="2.0.0", network="loopback", lossy_brokers=(1,))
+    assert isinstance(c, ZkCluster) and c.lossy_brokers == (1,)
+    with pytest.raises(ConfigError, match="Toxiproxy"):
+        make_cluster(tmp_path / "zk2", version="2.0.0", network="loopback", proxied_listeners=1)
+
+
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    """A real standalone ZooKeeper from Kafka 2.0.0's jars (3.4.13) on loopback."""
+    import shutil
+    import socket
+    import subprocess
+    import time
+
+    from epochlab.kafka.jars import jar_dir, resolved
+
+    if not resolved("2.0.0") or shutil.which("java") is None:
+        pytest.skip("needs Java and Kafka 2.0.0's jars (epochlab kafka jars --all-generations)")
+    data = tmp_path_factory.mktemp("zookeeper")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (data / "zoo.cfg").write_text(zoo_cfg(data / "data", "127.0.0.1", port))
+    proc = subprocess.Popen(["java", "-Dzookeeper.jmx.log4j.disable=true", "-cp", f"{jar_dir('2.0.0', resolve=False)}/*",
+                             "org.apache.zookeeper.server.ZooKeeperServerMain", str(data / "zoo.cfg")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:  # a server still loading its database closes each new connection at once
+            try:
+                read_znode("127.0.0.1", port, "/zookeeper")
+                break
+            except (OSError, ValueError):
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, "ZooKeeper did not start"
+            time.sleep(0.2)
+        yield "127.0.0.1", port
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def test_a_znode_is_read_from_a_real_zookeeper(zookeeper: tuple[str, int]) -> None:
+    host, port = zookeeper
+    assert read_znode(host, port, "/zookeeper") == b""  # every server has it, without data
+    assert read_znode(host, port, "/brokers/topics/none/partitions/0/state") is None
+    for _ in range(3):  # each read is a session of its own, closed at once
+        assert read_znode(host, port, "/zookeeper/quota") == b""
+
+
+@pytest.mark.parametrize(("answer", "match"), [
+    (b"", "closed the connection"),
+    (b"\x7f\xff\xff\xff", "bytes"),
+    (b"\x00\x00\x00\x04abcd", "refused the session"),
+])
+def test_a_znode_reader_refuses_answers_that_are_not_zookeepers(answer: bytes, match: str) -> None:
+    """What answers on the port is not trusted: a closed connection, an absurd length or a
+    short record is a ``ValueError`` naming it; silence is an ``OSError`` after the timeout."""
+    import socket
+    import threading
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+
+        def answer_once() -> None:
+            conn, _ = server.accept()
+            with conn:
+                conn.recv(1024)
+                conn.sendall(answer)
+
+        t = threading.Thread(target=answer_once, daemon=True)
+        t.start()
+        with pytest.raises(ValueError, match=match):
+            read_znode("127.0.0.1", server.getsockname()[1], "/x", timeout_s=2.0)
+        t.join(5)
+
+
+def test_a_silent_server_times_out() -> None:
+    import socket
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        with pytest.raises(OSError):
+            read_znode("127.0.0.1", server.getsockname()[1], "/x", timeout_s=0.3)
 
 
 def test_log_configuration_keeps_state_changes_out_of_server_log(tmp_path: Path) -> None:

@@ -81,6 +81,8 @@ def test_good_file_loads(tmp_path: Path) -> None:
          "integer"),
         ('"min.insync.replicas" = 2', '"min.insync.replica" = 2', "cluster.min.insync.replica", "one of"),
         ('acks = "all"', 'acks = "some"', "producers.p1.acks", '"all"'),
+        ('generations = ["hw-truncation"]', 'from_release = "2.0"', "expect[0].from_release", "X.Y.Z"),
+        ('generations = ["hw-truncation"]', 'before_release = 201', "expect[0].before_release", "string"),
     ],
 )
 def test_malformed_field(tmp_path: Path, replace: str, by: str, field: str, expected_part: str) -> None:
@@ -142,6 +144,21 @@ def test_after_step_reference(tmp_path: Path) -> None:
 def test_generation_plus_suffix() -> None:
     s = loads(GOOD.replace('generations = ["hw-truncation"]', 'generations = ["kip-320+"]'))
     assert s.expectations[0].generations == ("kip-320", "diverging-epoch", "strict-min-isr")
+
+
+def test_release_bounds_follow_the_runs_release_or_each_generations_newest() -> None:
+    """An expectation bounded by release is judged in the runs whose release is in bounds;
+    a run without ``kafka.release`` counts as its generation's newest release."""
+    s = loads(GOOD.replace('generations = ["hw-truncation"]', 'before_release = "2.0.1"'))
+    e = s.expectations[0]
+    assert e.before_release == "2.0.1" and e.to_dict()["before_release"] == "2.0.1"
+    assert e.applies_to("hw-truncation") and e.applies_to("kip-101")
+    assert not e.applies_to("kip-279")  # its newest release, 2.0.1, is not before 2.0.1
+    assert e.applies_to("kip-279", (2, 0, 0)) and not e.applies_to("kip-279", (2, 0, 1))
+    s = loads(GOOD.replace('generations = ["hw-truncation"]', 'generations = ["kip-279+"]\nfrom_release = "2.0.1"'))
+    e = s.expectations[0]
+    assert e.applies_to("kip-279") and e.applies_to("strict-min-isr", (4, 3, 1))
+    assert not e.applies_to("kip-279", (2, 0, 0)) and not e.applies_to("kip-101")
 
 
 def test_partition_groups_validated(tmp_path: Path) -> None:

@@ -49,6 +49,17 @@ _RELEASES: dict[int, tuple[tuple[int, ...], tuple[int, ...] | None]] = {
 }
 
 
+def parse_release(text: object) -> tuple[int, ...] | None:
+    """A Kafka release ``"X.Y.Z"`` (before 1.0 ``"0.X.Y.Z"``) as a version tuple, ``(2, 8, 0)``;
+    ``None`` when ``text`` is not one."""
+    parts = text.split(".") if isinstance(text, str) else []
+    if not (len(parts) == 3 or (len(parts) == 4 and parts[0] == "0")):
+        return None
+    if not all(p.isdigit() and p.isascii() and len(p) <= 4 for p in parts):
+        return None
+    return tuple(int(p) for p in parts)
+
+
 class Generation(enum.IntEnum):
     """A protocol generation; ordered, so ``g >= Generation.KIP_320`` reads as "G3 or later"."""
 
@@ -74,6 +85,13 @@ class Generation(enum.IntEnum):
         generation's releases (:attr:`kafka_versions`)."""
         first, after = _RELEASES[int(self)]
         return first <= release and (after is None or release < after)
+
+    def precedes(self, release: tuple[int, ...]) -> bool:
+        """Whether every release of this generation comes before Kafka ``release``: so the
+        model without a ``kafka.release``, which follows each generation's newest release,
+        counts as a release before ``release``."""
+        after = _RELEASES[int(self)][1]
+        return after is not None and after <= release
 
     @classmethod
     def parse(cls, value: object) -> Generation:

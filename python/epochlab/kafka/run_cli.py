@@ -84,7 +84,7 @@ def _run(args: argparse.Namespace) -> int:
         try:
             version = args.kafka_version or DEFAULT_KAFKA_VERSION
             release_for(version)
-            why = unmappable(scenario) + era_refusals(scenario, version, check_mode(version, args.mode))
+            why = unmappable(scenario, version=version) + era_refusals(scenario, version, check_mode(version, args.mode))
         except EpochlabError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2

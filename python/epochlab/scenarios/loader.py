@@ -35,7 +35,7 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _TOP_KEYS = ("name", "description", "source", "generations", "seed", "settle_ms", "cluster",
              "producers", "consumers", "steps", "expect")
 _STEP_KEYS = ("action", "at_ms", "after_ms", "label")
-_EXPECT_KEYS = ("kind", "generations", "after_step", "description")
+_EXPECT_KEYS = ("kind", "generations", "after_step", "description", "from_release", "before_release")
 _DEFAULT_BROKERS = (1, 2, 3)
 
 
@@ -211,7 +211,8 @@ def _expectations(raw: Any, ctx: _Context, n_steps: int) -> tuple[Expectation, .
             after_step = _step_ref(item["after_step"], f"{path}.after_step", ctx, n_steps)
         params = _params(item, spec, path, ctx)
         _check_expectation(kind, params, path, ctx.where)
-        out.append(Expectation(i, kind, params, generations, after_step, description))
+        bounds = {key: _release_bound(item, key, path, ctx.where) for key in ("from_release", "before_release")}
+        out.append(Expectation(i, kind, params, generations, after_step, description, **bounds))
     return tuple(out)
 
 
@@ -426,6 +427,16 @@ _CHECKERS = {
     "measure": _measure,
     "spec": _spec,
 }
+
+
+def _release_bound(item: Mapping[str, Any], key: str, path: str, where: str) -> str | None:
+    """An expectation's ``from_release`` / ``before_release``: a Kafka release, as written."""
+    from epochlab.generations import parse_release
+
+    value = item.get(key)
+    if value is not None and parse_release(value) is None:
+        raise _err(where, f"{path}.{key}", 'a Kafka release "X.Y.Z" (before 1.0 "0.X.Y.Z"), e.g. "2.0.1"', value)
+    return value
 
 
 def _generations(raw: Any, path: str, where: str) -> tuple[str, ...] | None:

@@ -211,7 +211,9 @@ def scenario_model() -> Any:
     expect = tagged("ScenarioExpectation", "kind", table(EXPECTATIONS),
                     {"generations": (Annotated[list[Name], Field(max_length=100)] | None, None),
                      "after_step": (TAGS["step_ref"] | None, None),
-                     "description": (TAGS["str"] | None, None)})
+                     "description": (TAGS["str"] | None, None),
+                     "from_release": (TAGS["str"] | None, None),
+                     "before_release": (TAGS["str"] | None, None)})
     return create_model(
         "Scenario", __base__=Strict,
         __doc__="An epochlab scenario (TOML; docs/scenario-format.md).",
@@ -263,7 +265,12 @@ class Step:
 @dataclass(frozen=True)
 class Expectation:
     """A claim about the run. ``generations`` (labels) limits where it is checked (``None``:
-    everywhere the scenario runs); ``after_step`` evaluates a state kind after that step."""
+    everywhere the scenario runs); ``after_step`` evaluates a state kind after that step.
+    ``from_release`` / ``before_release`` (``"X.Y.Z"``) limit it further to runs of Kafka
+    releases from / before that one, where a rule changed inside a generation (KAFKA-7414's
+    halting follower is in 2.0.0, not 2.0.1): the run's release is its ``kafka.release`` (a
+    live run's: the cluster's), and a model run without one follows each generation's newest
+    release (:meth:`~epochlab.generations.Generation.precedes`)."""
 
     index: int
     kind: str
@@ -271,9 +278,27 @@ class Expectation:
     generations: tuple[str, ...] | None = None
     after_step: int | None = None
     description: str | None = None
+    from_release: str | None = None
+    before_release: str | None = None
 
-    def applies_to(self, generation_label: str) -> bool:
-        return self.generations is None or generation_label in self.generations
+    def applies_to(self, generation_label: str, release: tuple[int, ...] | None = None) -> bool:
+        """Whether the expectation is judged in a run of ``generation_label`` that models
+        Kafka ``release`` (``None``: the generation's newest)."""
+        if self.generations is not None and generation_label not in self.generations:
+            return False
+        if self.from_release is None and self.before_release is None:
+            return True
+        from epochlab.generations import Generation, parse_release
+
+        generation = Generation.parse(generation_label)
+
+        def before(bound: str) -> bool:
+            limit = parse_release(bound)
+            assert limit is not None, bound  # checked when the scenario was loaded
+            return generation.precedes(limit) if release is None else release < limit
+
+        return ((self.from_release is None or not before(self.from_release))
+                and (self.before_release is None or before(self.before_release)))
 
     def describe(self) -> str:
         if self.description:
@@ -290,6 +315,8 @@ class Expectation:
             "generations": list(self.generations) if self.generations is not None else None,
             "after_step": self.after_step,
             "description": self.description,
+            "from_release": self.from_release,
+            "before_release": self.before_release,
         }
 
 

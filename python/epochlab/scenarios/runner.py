@@ -102,7 +102,7 @@ def run_scenario(scenario: Scenario, generation: str | int | None = None, seed: 
     facts = Facts(final=final, after_step={i: r.snapshot for i, r in enumerate(records[1:])},
                   history=[json.loads(line) for line in history], observer=driver.observer,
                   events=[_event_dict(e) for e in cluster.events])
-    checks = [evaluate(e, facts) for e in scenario.expectations if e.applies_to(gen.label)]
+    checks = [evaluate(e, facts) for e in scenario.expectations if e.applies_to(gen.label, cluster_cfg.release)]
     checks += step_checks(records)
     configs = {
         "scenario": scenario.name,

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from epochlab.errors import ConfigError
+from epochlab.generations import parse_release
 
 __all__ = ["ClusterConfig", "ConsumerConfig", "ProducerConfig"]
 
@@ -64,16 +65,15 @@ def _split_release(where: str, value: object) -> tuple[tuple[int, ...], tuple[st
     """A Kafka release ``"X.Y.Z"`` (before 1.0 ``"0.X.Y.Z"``), optionally followed by
     ``+patch`` names of :data:`RELEASE_PATCHES`: ``((X, Y, Z), patches)``."""
     text, *patches = value.split("+") if isinstance(value, str) else [""]
-    parts = text.split(".")
-    four = len(parts) == 4 and parts[0] == "0"
-    if not (len(parts) == 3 or four) or not all(p.isdigit() and p.isascii() and len(p) <= 4 for p in parts):
+    release = parse_release(text)
+    if release is None:
         raise _fail(where, "kafka_release", 'a Kafka release "X.Y.Z" (before 1.0 "0.X.Y.Z"), e.g. "2.8.0", '
                     'optionally with "+patch"', value)
     for patch in patches:
         if patch not in RELEASE_PATCHES:
             raise _fail(where, "kafka_release", "a patch named after '+': " + ", ".join(sorted(RELEASE_PATCHES)),
                         value)
-    return tuple(int(p) for p in parts), tuple(patches)
+    return release, tuple(patches)
 
 
 def _release(where: str, value: object) -> tuple[int, ...]:

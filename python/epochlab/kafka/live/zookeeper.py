@@ -50,6 +50,7 @@ import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import time
 from dataclasses import asdict
@@ -62,7 +63,7 @@ from epochlab.kafka.live.cluster import JVM_OPTIONS, LocalCluster, Node, live_pi
 
 __all__ = ["BROKER_EXTRAS", "KRAFT_FROM", "MODES", "ZK_CLIENT_SUBSTITUTE", "ZK_UNTIL", "ZOOKEEPER_PORT", "ZkCluster",
            "broker_extras", "broker_extras_dir", "check_mode", "cluster_modes", "default_mode", "log4j1_properties",
-           "make_cluster", "release_tuple", "zk_properties", "zoo_cfg"]
+           "make_cluster", "read_znode", "release_tuple", "zk_properties", "zoo_cfg"]
 
 MODES = ("zk", "kraft")
 #: The first release line without ZooKeeper mode (KIP-500 finished: 4.0 removed it).
@@ -74,6 +75,62 @@ ZOOKEEPER_PORT = 2181
 #: ``maxSessionTimeout`` below), so a 1 s - 60 s ``zookeeper.session.timeout.ms`` is granted as asked.
 TICK_MS = 500
 _CONTROLLER_ID = 100
+
+
+#: The most a znode read here accepts: ZooKeeper's own default ``jute.maxbuffer`` (1 MiB).
+MAX_ZNODE_BYTES = 1 << 20
+_GET_DATA, _CLOSE_SESSION, _NO_NODE = 4, -11, -101
+
+
+def read_znode(host: str, port: int, path: str, timeout_s: float = 1.0) -> bytes | None:
+    """The data of znode ``path`` on the ZooKeeper server at ``host:port``, read in a session
+    of its own (``None`` when the znode does not exist). ZooKeeper's client protocol, framed
+    jute records: ``ConnectRequest`` (protocol 0, a new session) and its response, then
+    ``getData`` (``RequestHeader`` xid 1, op 4; the path, no watch) answered by a
+    ``ReplyHeader`` and the data, then ``closeSession`` (op -11) so the session ends now rather
+    than a session timeout later. Raises ``OSError`` when the server does not answer within
+    ``timeout_s`` and ``ValueError`` on an answer that is not such a record."""
+
+    def frame(payload: bytes) -> bytes:
+        return struct.pack(">i", len(payload)) + payload
+
+    def receive(sock: socket.socket) -> bytes:
+        def exactly(n: int) -> bytes:
+            out = b""
+            while len(out) < n:
+                chunk = sock.recv(n - len(out))
+                if not chunk:
+                    raise ValueError("ZooKeeper closed the connection mid-answer")
+                out += chunk
+            return out
+        (size,) = struct.unpack(">i", exactly(4))
+        if not 0 <= size <= MAX_ZNODE_BYTES + 1024:
+            raise ValueError(f"ZooKeeper answered a record of {size} bytes")
+        return exactly(size)
+
+    raw = path.encode()
+    with socket.create_connection((host, port), timeout=timeout_s) as sock:
+        sock.settimeout(timeout_s)
+        sock.sendall(frame(struct.pack(">iqiqi", 0, 0, int(timeout_s * 1000) + 2000, 0, 16) + bytes(16)))
+        if len(receive(sock)) < 20:  # protocol, timeout, session id, password length
+            raise ValueError("ZooKeeper refused the session")
+        sock.sendall(frame(struct.pack(">iii", 1, _GET_DATA, len(raw)) + raw + b"\x00"))
+        reply = receive(sock)
+        if len(reply) < 16:
+            raise ValueError("ZooKeeper's getData answer is shorter than its header")
+        xid, _zxid, err = struct.unpack(">iqi", reply[:16])
+        if xid != 1:
+            raise ValueError(f"ZooKeeper answered request {xid}, not the getData sent")
+        data: bytes | None = None
+        if err == 0:
+            (size,) = struct.unpack(">i", reply[16:20])
+            if not 0 <= size <= len(reply) - 20:
+                raise ValueError(f"ZooKeeper's getData answer names {size} bytes of data")
+            data = reply[20:20 + size]
+        elif err != _NO_NODE:
+            raise ValueError(f"ZooKeeper answered getData {path} with error {err}")
+        sock.sendall(frame(struct.pack(">ii", 2, _CLOSE_SESSION)))
+        return data
 
 
 def release_tuple(version: str) -> tuple[int, int]:
@@ -189,15 +246,15 @@ class ZkCluster(LocalCluster):
                  jvm_options: tuple[str, ...] = JVM_OPTIONS, ready_timeout_s: float = 90.0,
                  grace_s: float = 15.0, detach: bool = False, proxied_listeners: int = 0,
                  lossy_brokers: tuple[int, ...] = ()) -> None:
-        # the link proxies' per-client listeners and the lossy log directories are wired into the
-        # KRaft start only: refused here, before anything starts
-        if proxied_listeners or lossy_brokers:
-            what = "delayed client links (Toxiproxy listeners)" if proxied_listeners else "power-loss crashes (lossy log directories)"
-            raise ConfigError(f"{what} are not supported on a ZooKeeper-mode cluster yet",
-                              where="--mode", field="mode", expected="kraft", got="zk")
+        # the link proxies' per-client listeners are wired into the KRaft start only: refused
+        # here, before anything starts (a lossy log directory is mounted by the shared start,
+        # LocalCluster._mount_disks, before a broker of either mode writes to it)
+        if proxied_listeners:
+            raise ConfigError("delayed client links (Toxiproxy listeners) are not supported on a ZooKeeper-mode "
+                              "cluster yet", where="--mode", field="mode", expected="kraft", got="zk")
         super().__init__(directory, brokers=brokers, controllers=1, version=version, network=network,
                          overrides=overrides, jvm_options=jvm_options, ready_timeout_s=ready_timeout_s,
-                         grace_s=grace_s, detach=detach)
+                         grace_s=grace_s, detach=detach, lossy_brokers=lossy_brokers)
         if release_tuple(self.version) >= ZK_UNTIL:
             raise ConfigError(f"Kafka {self.version} has no ZooKeeper mode (removed in 4.0)", where="--mode",
                               field="mode", expected="a release before 4.0", got=self.version)
@@ -318,6 +375,21 @@ class ZkCluster(LocalCluster):
             return admin.list_topics(timeout=2).controller_id == _CONTROLLER_ID
         except Exception:  # noqa: BLE001 - KafkaException while the broker comes up
             return False
+
+    def partition_record(self, topic: str, partition: int = 0) -> dict[str, Any] | None:
+        """The controller's record of a partition in ZooKeeper,
+        ``/brokers/topics/<topic>/partitions/<n>/state`` (``leader``, ``leader_epoch``, ``isr``,
+        ``controller_epoch``: what ``KafkaController`` last decided, before or while the brokers
+        act on it); ``None`` when ZooKeeper does not answer (cut off, stopped) or has no record."""
+        zk = self.zookeeper
+        if zk is None or not self.zookeeper_running():
+            return None
+        try:
+            data = read_znode(zk.host, zk.port, f"/brokers/topics/{topic}/partitions/{partition}/state")
+            record = json.loads(data) if data is not None else None
+        except (OSError, ValueError):
+            return None
+        return record if isinstance(record, dict) else None
 
     def controller_id(self) -> int | None:
         """The broker that holds ``/controller`` now, as the controller broker's metadata says."""

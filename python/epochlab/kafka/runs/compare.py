@@ -35,14 +35,16 @@ TIME_SLACK_MS = 1000
 _FAULTS = ("crash", "isolate", "controlled_shutdown")
 
 
-def model_scenario(scenario: Scenario, settings: dict[str, int],
-                   client: str = "librdkafka") -> tuple[Scenario, dict[str, Any]]:
+def model_scenario(scenario: Scenario, settings: dict[str, int], client: str = "librdkafka",
+                   release: str | None = None) -> tuple[Scenario, dict[str, Any]]:
     """The scenario with the cluster's ``settings``, and producers that time requests out as
     the client that ran does: for librdkafka's (``client="librdkafka"``) ``socket.timeout.ms``
     = :data:`~epochlab.kafka.live.clients.SOCKET_TIMEOUT_MS` on the client and ``request.timeout.ms``
     only at the broker; for Kafka's Java producer (``"java"``) the model's own producer, which
     is that client (:class:`~epochlab.sim.config.ProducerConfig`); also what changed (name ->
-    [scenario's value, the value used])."""
+    [scenario's value, the value used]). ``release``: the cluster's Kafka release, which the
+    model then follows (``kafka.release``: the rules a generation's releases differ on, e.g.
+    KAFKA-7414's halting follower in 2.0.0 but not 2.0.1) where the scenario names none."""
     from epochlab.kafka.live.clients import SOCKET_TIMEOUT_MS
     from epochlab.sim.config import ClusterConfig
 
@@ -52,6 +54,9 @@ def model_scenario(scenario: Scenario, settings: dict[str, int],
     replaced = {name: [getattr(cfg, name), value] for name, value in sorted(settings.items())
                 if getattr(cfg, name) != value}
     cluster.update(settings)
+    if release is not None and cfg.kafka_release is None:
+        cluster["kafka.release"] = release
+        replaced["kafka_release"] = [None, release]
     producers: dict[str, dict[str, Any]] = {}
     for name, config in scenario.producers.items():
         own = {str(k).replace(".", "_").replace("-", "_"): v for k, v in config.items()}
@@ -62,10 +67,11 @@ def model_scenario(scenario: Scenario, settings: dict[str, int],
     return dataclasses.replace(scenario, cluster=cluster, producers=producers), replaced
 
 
-def model_run(scenario: Scenario, generation: str, settings: dict[str, int], client: str = "librdkafka") -> Any:
+def model_run(scenario: Scenario, generation: str, settings: dict[str, int], client: str = "librdkafka",
+              release: str | None = None) -> Any:
     from epochlab.scenarios.runner import run_scenario
 
-    sc, _ = model_scenario(scenario, settings, client)
+    sc, _ = model_scenario(scenario, settings, client, release)
     return run_scenario(sc, generation, write=False)
 
 

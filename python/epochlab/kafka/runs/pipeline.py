@@ -50,8 +50,9 @@ __all__ = ["execute", "write_run_dir"]
 def execute(scenario: Any, cluster: Any, compare: bool, out: Path | None,
             client: str = "librdkafka") -> tuple[int, dict[str, Any]]:
     """Run ``scenario`` on ``cluster`` with ``client``'s producers; (exit code, the JSON payload).
-    The model runs in the generation of the cluster's release (:func:`live_generation`), and the
-    expectations of that generation are judged on both runs."""
+    The model runs in the generation of the cluster's release (:func:`live_generation`) and
+    follows that release (``kafka.release``), and the expectations of that generation are judged
+    on both runs."""
     mode = getattr(cluster, "mode", "kraft")
     why = unmappable(scenario, cluster) + era_refusals(scenario, cluster.version, mode)
     if why:
@@ -76,7 +77,7 @@ def execute(scenario: Any, cluster: Any, compare: bool, out: Path | None,
              if r.error is None and r.executed_at_ms is not None]
     real_summary["silence_fences"] = silence_fences(
         steps, cluster.broker_ids, real_fences(fence_lines(cluster), real.history.clock_epoch_ms), session_ms)
-    _, replaced = model_scenario(scenario, settings, client)
+    _, replaced = model_scenario(scenario, settings, client, cluster.version)
     payload: dict[str, Any] = {
         "scenario": scenario.name, "runnable": True,
         "real": {"expectations_hold": real.expectations_hold, "checks": [c.to_dict() for c in real.checks],
@@ -88,7 +89,7 @@ def execute(scenario: Any, cluster: Any, compare: bool, out: Path | None,
     model = None
     if compare:
         t0 = time.monotonic()
-        model = model_run(scenario, generation, settings, client)
+        model = model_run(scenario, generation, settings, client, cluster.version)
         payload["model"] = {"expectations_hold": model.passed, "generation": generation,
                             "settings": settings, "settings_replaced": replaced,
                             "checks": [c.to_dict() for c in model.checks],

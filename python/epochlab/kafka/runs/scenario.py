@@ -60,6 +60,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from epochlab.errors import ConfigError
+from epochlab.generations import parse_release
 from epochlab.kafka.live.clients import History, KafkaAdmin
 from epochlab.kafka.live import lossyfs
 from epochlab.kafka.live.cluster import LocalCluster
@@ -96,9 +97,12 @@ NOT_EVALUABLE = {"event_seen": "a real run has no engine event log (the brokers'
                                 "onto the model's event strings)"}
 
 
-def unmappable(scenario: Scenario, cluster: LocalCluster | None = None) -> list[str]:
-    """Why ``scenario`` cannot run faithfully on a real cluster (empty: it can)."""
+def unmappable(scenario: Scenario, cluster: LocalCluster | None = None, version: str | None = None) -> list[str]:
+    """Why ``scenario`` cannot run faithfully on a real cluster (empty: it can): ``cluster``'s,
+    or before it starts one of Kafka ``version``. A scenario that names a ``kafka.release`` runs
+    only on a cluster of that very release (without a ``+patch``: no cluster runs a proposed fix)."""
     why = []
+    version = cluster.version if cluster is not None else version
     lossy_fs = lossyfs.available() if lossy_brokers(scenario) else None
     for step in scenario.steps:
         p, where = step.params, f"step {step.index + 1} ({step.describe()})"
@@ -125,9 +129,11 @@ def unmappable(scenario: Scenario, cluster: LocalCluster | None = None) -> list[
         elif step.action in _NO_MAPPING:
             why.append(f"{where}: {_NO_MAPPING[step.action]}")
     cfg = ClusterConfig.from_dict(scenario.cluster, f"{scenario.where}: cluster")
-    if cfg.kafka_release is not None:
+    if cfg.kafka_release is not None and cfg.kafka_release != version:
+        how = ("it names a proposed fix, which no released cluster runs" if cfg.release_patches
+               else f"run it on a cluster of that release, --kafka-version {cfg.kafka_release}")
         why.append(f"kafka.release {cfg.kafka_release}: the model follows that release's rules; a real "
-                   "cluster runs its own release's")
+                   f"cluster runs its own release's ({how})")
     uses_links = any(s.action in ("partition", "heal", "isolate", "set_link", "slow_follower") for s in scenario.steps)
     link_tools = firewall_available() if uses_links else None
     if link_tools is not None:  # refused before any broker starts, naming what installs it
@@ -293,8 +299,9 @@ def run_on_cluster(scenario: Scenario, cluster: LocalCluster, generation: str = 
     facts = Facts(final=snap, after_step={i: r.snapshot for i, r in enumerate(driver.records[1:])},
                   history=history, observer=driver.observer, events=[])
     checks = []
+    release = parse_release(cluster.version)
     for e in scenario.expectations:
-        if not e.applies_to(generation):
+        if not e.applies_to(generation, release):
             continue
         if e.kind in NOT_EVALUABLE:
             checks.append(Check(e.index, e.kind, e.describe(), "not evaluable", NOT_EVALUABLE[e.kind]))

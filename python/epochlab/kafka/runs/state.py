@@ -22,7 +22,7 @@ API is asked through the brokers still connected to the controller and to the ha
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +150,7 @@ class RealView:
         except Exception:  # noqa: BLE001 - no broker answered (elections, cuts): unknown now
             self.admin_errors += 1
             return None
+        meta = self._recorded_epoch(meta)
         last = self.last
         if (last is not None and last.leader_epoch is not None and meta.leader_epoch is not None
                 and meta.leader_epoch < last.leader_epoch):
@@ -160,6 +161,18 @@ class RealView:
         self.last = meta
         self.max_epoch = max(self.max_epoch, meta.leader_epoch or 0)
         return meta
+
+    def _recorded_epoch(self, meta: PartitionState) -> PartitionState:
+        """A leader that answered ListOffsets without an epoch (before 2.1, KIP-320) leads in
+        the epoch the controller recorded for it in ZooKeeper (``ZkCluster.partition_record``);
+        the epoch cache on its disk may say nothing of it: a 0.11 - 2.0 leader writes its epoch
+        there only with its first append, and one that lost power has none."""
+        record = getattr(self.cluster, "partition_record", None)
+        if meta.leader is None or meta.leader_epoch is not None or meta.high_watermark is None or record is None:
+            return meta
+        got = record(self.topic)
+        epoch = got.get("leader_epoch") if got is not None and got.get("leader") == meta.leader else None
+        return replace(meta, leader_epoch=epoch) if isinstance(epoch, int) and epoch >= 0 else meta
 
     def _epoch(self, state: PartitionState | None, disk: dict[int, DiskReplica]) -> int | None:
         """The leader's epoch: its ListOffsets answer, else the latest entry of its epoch cache
