@@ -319,3 +319,43 @@ def test_the_fence_lines_are_the_controllers(tmp_path: Path) -> None:
         nodes[node] = SimpleNamespace(server_log=path)
     cluster = SimpleNamespace(broker_ids=[1], controller_ids=[100], nodes=nodes)
     assert fence_lines(cluster) == [FENCED.format(t=t0 + 5, b=2)]
+
+
+@pytest.mark.parametrize(("generation", "kind"), [("hw-truncation", "not comparable"), ("kip-101", "outcome"),
+                                                  ("strict-min-isr", "outcome")])
+def test_epochs_are_compared_only_where_kafka_writes_them(generation: str, kind: str) -> None:
+    """Before KIP-101 a batch carries no leader epoch and no epoch cache is kept: the model's
+    epochs of that generation have nothing on disk to be compared with."""
+    from epochlab.kafka.runs.compare import compare
+
+    base = {"acked": {}, "not_acked": {}, "lost": [], "duplicated": [], "read": {}, "leaders": [],
+            "final": {}, "expectations": {}, "times": {}}
+    real = {**base, "logs": {1: {"records": [[0, -1, 1]], "epochs": []}}}
+    model = {**base, "generation": generation, "logs": {1: {"records": [[0, 0, 1]], "epochs": [[0, 0]]}}}
+    agree, diffs = compare(real, model)
+    assert {d["kind"] for d in diffs} == {kind} and len(diffs) == 2
+    assert agree == (kind == "not comparable")
+
+
+@pytest.mark.parametrize(("generation", "setting", "unclean"), [
+    ("hw-truncation", None, "true"), ("kip-101", None, "false"), ("strict-min-isr", None, "false"),
+    ("hw-truncation", False, "false"), ("strict-min-isr", True, "true")])
+def test_a_live_topic_takes_the_unclean_default_of_the_models_generation(
+        generation: str, setting: bool | None, unclean: str) -> None:
+    """A scenario that leaves unclean leader election unset runs on a topic with the default of
+    the generation the model runs in: on before 0.11 (KIP-106), off after."""
+    from epochlab.kafka.runs.scenario import _topic_configs
+    from epochlab.sim.config import ClusterConfig
+
+    cluster = {} if setting is None else {"unclean.leader.election.enable": setting}
+    assert _topic_configs(ClusterConfig.from_dict(cluster), generation)["unclean.leader.election.enable"] == unclean
+
+
+def test_a_process_age_is_read_from_proc() -> None:
+    import os
+
+    from epochlab.kafka.live.cluster import process_age_s
+
+    age = process_age_s(os.getpid())
+    assert age is not None and 0 <= age < 24 * 3600
+    assert process_age_s(None) is None and process_age_s(2 ** 22 + 12345) is None

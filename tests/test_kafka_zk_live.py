@@ -112,3 +112,30 @@ def test_kafka_7414_on_kafka_2_0_0_live(tmp_path: Path, capsys: pytest.CaptureFi
     log = (out.with_name("run.cluster") / "node-2" / "server.log").read_text(errors="replace")
     exits = [line for line in log.splitlines() if "Exiting because log truncation is not allowed" in line]
     assert len(exits) >= 2, "broker 2 exits at each of its two starts"
+
+
+def test_kafka_3919_on_kafka_0_10_2_2_live(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """KAFKA-3919 on the last release before KIP-101, live: each produce is one compressed
+    wrapper (the harness's producers compress on a cluster of message format v0/v1); A
+    truncates to its stale HW, is elected uncleanly (the topic takes the era's default, on) and
+    writes a seven-record wrapper at offsets 3-9; B, back, fetches at 8 and takes that wrapper
+    whole. B's log then holds offsets 3-7 twice, and the model of 0.10.2.2 agrees."""
+    from epochlab.errors import ConfigError
+    from epochlab.kafka.jars import jar_dir
+    from epochlab.kafka.live.zookeeper import broker_extras_dir
+
+    version, name = "0.10.2.2", "kafka-3919-wrapper-below-log-end"
+    if not resolved(version):
+        pytest.skip(f"Kafka {version}'s jars are not resolved (epochlab kafka jars --all-generations)")
+    try:
+        broker_extras_dir(jar_dir(version, resolve=False))
+    except ConfigError as exc:
+        pytest.skip(f"the ZooKeeper-mode broker's extra jars could not be resolved: {exc}")
+    out = tmp_path / "run"
+    code = main(["kafka", "run", name, "--kafka-version", version, "--compare", "--json", "--out", str(out)])
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["model"]["generation"] == "hw-truncation"
+    b = {str(k): v for k, v in payload["real"]["logs"].items()}["2"]
+    assert [o for o, _e, _v in b["records"]] == [0, 1, 2, 3, 4, 5, 6, 7, 3, 4, 5, 6, 7, 8, 9]
+    assert payload["real"]["expectations_hold"] and payload["agree"], [d["text"] for d in payload["differences"]]
+    assert code == 0

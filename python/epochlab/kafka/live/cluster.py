@@ -163,6 +163,19 @@ def live_pid(pid: int | None, marker: str | None = None) -> bool:
     return state not in ("Z", "X") and (marker is None or marker in cmdline)
 
 
+def process_age_s(pid: int | None) -> float | None:
+    """Seconds since process ``pid`` started (``/proc/<pid>/stat`` field 22, in clock ticks
+    since boot, against ``/proc/uptime``); ``None`` when there is no such process."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(0.0, uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK"))  # field 22 = index 19 after ")"
+
+
 class LocalCluster:
     """A KRaft cluster of ``controllers`` + ``brokers`` JVMs under ``directory``.
 

@@ -61,7 +61,8 @@ from epochlab.errors import ConfigError
 from epochlab.kafka.live import netns
 from epochlab.kafka.live.cluster import JVM_OPTIONS, LocalCluster, Node, live_pid
 
-__all__ = ["BROKER_EXTRAS", "KRAFT_FROM", "MODES", "ZK_CLIENT_SUBSTITUTE", "ZK_UNTIL", "ZOOKEEPER_PORT", "ZkCluster",
+__all__ = ["BROKER_EXTRAS", "KRAFT_FROM", "MODES", "REGISTRATION_RETRIED_FROM", "ZK_CLIENT_SUBSTITUTE", "ZK_UNTIL",
+           "ZOOKEEPER_PORT", "ZkCluster",
            "broker_extras", "broker_extras_dir", "check_mode", "cluster_modes", "default_mode", "log4j1_properties",
            "make_cluster", "read_znode", "release_tuple", "zk_properties", "zoo_cfg"]
 
@@ -77,6 +78,16 @@ TICK_MS = 500
 _CONTROLLER_ID = 100
 
 
+#: KAFKA-7165 (2.2.0): from 2.2 a broker restarted while its old session's ``/brokers/ids/<id>``
+#: still exists retries its registration until that session expires
+#: (``KafkaZkClient.registerBroker``); before, the start fails and the JVM exits ("A broker is
+#: already registered on the path /brokers/ids/<id> ... restarted it faster than the zookeeper
+#: session timeout", 0.10 - 0.11; "node already exists and owner ... does not match current
+#: session", 2.0 - 2.1; both measured here).
+REGISTRATION_RETRIED_FROM = (2, 2)
+#: How long past its session timeout an old registration may take to go (ZooKeeper expires
+#: sessions on its tick, and a loaded machine is late) before the restart goes ahead anyway.
+REGISTRATION_SLACK_S = 10.0
 #: The most a znode read here accepts: ZooKeeper's own default ``jute.maxbuffer`` (1 MiB).
 MAX_ZNODE_BYTES = 1 << 20
 _GET_DATA, _CLOSE_SESSION, _NO_NODE = 4, -11, -101
@@ -391,6 +402,38 @@ class ZkCluster(LocalCluster):
             return None
         return record if isinstance(record, dict) else None
 
+    def _properties(self, node_id: int) -> dict[str, str]:
+        """Node ``node_id``'s ``server.properties``."""
+        return dict(line.split("=", 1) for line in self.nodes[node_id].config_path.read_text().splitlines()
+                    if "=" in line)
+
+    def await_old_registration(self, node_id: int) -> float | None:
+        """Before 2.2 (:data:`REGISTRATION_RETRIED_FROM`), wait until broker ``node_id``'s
+        registration of its old session, ``/brokers/ids/<id>``, is gone (at most its
+        ``zookeeper.session.timeout.ms`` and :data:`REGISTRATION_SLACK_S`):
+        a restart started earlier exits at once, so the harness restarts the broker as a
+        supervisor that restarts it until it stays up would, and as the model's restarted broker
+        registers once the old session expired (``Controller.on_heartbeat``). Returns the
+        seconds waited, ``None`` when there was nothing to wait for (2.2+, no old registration,
+        or ZooKeeper not answering)."""
+        zk = self.zookeeper
+        if zk is None or release_tuple(self.version) >= REGISTRATION_RETRIED_FROM:
+            return None
+        limit_s = int(self._properties(node_id).get("zookeeper.session.timeout.ms", "6000")) / 1000 \
+            + REGISTRATION_SLACK_S
+        t0 = time.monotonic()
+        while True:
+            try:
+                if read_znode(zk.host, zk.port, f"/brokers/ids/{node_id}") is None:
+                    break
+            except (OSError, ValueError):
+                return None
+            if time.monotonic() - t0 >= limit_s:
+                break
+            time.sleep(0.05)
+        waited = time.monotonic() - t0
+        return waited if waited >= 0.05 else None
+
     def controller_id(self) -> int | None:
         """The broker that holds ``/controller`` now, as the controller broker's metadata says."""
         from confluent_kafka.admin import AdminClient
@@ -431,9 +474,7 @@ class ZkCluster(LocalCluster):
                                       "its creation", where="settle_topic", field="topic", expected="a leader",
                                       got=None)
                 time.sleep(0.1)
-        props = dict(line.split("=", 1) for line in self.nodes[self.broker_ids[0]].config_path.read_text().splitlines()
-                     if "=" in line)
-        time.sleep(int(props.get("replica.fetch.backoff.ms", "1000")) / 1000)
+        time.sleep(int(self._properties(self.broker_ids[0]).get("replica.fetch.backoff.ms", "1000")) / 1000)
         return time.monotonic() - t0
 
     # -- stop -------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from epochlab.kafka.live.controller_admin import ControllerAdmin, controller_adm
 from epochlab.kafka.live.faults import Faults
 from epochlab.kafka.live.java_clients import JavaRecordingConsumer, JavaRecordingProducer
 from epochlab.kafka.live.proxy import LinkProxies, client_proxy_port, latency_of
+from epochlab.kafka.runs.era import live_generation
 from epochlab.kafka.runs.links import node_ids, proxy_plan
 from epochlab.kafka.runs.state import RealView
 from epochlab.observe import Observer, Snapshot, StepRecord
@@ -59,6 +60,11 @@ class Driver:
         #: the clients' family, producers and consumers alike: ``librdkafka`` (confluent-kafka)
         #: or ``java`` (Kafka's own, of the cluster's release)
         self.client = client
+        #: librdkafka settings every producer adds: before 0.11 (message format v0/v1) a broker
+        #: keeps an uncompressed batch as single messages, while the model of that generation
+        #: writes each batch as one compressed wrapper (``Generation.wrapper_batches``), so the
+        #: producers compress (gzip, which every release reads)
+        self.producer_extra = {"compression.type": "gzip"} if live_generation(cluster.version).wrapper_batches else {}
         uses_txn = any(c.get("transactional.id") or c.get("transactional_id")
                        for c in scenario.producers.values())
         self.view = RealView(cluster, topic, replicas, with_lso=uses_txn)
@@ -283,7 +289,8 @@ class Driver:
                                                              version=self.cluster.version)
             else:
                 self.producers[name] = RecordingProducer(self.bootstrap_for(name), self.topic, self.history,
-                                                         self.producer_cfgs[name], name=name, value_format="int64")
+                                                         self.producer_cfgs[name], name=name, value_format="int64",
+                                                         extra=self.producer_extra)
         return self.producers[name]
 
     def consumer(self, name: str) -> RecordingConsumer | JavaRecordingConsumer:
@@ -461,6 +468,10 @@ def restart(d: Driver, p: dict[str, Any]) -> str:
     d.shutting_down.discard(b)
     if d.cluster.is_running(b):
         return "already running"
+    old = getattr(d.cluster, "await_old_registration", None)  # ZooKeeper mode before 2.2
+    expired = old(b) if old is not None else None
+    if expired is not None:
+        waited += f"its old ZooKeeper registration went {expired * 1000:.0f} ms later; "
     given = "" if p.get("startup_ms") is None else \
         f" (startup_ms={p['startup_ms']} is an input of the model: a real broker starts in its own time)"
     return f"{waited}started, pid {d.faults.restart(b)}{given}"

@@ -60,13 +60,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from epochlab.errors import ConfigError
-from epochlab.generations import parse_release
+from epochlab.generations import Generation, parse_release
 from epochlab.kafka.live.clients import History, KafkaAdmin
 from epochlab.kafka.live import lossyfs
-from epochlab.kafka.live.cluster import LocalCluster
+from epochlab.kafka.live.cluster import LocalCluster, process_age_s
 from epochlab.kafka.live.controller_admin import controller_admin_available
 from epochlab.kafka.live.faults import firewall_available
 from epochlab.kafka.live.proxy import proxy_missing
+from epochlab.kafka.live.zookeeper import release_tuple
 from epochlab.kafka.runs.driver import Driver
 from epochlab.kafka.runs.links import delayed_clients, uses_proxy
 from epochlab.kafka.runs.state import DiskReplica
@@ -226,6 +227,26 @@ def cluster_overrides(cluster: dict[str, Any], where: str = "cluster") -> dict[s
 #: How often the brokers check whether a log's ``flush.ms`` has passed, when the scenario
 #: sets ``flush.interval.ms``: a log is fsynced within this long after its interval.
 FLUSH_CHECK_MS = 100
+#: Before 3.8 (KAFKA-16552 made it ``log.initial.task.delay.ms``) LogManager's periodic tasks,
+#: the time-based flush among them, first run a fixed 30 s after the broker started
+#: (``LogManager.InitialTaskDelayMs``): measured on 0.10.2.2, where a power cut 3.6 s into a
+#: run took records older than the scenario's 2 s ``flush.interval.ms``.
+FIXED_FLUSHER_DELAY = ((3, 8), 30.0)
+
+
+def await_flushers(cluster: LocalCluster, brokers: tuple[int, ...], cfg: ClusterConfig) -> float:
+    """When the scenario sets ``flush.interval.ms`` on a release whose flusher first runs a
+    fixed 30 s after the broker started (:data:`FIXED_FLUSHER_DELAY`), wait until the youngest
+    of ``brokers`` is that old, so its flushes follow the interval from the run's start, as the
+    model's do; returns the seconds waited."""
+    settable_from, delay_s = FIXED_FLUSHER_DELAY
+    if cfg.flush_interval_ms is None or release_tuple(cluster.version) >= settable_from:
+        return 0.0
+    ages = [age for age in (process_age_s(cluster.nodes[b].pid) for b in brokers) if age is not None]
+    wait = delay_s + FLUSH_CHECK_MS / 1000 - min(ages) if ages else 0.0
+    if wait > 0:
+        time.sleep(wait)
+    return max(0.0, wait)
 
 
 #: the class ``replica.selector.class = "RackAwareReplicaSelector"`` names
@@ -249,9 +270,14 @@ def cluster_settings(cluster: LocalCluster) -> dict[str, int]:
     return {name: int(props[prop]) for name, prop in BROKER_SETTINGS.items() if prop in props}
 
 
-def _topic_configs(cfg: ClusterConfig) -> dict[str, str]:
+def _topic_configs(cfg: ClusterConfig, generation: str) -> dict[str, str]:
+    """The topic's configuration: the scenario's settings, and where it leaves unclean leader
+    election unset the default of the generation the model runs in (on before 0.11, KIP-106)."""
+    unclean = cfg.unclean_leader_election_enable
+    if unclean is None:
+        unclean = Generation.parse(generation).unclean_default
     out = {"min.insync.replicas": str(cfg.min_insync_replicas),
-           "unclean.leader.election.enable": str(bool(cfg.unclean_leader_election_enable)).lower()}
+           "unclean.leader.election.enable": str(unclean).lower()}
     if cfg.flush_interval_ms is not None:
         out["flush.ms"] = str(cfg.flush_interval_ms)
     return out
@@ -276,13 +302,16 @@ def run_on_cluster(scenario: Scenario, cluster: LocalCluster, generation: str = 
     cfg = ClusterConfig.from_dict(scenario.cluster, f"{scenario.where}: cluster")
     topic = f"el-{scenario.name[:80]}-{uuid.uuid4().hex[:6]}"
     KafkaAdmin(cluster.bootstrap_servers).create_topic(
-        topic, min_insync_replicas=cfg.min_insync_replicas,
-        unclean_leader_election_enable=bool(cfg.unclean_leader_election_enable),
-        configs=_topic_configs(cfg), replica_assignment=[list(cfg.replicas or cfg.brokers)])
+        topic, min_insync_replicas=cfg.min_insync_replicas, configs=_topic_configs(cfg, generation),
+        replica_assignment=[list(cfg.replicas or cfg.brokers)])
     settle = getattr(cluster, "settle_topic", None)
     if settle is not None:  # ZooKeeper mode: each broker learns of the topic on its own
         settle(topic)
+    flushers = await_flushers(cluster, tuple(cfg.replicas or cfg.brokers), cfg)
     driver = Driver(scenario, cluster, topic, tuple(cfg.replicas or cfg.brokers), client=client)
+    if flushers:
+        driver.notes.append(f"waited {flushers:.1f} s before the run for the brokers' first time-based flush "
+                            f"(Kafka {cluster.version}: {FIXED_FLUSHER_DELAY[1]:.0f} s after a broker starts)")
     t0 = time.monotonic()
     try:
         driver.run()

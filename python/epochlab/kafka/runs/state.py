@@ -150,7 +150,7 @@ class RealView:
         except Exception:  # noqa: BLE001 - no broker answered (elections, cuts): unknown now
             self.admin_errors += 1
             return None
-        meta = self._recorded_epoch(meta)
+        meta = self._recorded_state(meta)
         last = self.last
         if (last is not None and last.leader_epoch is not None and meta.leader_epoch is not None
                 and meta.leader_epoch < last.leader_epoch):
@@ -162,17 +162,36 @@ class RealView:
         self.max_epoch = max(self.max_epoch, meta.leader_epoch or 0)
         return meta
 
-    def _recorded_epoch(self, meta: PartitionState) -> PartitionState:
-        """A leader that answered ListOffsets without an epoch (before 2.1, KIP-320) leads in
-        the epoch the controller recorded for it in ZooKeeper (``ZkCluster.partition_record``);
-        the epoch cache on its disk may say nothing of it: a 0.11 - 2.0 leader writes its epoch
-        there only with its first append, and one that lost power has none."""
+    def _recorded_state(self, meta: PartitionState) -> PartitionState:
+        """In ZooKeeper mode, what the partition's record in ZooKeeper
+        (``ZkCluster.partition_record``) says of the leader the metadata names:
+
+        * its ISR: the leader writes an ISR change there itself (``Partition.updateIsr``), and
+          the brokers' metadata learns of it only when the controller propagates it
+          (``ReplicaManager.maybePropagateIsrChanges``, seconds later);
+        * its epoch, when the leader answered ListOffsets without one (before 2.1, KIP-320): the
+          epoch cache on its disk may say nothing of it (a 0.11 - 2.0 leader writes its epoch
+          there only with its first append, and one that lost power has none); and when the
+          leader is dead and the controller has not noticed yet (an ISR shrink bumps the epoch
+          in ZooKeeper mode), as the model's snapshot of the controller's leader has it.
+
+        A record naming another leader than the metadata is left aside (the metadata is
+        behind; the leader it names was not asked)."""
         record = getattr(self.cluster, "partition_record", None)
-        if meta.leader is None or meta.leader_epoch is not None or meta.high_watermark is None or record is None:
+        if meta.leader is None or record is None:
             return meta
         got = record(self.topic)
-        epoch = got.get("leader_epoch") if got is not None and got.get("leader") == meta.leader else None
-        return replace(meta, leader_epoch=epoch) if isinstance(epoch, int) and epoch >= 0 else meta
+        if got is None or got.get("leader") != meta.leader:
+            return meta
+        isr = got.get("isr")
+        if isinstance(isr, list) and all(isinstance(b, int) for b in isr):
+            meta = replace(meta, isr=tuple(isr))
+        epoch = got.get("leader_epoch")
+        if meta.leader_epoch is not None or not isinstance(epoch, int) or epoch < 0:
+            return meta
+        if meta.high_watermark is None and self.alive(meta.leader):
+            return meta  # a live leader that has not answered does not act as one yet
+        return replace(meta, leader_epoch=epoch)
 
     def _epoch(self, state: PartitionState | None, disk: dict[int, DiskReplica]) -> int | None:
         """The leader's epoch: its ListOffsets answer, else the latest entry of its epoch cache
