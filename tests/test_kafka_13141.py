@@ -81,11 +81,16 @@ def test_malformed_releases_are_named(bad: object) -> None:
         ClusterConfig.from_dict({"kafka.release": bad})
 
 
-def test_a_scenario_for_one_release_is_not_run_on_a_real_cluster() -> None:
+def test_a_scenario_for_one_release_runs_only_on_a_cluster_of_that_release() -> None:
     from epochlab.kafka.runs.scenario import unmappable
 
     assert any("kafka.release 2.8.0" in why for why in unmappable(load_builtin(NAME)))
+    assert any("--kafka-version 2.8.0" in why for why in unmappable(load_builtin(NAME), version="3.6.2"))
+    assert not any("kafka.release" in why for why in unmappable(load_builtin(NAME), version="2.8.0"))
     assert not any("kafka.release" in why for why in unmappable(_scenario(None)))
+    patched = dataclasses.replace(load_builtin(NAME), cluster={**load_builtin(NAME).cluster,
+                                                               "kafka.release": "4.3.1+skipped-epoch-reset"})
+    assert any("proposed fix" in why for why in unmappable(patched, version="4.3.1"))
 
 
 def test_the_fuzzers_shortest_finding_is_kafka_13141_and_gone_with_the_fix() -> None:

@@ -139,3 +139,35 @@ def test_kafka_3919_on_kafka_0_10_2_2_live(tmp_path: Path, capsys: pytest.Captur
     assert [o for o, _e, _v in b["records"]] == [0, 1, 2, 3, 4, 5, 6, 7, 3, 4, 5, 6, 7, 8, 9]
     assert payload["real"]["expectations_hold"] and payload["agree"], [d["text"] for d in payload["differences"]]
     assert code == 0
+
+
+def test_kip_101_problem_2_on_kafka_0_10_2_2_live(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """KIP-101 problem 2 on a release before KIP-101, live: B loses the unflushed m2 in a power
+    cut (its first time-based flush waited for, 30 s after a 0.10 broker starts), comes back
+    once its old ZooKeeper registration is gone, leads and writes m3 at offset 1; A returns
+    with m2 there and keeps it: the logs diverge for good, as in the model. Which of the
+    leaderships in between a sample sees depends on whether B registers before A's session
+    expires, in either run, so the data is compared, not the leaderships."""
+    from epochlab.errors import ConfigError
+    from epochlab.kafka.jars import jar_dir
+    from epochlab.kafka.live import lossyfs
+    from epochlab.kafka.live.zookeeper import broker_extras_dir
+
+    version, name = "0.10.2.2", "seed-004-kip101-problem-2"
+    if not resolved(version):
+        pytest.skip(f"Kafka {version}'s jars are not resolved (epochlab kafka jars --all-generations)")
+    if lossyfs.available() is not None:
+        pytest.skip(f"a power loss needs the lossy filesystem: {lossyfs.available()}")
+    try:
+        broker_extras_dir(jar_dir(version, resolve=False))
+    except ConfigError as exc:
+        pytest.skip(f"the ZooKeeper-mode broker's extra jars could not be resolved: {exc}")
+    out = tmp_path / "run"
+    main(["kafka", "run", name, "--kafka-version", version, "--compare", "--json", "--out", str(out)])
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["real"]["expectations_hold"], payload["real"]["checks"]
+    assert any("first time-based flush" in note for note in payload["real"]["notes"])
+    logs = {str(b): [v for _o, _e, v in log["records"]] for b, log in payload["real"]["logs"].items()}
+    assert logs == {"1": [1, 2], "2": [1, 3]}
+    data = [d["what"] for d in payload["differences"] if d["kind"] == "outcome" and d["what"] not in ("leaders", "final")]
+    assert not data, [d["text"] for d in payload["differences"]]
