@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -78,6 +79,28 @@ def test_seed_scenario_on_a_zookeeper_mode_cluster(tmp_path: Path, capsys: pytes
     assert attach(cluster_dir).mode == "zk"
 
 
+def _run_on_era(name: str, version: str, out: Path, capsys: pytest.CaptureFixture[str],
+                power_loss: bool = False) -> tuple[int, dict[str, Any]]:
+    """``epochlab kafka run NAME --kafka-version VERSION --compare --json --out OUT``: its exit
+    code and payload. Skips, saying why, when ``version``'s jars or its ZooKeeper-mode broker's
+    extra jars are not resolved, or (``power_loss``) the lossy filesystem cannot be mounted."""
+    from epochlab.errors import ConfigError
+    from epochlab.kafka.jars import jar_dir
+    from epochlab.kafka.live import lossyfs
+    from epochlab.kafka.live.zookeeper import broker_extras_dir
+
+    if not resolved(version):
+        pytest.skip(f"Kafka {version}'s jars are not resolved (epochlab kafka jars --all-generations)")
+    if power_loss and lossyfs.available() is not None:
+        pytest.skip(f"a power loss needs the lossy filesystem: {lossyfs.available()}")
+    try:
+        broker_extras_dir(jar_dir(version, resolve=False))
+    except ConfigError as exc:
+        pytest.skip(f"the ZooKeeper-mode broker's extra jars could not be resolved: {exc}")
+    code = main(["kafka", "run", name, "--kafka-version", version, "--compare", "--json", "--out", str(out)])
+    return code, json.loads(capsys.readouterr().out)
+
+
 def test_kafka_7414_on_kafka_2_0_0_live(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """KAFKA-7414 on the last release that has it, live: broker 1, alone in the ISR, loses
     power (its log directory on the lossy filesystem) and leads again with an empty log; broker
@@ -85,23 +108,8 @@ def test_kafka_7414_on_kafka_2_0_0_live(tmp_path: Path, capsys: pytest.CaptureFi
     2.0.0 says so in broker 2's ``server.log``; the model, following release 2.0.0, agrees. The
     leader's epoch comes from the controller's record in ZooKeeper: ListOffsets carries none
     before 2.1, and the leader's epoch cache was lost with the power."""
-    from epochlab.errors import ConfigError
-    from epochlab.kafka.jars import jar_dir
-    from epochlab.kafka.live import lossyfs
-    from epochlab.kafka.live.zookeeper import broker_extras_dir
-
-    version, name = "2.0.0", "kafka-7414-follower-halts-instead-of-truncating"
-    if not resolved(version):
-        pytest.skip(f"Kafka {version}'s jars are not resolved (epochlab kafka jars --all-generations)")
-    if lossyfs.available() is not None:
-        pytest.skip(f"a power loss needs the lossy filesystem: {lossyfs.available()}")
-    try:
-        broker_extras_dir(jar_dir(version, resolve=False))
-    except ConfigError as exc:
-        pytest.skip(f"the ZooKeeper-mode broker's extra jars could not be resolved: {exc}")
-    out = tmp_path / "run"
-    code = main(["kafka", "run", name, "--kafka-version", version, "--compare", "--json", "--out", str(out)])
-    payload = json.loads(capsys.readouterr().out)
+    out, version = tmp_path / "run", "2.0.0"
+    code, payload = _run_on_era("kafka-7414-follower-halts-instead-of-truncating", version, out, capsys, power_loss=True)
     assert payload["model"]["generation"] == "kip-279"
     assert payload["model"]["settings_replaced"]["kafka_release"] == [None, version]
     checks = {c["description"]: c["status"] for c in payload["real"]["checks"]}
@@ -120,20 +128,8 @@ def test_kafka_3919_on_kafka_0_10_2_2_live(tmp_path: Path, capsys: pytest.Captur
     truncates to its stale HW, is elected uncleanly (the topic takes the era's default, on) and
     writes a seven-record wrapper at offsets 3-9; B, back, fetches at 8 and takes that wrapper
     whole. B's log then holds offsets 3-7 twice, and the model of 0.10.2.2 agrees."""
-    from epochlab.errors import ConfigError
-    from epochlab.kafka.jars import jar_dir
-    from epochlab.kafka.live.zookeeper import broker_extras_dir
-
-    version, name = "0.10.2.2", "kafka-3919-wrapper-below-log-end"
-    if not resolved(version):
-        pytest.skip(f"Kafka {version}'s jars are not resolved (epochlab kafka jars --all-generations)")
-    try:
-        broker_extras_dir(jar_dir(version, resolve=False))
-    except ConfigError as exc:
-        pytest.skip(f"the ZooKeeper-mode broker's extra jars could not be resolved: {exc}")
-    out = tmp_path / "run"
-    code = main(["kafka", "run", name, "--kafka-version", version, "--compare", "--json", "--out", str(out)])
-    payload = json.loads(capsys.readouterr().out)
+    out, version = tmp_path / "run", "0.10.2.2"
+    code, payload = _run_on_era("kafka-3919-wrapper-below-log-end", version, out, capsys, power_loss=False)
     assert payload["model"]["generation"] == "hw-truncation"
     b = {str(k): v for k, v in payload["real"]["logs"].items()}["2"]
     assert [o for o, _e, _v in b["records"]] == [0, 1, 2, 3, 4, 5, 6, 7, 3, 4, 5, 6, 7, 8, 9]
@@ -148,26 +144,33 @@ def test_kip_101_problem_2_on_kafka_0_10_2_2_live(tmp_path: Path, capsys: pytest
     with m2 there and keeps it: the logs diverge for good, as in the model. Which of the
     leaderships in between a sample sees depends on whether B registers before A's session
     expires, in either run, so the data is compared, not the leaderships."""
-    from epochlab.errors import ConfigError
-    from epochlab.kafka.jars import jar_dir
-    from epochlab.kafka.live import lossyfs
-    from epochlab.kafka.live.zookeeper import broker_extras_dir
-
-    version, name = "0.10.2.2", "seed-004-kip101-problem-2"
-    if not resolved(version):
-        pytest.skip(f"Kafka {version}'s jars are not resolved (epochlab kafka jars --all-generations)")
-    if lossyfs.available() is not None:
-        pytest.skip(f"a power loss needs the lossy filesystem: {lossyfs.available()}")
-    try:
-        broker_extras_dir(jar_dir(version, resolve=False))
-    except ConfigError as exc:
-        pytest.skip(f"the ZooKeeper-mode broker's extra jars could not be resolved: {exc}")
-    out = tmp_path / "run"
-    main(["kafka", "run", name, "--kafka-version", version, "--compare", "--json", "--out", str(out)])
-    payload = json.loads(capsys.readouterr().out)
+    _, payload = _run_on_era("seed-004-kip101-problem-2", "0.10.2.2", tmp_path / "run", capsys, power_loss=True)
     assert payload["real"]["expectations_hold"], payload["real"]["checks"]
     assert any("first time-based flush" in note for note in payload["real"]["notes"])
     logs = {str(b): [v for _o, _e, v in log["records"]] for b, log in payload["real"]["logs"].items()}
     assert logs == {"1": [1, 2], "2": [1, 3]}
     data = [d["what"] for d in payload["differences"] if d["kind"] == "outcome" and d["what"] not in ("leaders", "final")]
     assert not data, [d["text"] for d in payload["differences"]]
+
+
+def test_kafka_13141_on_kafka_2_8_0_live(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """KAFKA-13141 on the one release that has it, live: broker 1's link to the new leader 2 is
+    slow (Toxiproxy, 3 s each way), so leader 2 takes broker 1's first fetch after the heal,
+    which diverges, for its log end and puts it back into the ISR before it truncated; leader 2
+    then dies, broker 1 is elected, and the acknowledged m4 and m5 are gone. The scenario names
+    ``kafka.release`` 2.8.0, so it runs only on a 2.8.0 cluster (resolved here with Maven), and
+    the model of that release agrees."""
+    from epochlab.errors import ConfigError
+    from epochlab.kafka.jars import jar_dir
+    from epochlab.kafka.live.proxy import proxy_missing
+
+    if proxy_missing() is not None:
+        pytest.skip(f"a delayed link needs Toxiproxy: {proxy_missing()}")
+    try:
+        jar_dir("2.8.0")
+    except ConfigError as exc:
+        pytest.skip(f"Kafka 2.8.0's jars could not be resolved: {exc}")
+    code, payload = _run_on_era("kafka-13141-diverging-fetch-joins-isr", "2.8.0", tmp_path / "run", capsys)
+    assert payload["real"]["lost"] == [4, 5], payload["real"]
+    assert payload["real"]["expectations_hold"] and payload["agree"], [d["text"] for d in payload["differences"]]
+    assert code == 0

@@ -35,6 +35,8 @@ __all__ = ["ACTIONS", "SAMPLE_INTERVAL_S", "Driver"]
 
 #: How often the cluster is sampled while time passes (Admin requests + data directory reads).
 SAMPLE_INTERVAL_S = 0.25
+#: After the link proxies start, past the followers' fetch backoff: time for their next fetch.
+PROXY_SETTLE_S = 0.5
 #: The longest an Admin sample can take (two ``describe_partition`` calls of 1.5 s each, when
 #: the broker the client asks is cut off): while a link is cut and a step is closer than this,
 #: samples read the data directories only, so a sample never makes a step late. Without a cut
@@ -190,6 +192,14 @@ class Driver:
     def run(self) -> None:
         if self.proxies is not None:
             self.proxies.start()  # before the clients: they bootstrap through it
+            if self.proxies.node_links:
+                # starting the proxies aborted the brokers' established connections, and a
+                # follower whose fetch failed waits replica.fetch.backoff.ms before the next
+                # (AbstractFetcherThread.handlePartitionsWithErrors): without this wait a run's
+                # first acks=all writes waited for it (measured on Kafka 2.8.0: 1.9 s against a
+                # 1 s request timeout, so they were retried and written twice)
+                cfg = ClusterConfig.from_dict(self.scenario.cluster, f"{self.scenario.where}: cluster")
+                time.sleep(cfg.replica_fetch_backoff_ms / 1000 + PROXY_SETTLE_S)
         self.start_clients()
         warm, self.history = self.history, History()  # the run's clock starts now
         self.history.idempotent |= warm.idempotent
