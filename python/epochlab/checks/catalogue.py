@@ -171,11 +171,13 @@ BUGS: tuple[KnownBug, ...] = (
              "record that the new leader then lacks", ("hw-truncation",),
              ("Inv-StrongIsr", "Inv-Durability", "Inv-LeaderCompleteness", "lost-write",
               "Inv-ConsistentRead", "inconsistent-offsets"),
-             "0.11.0 (KIP-101 leader epochs)", "scenario seed-004-kip101-problem-1"),
+             "0.11.0 (KIP-101 leader epochs)",
+             "scenario seed-004-kip101-problem-1 (also live on Kafka 0.10.2.2, docs/kafka-run.md)"),
     KnownBug("KIP-101 problem 2", "replicas diverge below the high watermark after both crash and "
              "the one that lost its tail leads again", ("hw-truncation",),
              ("Inv-LogMatching", "Inv-ConsistentRead", "inconsistent-offsets"),
-             "0.11.0 (KIP-101 leader epochs)", "scenario seed-004-kip101-problem-2"),
+             "0.11.0 (KIP-101 leader epochs)",
+             "scenario seed-004-kip101-problem-2 (also live on Kafka 0.10.2.2, docs/kafka-run.md)"),
     KnownBug("KAFKA-3919", "with compressed wrappers (message format v0/v1) a truncation target or "
              "a fetch offset can fall inside a new leader's wrapper: a follower takes the whole "
              "wrapper, since only its own, last, offset is checked, so its log holds those "
@@ -192,7 +194,8 @@ BUGS: tuple[KnownBug, ...] = (
              ("Inv-LogMatching", "Inv-OffsetMonotone", "Inv-ConsistentRead", "inconsistent-offsets",
               "Inv-StrongIsr", "Inv-Durability", "Inv-LeaderCompleteness", "lost-write"),
              "0.11.0 (KIP-101: the follower truncates to the leader's epoch end, a batch boundary, "
-             "before it fetches; message format v2)", "scenario kafka-3919-wrapper-below-log-end",
+             "before it fetches; message format v2)", "scenario kafka-3919-wrapper-below-log-end (also live on "
+             "Kafka 0.10.2.2, docs/kafka-run.md)",
              "needs producer batches of more than one record (batch_size_records)",
              witness="wrapper-misaligned", settings=(("producers' batch_size_records", "2 or more"),)),
     KnownBug("KAFKA-7414 (KAFKA-3410)", "with unclean leader election disabled, a follower whose "
@@ -207,7 +210,8 @@ BUGS: tuple[KnownBug, ...] = (
              # witness keeps the default release (2.0.1) from matching it
              ("hw-truncation", "kip-101", "kip-279"), ("Liveness-Converge",),
              "2.0.1 and 2.1.0 (out of range errors are never fatal for a follower: it truncates; "
-             "commit c5ef614bbf1)", "scenario kafka-7414-follower-halts-instead-of-truncating",
+             "commit c5ef614bbf1)", "scenario kafka-7414-follower-halts-instead-of-truncating (also live on "
+             "Kafka 2.0.0, docs/kafka-run.md)",
              "with unclean leader election disabled (the fuzzer's default); in kip-279 only with "
              "kafka.release 2.0.0", witness="truncation-halts"),
     KnownBug("KAFKA-6361 (KIP-279)", "with OffsetsForLeaderEpoch v0 a follower truncates to an end "
@@ -291,7 +295,7 @@ BUGS: tuple[KnownBug, ...] = (
              # epoch start offset check while the follower's log, once truncated, ends below it
              ("Inv-IsrJoin", "Inv-StrongIsr", "Inv-Durability", "Inv-LeaderCompleteness", "lost-write"),
              "2.8.1 (ReplicaManager.updateFollowerFetchState skips a read with a diverging epoch)",
-             "scenario kafka-13141-diverging-fetch-joins-isr",
+             "scenario kafka-13141-diverging-fetch-joins-isr (also live on Kafka 2.8.0, docs/kafka-run.md)",
              "only with kafka.release 2.8.0", witness="diverging-fetch-as-leo",
              settings=(("kafka.release", "2.8.0"),)),
     KnownBug("KRaft re-elected leader keeps stale follower state", "a leader that catches up on the "
