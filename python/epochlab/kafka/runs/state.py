@@ -4,7 +4,9 @@ A :class:`~epochlab.observe.Snapshot` of the real cluster joins two sources:
 
 * the controller's view through the Admin API (:class:`~epochlab.kafka.live.clients.KafkaAdmin`):
   leader, ISR, the leader's epoch and high watermark (ListOffsets at the leader), and the last
-  stable offset when the scenario uses transactions;
+  stable offset when the scenario uses transactions; in ZooKeeper mode corrected by the
+  controller's own record of the partition in ZooKeeper, which the brokers' metadata lags
+  behind (:meth:`RealView._recorded_state`);
 * every replica's log read from its broker's data directory while the broker runs (Kafka
   writes segments through the page cache, so a reader sees every appended batch at once):
   the ``.log`` segments with the Rust parser (``epochlab._core.parse_segment``; the
