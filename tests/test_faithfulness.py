@@ -319,3 +319,29 @@ def test_a_producer_waiting_for_a_leader_backs_off_from_3_7(generation, backend)
         assert 8 <= requests <= 20, requests
     else:
         assert 80 <= requests <= 110, requests
+
+
+# The time-based flush (LogManager.flushDirtyLogs): a log is fsynced at the first check once
+# flush.ms has passed since its creation or its last flush that wrote something.
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_log_is_flushed_flush_ms_after_its_last_flush_that_wrote_something(backend):
+    c = Cluster(ClusterConfig(broker_startup_ms=INSTANT, flush_interval_ms=2000), Generation.STRICT_MIN_ISR,
+                seed=3, backend=backend)
+    p = c.producer("p", ProducerConfig(acks="1"))
+
+    def flushed_at(ms: int) -> int:
+        c.run_for(ms - c.now_ms)
+        leader = c.state().leader
+        assert leader is not None
+        return c.brokers[leader].replica.log.recovery_point
+
+    c.run_for(100)
+    p.send(1)
+    assert flushed_at(1950) == 0  # the log was created at 0: nothing before 2 s
+    assert flushed_at(2150) == 1
+    c.run_for(5000 - c.now_ms)    # idle for longer than flush.ms
+    p.send(2)
+    assert flushed_at(5150) == 2  # flushed at the next check, not on a 2 s grid (6 s)
+    p.send(3)                     # soon after a flush: waits out the rest of the interval
+    assert flushed_at(7050) == 2
+    assert flushed_at(7250) == 3

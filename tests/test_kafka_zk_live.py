@@ -137,6 +137,24 @@ def test_kafka_3919_on_kafka_0_10_2_2_live(tmp_path: Path, capsys: pytest.Captur
     assert code == 0
 
 
+def test_kip_101_problem_2_on_kafka_0_10_2_2_live(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """KIP-101 problem 2 on a release before KIP-101, live: B loses the unflushed m2 in a power
+    cut, comes back once its old ZooKeeper registration is gone, leads and writes m3 at offset
+    1; A returns with m2 there and keeps it: the logs diverge for good, as in the model. The
+    timing holds whenever the topic was created, as long as it was before the run: m1, written
+    2.1 s in, is flushed at the next check (2 s have passed since the log's creation), m2 0.9 s
+    later waits 2 s after that flush, and the cut comes between. Whether B registers before A's
+    session expires varies from run to run (in either run), so the data are compared, not the
+    leaderships."""
+    _, payload = _run_on_era("seed-004-kip101-problem-2", "0.10.2.2", tmp_path / "run", capsys, power_loss=True)
+    assert payload["real"]["expectations_hold"], payload["real"]["checks"]
+    assert any("first time-based flush" in note for note in payload["real"]["notes"])
+    logs = {str(b): [v for _o, _e, v in log["records"]] for b, log in payload["real"]["logs"].items()}
+    assert logs == {"1": [1, 2], "2": [1, 3]}
+    data = [d["what"] for d in payload["differences"] if d["kind"] == "outcome" and d["what"] not in ("leaders", "final")]
+    assert not data, [d["text"] for d in payload["differences"]]
+
+
 def test_kafka_13141_on_kafka_2_8_0_live(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """KAFKA-13141 on the one release that has it, live: broker 1's link to the new leader 2 is
     slow (Toxiproxy, 3 s each way), so leader 2 takes broker 1's first fetch after the heal,

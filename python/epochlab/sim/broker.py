@@ -4,11 +4,13 @@ and messages (``docs/core-semantics.md`` rules 1.5-1.10).
 Timers: heartbeat to the controller at the start (registration), then every
 ``heartbeat_interval_ms`` from a phase drawn per boot from the run's seed; the others
 phase-aligned from the broker's start: ISR expiration every ``replica_lag_time_max_ms / 2``; HW checkpoint
-every ``high_watermark_checkpoint_interval_ms``; fsync every ``flush_interval_ms`` if set;
-AlterPartition resent every ``heartbeat_interval_ms`` until answered. A tick that would find
-nothing to do is not scheduled (the same grid points, fewer events): ISR expiration runs
-only while the broker leads, the checkpoint only after the HW moved, the fsync only after the
-log end moved (``_note_state``, called after everything that can move them).
+every ``high_watermark_checkpoint_interval_ms``; with ``flush_interval_ms`` set, Kafka's
+time-based flush: a check every :data:`~epochlab.sim.config.FLUSH_CHECK_INTERVAL_MS` fsyncs
+the log once ``flush_interval_ms`` has passed since its last flush that wrote something
+(``_arm_flush``); AlterPartition resent every ``heartbeat_interval_ms`` until answered. A tick
+that would find nothing to do is not scheduled (the same grid points, fewer events): ISR
+expiration runs only while the broker leads, the checkpoint only after the HW moved, the fsync
+only after the log end moved (``_note_state``, called after everything that can move them).
 
 Purgatories: acks=all produce requests wait until HW >= their last offset + 1 (or time out
 with REQUEST_TIMED_OUT after the request's timeout, or fail with NOT_LEADER_OR_FOLLOWER when
@@ -47,7 +49,7 @@ import epochlab.reference
 from epochlab import _core
 from epochlab.errors import ConfigError
 from epochlab.generations import Generation
-from epochlab.sim.config import ClusterConfig
+from epochlab.sim.config import FLUSH_CHECK_INTERVAL_MS, ClusterConfig
 from epochlab.sim.kernel import Timer
 from epochlab.sim.messages import (
     evolve,
@@ -170,6 +172,7 @@ class Broker:
         # the periodic tasks that sleep while idle (``_arm``): task name -> its next tick
         self._ticks: dict[str, Timer] = {}
         self._started_ms = 0
+        self._last_flush_ms = 0  # the log's last flush that wrote something, or its load
         self._seen_state: tuple[int, ...] | None = None  # the log's state_key at the last _note_state
         # One request of a client connection at a time (Kafka's SocketServer mutes a channel
         # from a request's receipt until its response is sent): the connections with a produce
@@ -234,7 +237,8 @@ class Broker:
         self.ctx.kernel.schedule(phase, lambda: self._if_alive(inc, lambda: self._every(
             c.heartbeat_interval_ms, self._heartbeat, inc, now=True)))
         self._every(c.heartbeat_interval_ms, self._resend_alter_partition, inc)
-        self._started_ms = self.ctx.now_ms
+        # a (re)started broker loads its log: LocalLog's lastFlushedTime starts at the load
+        self._started_ms = self._last_flush_ms = self.ctx.now_ms
         self._stop_ticks()
         self._note_state()
         self._arm_isr_expiration()
@@ -366,6 +370,35 @@ class Broker:
         timer = self.ctx.kernel.schedule_at(due, tick)
         self._ticks[name] = timer
 
+    def _arm_flush(self, flush_ms: int) -> None:
+        """Kafka's time-based flush of a log with unflushed data. LogManager's
+        "kafka-log-flusher" task (``LogManager.flushDirtyLogs``, every
+        ``log.flush.scheduler.interval.ms`` from the start) fsyncs a log once
+        ``time - log.lastFlushTime >= flush.ms``; the last flush time is the log's load time
+        (``LocalLog``: ``lastFlushedTime = new AtomicLong(time.milliseconds)``) and moves only
+        when a flush wrote something (``UnifiedLog.flush``: only if ``flushOffset >
+        recoveryPoint``, then ``LocalLog.markFlushed``). So a record written after an idle
+        spell longer than ``flush.ms`` is fsynced at the next check, one written soon after a
+        flush waits out the rest of the interval. The model's checks fall on a
+        :data:`~epochlab.sim.config.FLUSH_CHECK_INTERVAL_MS` grid from this incarnation's
+        start (the live harness sets the same interval and ``log.initial.task.delay.ms = 0``)."""
+        if "flush" in self._ticks:
+            return
+        period, start, inc = FLUSH_CHECK_INTERVAL_MS, self._started_ms, self.incarnation
+        after = max(self.ctx.now_ms + 1, self._last_flush_ms + flush_ms)  # the earliest check that flushes
+        due = start + -(-(after - start) // period) * period
+
+        def tick() -> None:
+            if self._ticks.get("flush") is timer:
+                del self._ticks["flush"]
+                if self.alive and self.incarnation == inc:
+                    log = self.replica.log
+                    if log.log_end_offset > log.recovery_point:
+                        self.replica.flush()
+                        self._last_flush_ms = self.ctx.now_ms
+        timer = self.ctx.kernel.schedule_at(due, tick)
+        self._ticks["flush"] = timer
+
     def _stop_ticks(self) -> None:
         for timer in self._ticks.values():
             timer.cancel()
@@ -381,7 +414,7 @@ class Broker:
             return
         c = self.config
         if c.flush_interval_ms is not None and (seen is None or seen[0] != state[0]):
-            self._arm("flush", c.flush_interval_ms, self.replica.flush)
+            self._arm_flush(c.flush_interval_ms)
         if seen is None or seen[1] != state[1]:
             self._arm("checkpoint", c.high_watermark_checkpoint_interval_ms,
                       self.replica.checkpoint_high_watermark)

@@ -38,6 +38,12 @@ def _fail(where: str, field: str, expected: str, got: object) -> ConfigError:
 MAX_MS = 86_400_000
 INT32 = 2**31 - 1
 
+#: How often a broker checks whether a log's ``flush.interval.ms`` (Kafka's topic ``flush.ms``)
+#: has passed since its last flush: Kafka's ``log.flush.scheduler.interval.ms``, whose default
+#: (``Long.MAX_VALUE``) would leave ``flush.ms`` without effect. Live runs configure their
+#: brokers with this value (``epochlab.kafka.runs.scenario.cluster_overrides``).
+FLUSH_CHECK_INTERVAL_MS = 100
+
 
 def _int(where: str, field: str, value: object, lo: int = 0) -> int:
     hi = MAX_MS if field.endswith("_ms") else INT32

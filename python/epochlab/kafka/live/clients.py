@@ -95,6 +95,11 @@ class History:
         self.events: list[Event] = []
         self.idempotent: set[str] = set()
 
+    @property
+    def started(self) -> float:
+        """``time.monotonic()`` at the history's time 0."""
+        return self._t0
+
     def now_ms(self) -> int:
         return int((time.monotonic() - self._t0) * 1000)
 

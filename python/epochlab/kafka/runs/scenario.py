@@ -75,7 +75,7 @@ from epochlab.observe import Observer, StepRecord
 from epochlab.scenarios.expectations import Check, Facts, evaluate
 from epochlab.scenarios.model import Scenario
 from epochlab.scenarios.runner import step_checks
-from epochlab.sim.config import ClusterConfig
+from epochlab.sim.config import FLUSH_CHECK_INTERVAL_MS, ClusterConfig
 from epochlab.steps import STEPS, Unmapped
 
 __all__ = ["BROKER_SETTINGS", "GENERATION", "JAVA_ERROR_NAMES", "NOT_EVALUABLE", "RealRun", "broker_overrides", "cluster_settings",
@@ -218,15 +218,15 @@ def cluster_overrides(cluster: dict[str, Any], where: str = "cluster") -> dict[s
         # a topic's flush.ms acts only when LogManager's "kafka-log-flusher" task runs
         # (flushDirtyLogs, every log.flush.scheduler.interval.ms, default Long.MAX_VALUE: never),
         # and that task first runs log.initial.task.delay.ms (30 s) after the broker started;
-        # the model's flush timer runs from the start
+        # the model's checks run from the start, every FLUSH_CHECK_INTERVAL_MS
         out["log.flush.scheduler.interval.ms"] = str(FLUSH_CHECK_MS)
         out["log.initial.task.delay.ms"] = "0"
     return out
 
 
 #: How often the brokers check whether a log's ``flush.ms`` has passed, when the scenario
-#: sets ``flush.interval.ms``: a log is fsynced within this long after its interval.
-FLUSH_CHECK_MS = 100
+#: sets ``flush.interval.ms``: the model's interval.
+FLUSH_CHECK_MS = FLUSH_CHECK_INTERVAL_MS
 #: Before 3.8 (KAFKA-16552 made it ``log.initial.task.delay.ms``) LogManager's periodic tasks,
 #: the time-based flush among them, first run a fixed 30 s after the broker started
 #: (``LogManager.InitialTaskDelayMs``): measured on 0.10.2.2, where a power cut 3.6 s into a
@@ -301,13 +301,16 @@ def run_on_cluster(scenario: Scenario, cluster: LocalCluster, generation: str = 
                           field="steps", expected="actions with a real counterpart", got=reasons)
     cfg = ClusterConfig.from_dict(scenario.cluster, f"{scenario.where}: cluster")
     topic = f"el-{scenario.name[:80]}-{uuid.uuid4().hex[:6]}"
+    # before the topic exists: a log's first time-based flush comes flush.ms after its creation
+    # (LocalLog's lastFlushedTime), and the model's log is created at the run's start
+    flushers = await_flushers(cluster, tuple(cfg.replicas or cfg.brokers), cfg)
+    created = time.monotonic()
     KafkaAdmin(cluster.bootstrap_servers).create_topic(
         topic, min_insync_replicas=cfg.min_insync_replicas, configs=_topic_configs(cfg, generation),
         replica_assignment=[list(cfg.replicas or cfg.brokers)])
     settle = getattr(cluster, "settle_topic", None)
     if settle is not None:  # ZooKeeper mode: each broker learns of the topic on its own
         settle(topic)
-    flushers = await_flushers(cluster, tuple(cfg.replicas or cfg.brokers), cfg)
     driver = Driver(scenario, cluster, topic, tuple(cfg.replicas or cfg.brokers), client=client)
     if flushers:
         driver.notes.append(f"waited {flushers:.1f} s before the run for the brokers' first time-based flush "
@@ -315,6 +318,10 @@ def run_on_cluster(scenario: Scenario, cluster: LocalCluster, generation: str = 
     t0 = time.monotonic()
     try:
         driver.run()
+        if cfg.flush_interval_ms is not None:  # the model's log is created at the run's start
+            age = driver.history.started - created
+            driver.notes.append(f"the topic was created {age * 1000:.0f} ms before the run's start, the model's "
+                                f"log at it: a log's first time-based flush comes flush.ms after its creation")
         # the end state, read before restore() restarts crashed brokers (which then catch up)
         final_disk, inspect = driver.view.disk(), _inspect(cluster, topic, driver.view.replicas)
     finally:
