@@ -7,7 +7,7 @@ phase-aligned from the broker's start: ISR expiration every ``replica_lag_time_m
 every ``high_watermark_checkpoint_interval_ms``; with ``flush_interval_ms`` set, Kafka's
 time-based flush: a check every :data:`~epochlab.sim.config.FLUSH_CHECK_INTERVAL_MS` fsyncs
 the log once ``flush_interval_ms`` has passed since its last flush that wrote something
-(``_arm_flush``); AlterPartition resent every ``heartbeat_interval_ms`` until answered. A tick
+(``_flush_if_dirty``); AlterPartition resent every ``heartbeat_interval_ms`` until answered. A tick
 that would find nothing to do is not scheduled (the same grid points, fewer events): ISR
 expiration runs only while the broker leads, the checkpoint only after the HW moved, the fsync
 only after the log end moved (``_note_state``, called after everything that can move them).
@@ -352,15 +352,16 @@ class Broker:
                 self.ctx.kernel.schedule(period_ms, tick)
         self.ctx.kernel.schedule(0 if now else period_ms, tick)
 
-    def _arm(self, name: str, period_ms: int, action: Callable[[], None]) -> None:
-        """Run ``action`` once at the next point after now of a ``period_ms`` grid aligned
-        with this incarnation's start, unless that task is armed already. The periodic tasks
-        that have nothing to do while idle are armed by what gives them work
-        (:meth:`_note_state`, leadership) instead of ticking all along."""
+    def _arm(self, name: str, period_ms: int, action: Callable[[], None], not_before_ms: int = 0) -> None:
+        """Run ``action`` once at the next point after now (and not before ``not_before_ms``)
+        of a ``period_ms`` grid aligned with this incarnation's start, unless that task is
+        armed already. The periodic tasks that have nothing to do while idle are armed by what
+        gives them work (:meth:`_note_state`, leadership) instead of ticking all along."""
         if name in self._ticks:
             return
         start, inc = self._started_ms, self.incarnation
-        due = start + ((self.ctx.now_ms - start) // period_ms + 1) * period_ms
+        after = max(self.ctx.now_ms + 1, not_before_ms)
+        due = start + -(-(after - start) // period_ms) * period_ms
 
         def tick() -> None:
             if self._ticks.get(name) is timer:
@@ -370,9 +371,9 @@ class Broker:
         timer = self.ctx.kernel.schedule_at(due, tick)
         self._ticks[name] = timer
 
-    def _arm_flush(self, flush_ms: int) -> None:
-        """Kafka's time-based flush of a log with unflushed data. LogManager's
-        "kafka-log-flusher" task (``LogManager.flushDirtyLogs``, every
+    def _flush_if_dirty(self) -> None:
+        """Kafka's time-based flush of a log with unflushed data, armed by :meth:`_note_state`.
+        LogManager's "kafka-log-flusher" task (``LogManager.flushDirtyLogs``, every
         ``log.flush.scheduler.interval.ms`` from the start) fsyncs a log once
         ``time - log.lastFlushTime >= flush.ms``; the last flush time is the log's load time
         (``LocalLog``: ``lastFlushedTime = new AtomicLong(time.milliseconds)``) and moves only
@@ -382,22 +383,10 @@ class Broker:
         flush waits out the rest of the interval. The model's checks fall on a
         :data:`~epochlab.sim.config.FLUSH_CHECK_INTERVAL_MS` grid from this incarnation's
         start (the live harness sets the same interval and ``log.initial.task.delay.ms = 0``)."""
-        if "flush" in self._ticks:
-            return
-        period, start, inc = FLUSH_CHECK_INTERVAL_MS, self._started_ms, self.incarnation
-        after = max(self.ctx.now_ms + 1, self._last_flush_ms + flush_ms)  # the earliest check that flushes
-        due = start + -(-(after - start) // period) * period
-
-        def tick() -> None:
-            if self._ticks.get("flush") is timer:
-                del self._ticks["flush"]
-                if self.alive and self.incarnation == inc:
-                    log = self.replica.log
-                    if log.log_end_offset > log.recovery_point:
-                        self.replica.flush()
-                        self._last_flush_ms = self.ctx.now_ms
-        timer = self.ctx.kernel.schedule_at(due, tick)
-        self._ticks["flush"] = timer
+        log = self.replica.log
+        if log.log_end_offset > log.recovery_point:
+            self.replica.flush()
+            self._last_flush_ms = self.ctx.now_ms
 
     def _stop_ticks(self) -> None:
         for timer in self._ticks.values():
@@ -414,7 +403,8 @@ class Broker:
             return
         c = self.config
         if c.flush_interval_ms is not None and (seen is None or seen[0] != state[0]):
-            self._arm_flush(c.flush_interval_ms)
+            self._arm("flush", FLUSH_CHECK_INTERVAL_MS, self._flush_if_dirty,
+                      not_before_ms=self._last_flush_ms + c.flush_interval_ms)
         if seen is None or seen[1] != state[1]:
             self._arm("checkpoint", c.high_watermark_checkpoint_interval_ms,
                       self.replica.checkpoint_high_watermark)
