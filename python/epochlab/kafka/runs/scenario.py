@@ -219,14 +219,11 @@ def cluster_overrides(cluster: dict[str, Any], where: str = "cluster") -> dict[s
         # (flushDirtyLogs, every log.flush.scheduler.interval.ms, default Long.MAX_VALUE: never),
         # and that task first runs log.initial.task.delay.ms (30 s) after the broker started;
         # the model's checks run from the start, every FLUSH_CHECK_INTERVAL_MS
-        out["log.flush.scheduler.interval.ms"] = str(FLUSH_CHECK_MS)
+        out["log.flush.scheduler.interval.ms"] = str(FLUSH_CHECK_INTERVAL_MS)
         out["log.initial.task.delay.ms"] = "0"
     return out
 
 
-#: How often the brokers check whether a log's ``flush.ms`` has passed, when the scenario
-#: sets ``flush.interval.ms``: the model's interval.
-FLUSH_CHECK_MS = FLUSH_CHECK_INTERVAL_MS
 #: Before 3.8 (KAFKA-16552 made it ``log.initial.task.delay.ms``) LogManager's periodic tasks,
 #: the time-based flush among them, first run a fixed 30 s after the broker started
 #: (``LogManager.InitialTaskDelayMs``): measured on 0.10.2.2, where a power cut 3.6 s into a
@@ -243,7 +240,7 @@ def await_flushers(cluster: LocalCluster, brokers: tuple[int, ...], cfg: Cluster
     if cfg.flush_interval_ms is None or release_tuple(cluster.version) >= settable_from:
         return 0.0
     ages = [age for age in (process_age_s(cluster.nodes[b].pid) for b in brokers) if age is not None]
-    wait = delay_s + FLUSH_CHECK_MS / 1000 - min(ages) if ages else 0.0
+    wait = delay_s + FLUSH_CHECK_INTERVAL_MS / 1000 - min(ages) if ages else 0.0
     if wait > 0:
         time.sleep(wait)
     return max(0.0, wait)
