@@ -254,3 +254,48 @@ def test_a_consumer_closes_within_its_wait_while_a_commit_hangs() -> None:
     consumer.position = 3
     assert consumer.commit(wait_s=0.2) is False  # still trying: nothing answers on port 9
     assert consumer.close(timeout_s=1.0) is False  # returned, the close left to its thread
+
+
+def test_a_java_send_blocked_in_kafka_holds_only_the_producers_own_thread(tmp_path: Path) -> None:
+    """``KafkaProducer.send`` blocks its caller up to ``max.block.ms`` when the producer's buffer
+    is full (``BufferPool.allocate``) or the topic's metadata is missing (``waitOnMetadata``).
+    With the one broker paused, 200 records fill a 200-record buffer (each in a batch of its
+    own); the 201st send returns to the run at once, and its outcome (refused once
+    ``max.block.ms`` passed: not written) comes later from the producer's sending thread."""
+    import signal
+    import uuid
+
+    from epochlab.kafka.live.clients import History, KafkaAdmin
+    from epochlab.kafka.live.cluster import live_pid
+    from epochlab.kafka.live.java_clients import JavaRecordingProducer
+    from epochlab.sim.config import ProducerConfig
+
+    cluster = LocalCluster(tmp_path / "cluster", brokers=1, grace_s=5)
+    cluster.start()
+    try:
+        topic = f"el-java-block-{uuid.uuid4().hex[:6]}"
+        KafkaAdmin(cluster.bootstrap_servers).create_topic(topic, replication_factor=1, min_insync_replicas=1)
+        history = History()
+        p = JavaRecordingProducer(cluster.bootstrap_servers, topic, history,
+                                  ProducerConfig(acks="1", buffer_memory_records=200, max_block_ms=2000),
+                                  name="p", version=cluster.version)
+        try:
+            cluster.signal_nodes(cluster.broker_ids, signal.SIGSTOP)
+            for v in range(1, 202):
+                p.send(v)
+            outcomes = [o for o in history.dicts() if o["value"] == 201 and o["type"] != "invoke"]
+            assert outcomes == []  # send() returned while the Java send still waits for buffer space
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not outcomes:
+                time.sleep(0.1)
+                outcomes = [o for o in history.dicts() if o["value"] == 201 and o["type"] != "invoke"]
+            assert [(o["type"], o["error"]) for o in outcomes] == [("fail", "BUFFER_EXHAUSTED")], outcomes
+            assert p.poll() >= 200  # the first 200 wait in the buffer for the paused broker
+        finally:
+            cluster.signal_nodes(cluster.broker_ids, signal.SIGCONT)
+            p.close(timeout_s=5.0)
+        assert not p._sender.is_alive()  # close stopped the sending thread
+    finally:
+        pids = [x for x in cluster.pids().values() if x is not None]
+        cluster.stop(grace_s=0)
+    assert pids and not [x for x in pids if live_pid(x)], "a JVM survived the teardown"

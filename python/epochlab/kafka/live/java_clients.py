@@ -9,10 +9,17 @@ process's JVM (JPype, :func:`epochlab.kafka.jvm.ensure_jvm`) behind the interfac
 :class:`~epochlab.kafka.live.clients.RecordingProducer`, so a run can use either (``epochlab kafka run
 --client java``) and the model compares with the client that ran.
 
-Recording: ``send`` ``invoke`` when the value is handed to ``KafkaProducer.send``; the send's
-``Callback`` (on the producer's I/O thread) records ``ok`` with the offset, or the error:
-``fail`` when the record was certainly not written (refused whole by the broker, or expired in
-the accumulator before it was ever sent: Kafka's "Expiring N record(s)" before any attempt),
+Recording: ``send`` ``invoke`` when the run sends the value; a thread of the producer's own
+hands the values to ``KafkaProducer.send`` in the order sent. ``KafkaProducer.send`` blocks its
+caller while the topic's partitions are missing from its metadata (``waitOnMetadata``, up to
+``max.block.ms``): with every broker down that held a run's schedule for 60 s at each send, where
+it now holds only that thread, as it would an application's sending thread. Transaction calls
+wait until the values sent before them are handed over. The send's ``Callback`` records ``ok``
+with the offset, or the error: ``fail`` when the record was certainly not written (refused
+whole by the broker; expired in the accumulator before it was ever sent: Kafka's "Expiring N
+record(s)" before any attempt; or refused inside ``send`` itself, which ``KafkaProducer.doSend``
+reports through the callback, not by throwing: ``max.block.ms`` passed waiting for metadata or
+for buffer space, ``BUFFER_EXHAUSTED`` as the model names it),
 ``info`` otherwise (a timeout or a disconnection after it was sent may have written it). The
 error name is the protocol error Kafka's ``Errors.forException`` gives the exception, and
 ``DELIVERY_TIMEOUT`` for ``delivery.timeout.ms`` expiring, as the model names it.
@@ -36,6 +43,7 @@ Kafka's own classes). Values travel as 8-byte big-endian integers.
 
 from __future__ import annotations
 
+import queue
 import struct
 import threading
 import time
@@ -140,6 +148,8 @@ class JavaRecordingProducer:
         self._cond = threading.Condition()
         self._txn_number = 0
         self._txn_values: list[int] | None = None
+        self._sends: queue.Queue[int | None] = queue.Queue()
+        self._handing_over = False  # the sending thread is inside KafkaProducer.send
         if self.config.enable_idempotence or self.config.transactional_id:
             history.idempotent.add(name)
         # The topic's metadata now: the first send() of a producer that has none blocks the
@@ -149,22 +159,54 @@ class JavaRecordingProducer:
         self._producer.partitionsFor(topic)
         if self.config.transactional_id is not None:
             self._producer.initTransactions()
+        self._sender = threading.Thread(target=self._send_loop, name=f"{name}-send", daemon=True)
+        self._sender.start()
 
     # -- sends ------------------------------------------------------------------------------
     def send(self, value: int) -> None:
-        acks = self.config.acks
-        self.history.record(self.name, "invoke", "send", value=value, acks=acks)
+        """Record the send and queue the value for the sending thread; returns at once."""
+        self.history.record(self.name, "invoke", "send", value=value, acks=self.config.acks)
         if self._txn_values is not None:
             self._txn_values.append(value)
-        record = self._record(self.topic, self._integer(self.partition), None, None,  # no timestamp, no key
-                              self._bytes(struct.pack(">Q", value)), self._headers)
         with self._cond:
             self._outstanding += 1
+        self._sends.put(value)
+
+    def _send_loop(self) -> None:
+        """The sending thread: each queued value to ``KafkaProducer.send``, in order, until the
+        ``None`` that :meth:`close` queues. Attached to the JVM as a daemon thread, so a send
+        still blocked when the process ends does not hold the JVM up."""
+        thread = self._jpype.JClass("java.lang.Thread")
+        thread.attachAsDaemon()
         try:
-            self._producer.send(record, self._callback(value))
-        except self._jpype.JException as exc:  # refused before it was queued (max.block.ms, buffer)
+            while True:
+                value = self._sends.get()
+                try:
+                    if value is None:
+                        return
+                    self._hand_over(value)
+                finally:
+                    self._sends.task_done()
+        finally:
+            thread.detach()
+
+    def _hand_over(self, value: int) -> None:
+        """``KafkaProducer.send`` of one value. A send refused before it was queued (a
+        Java exception: ``max.block.ms`` passed, the buffer full, the producer closed) or that
+        failed on this side before reaching Java is recorded ``fail``: it was certainly not
+        written."""
+        try:
+            record = self._record(self.topic, self._integer(self.partition), None, None,  # no timestamp, no key
+                                  self._bytes(struct.pack(">Q", value)), self._headers)
+            self._handing_over = True
+            try:
+                self._producer.send(record, self._callback(value))
+            finally:
+                self._handing_over = False
+        except Exception as exc:  # noqa: BLE001 - recorded, and the thread goes on with the next value
+            error = self._name(exc) if isinstance(exc, self._jpype.JException) else type(exc).__name__
             self._done()
-            self.history.record(self.name, "fail", "send", value=value, error=self._name(exc), acks=acks)
+            self.history.record(self.name, "fail", "send", value=value, error=error, acks=self.config.acks)
 
     def _callback(self, value: int) -> Any:
         acks = self.config.acks
@@ -176,7 +218,11 @@ class JavaRecordingProducer:
                     self.history.record(self.name, "ok", "send", value=value, offset=offset, acks=acks)
                 else:
                     name = self._name(exc)
-                    kind = "fail" if name in _DEFINITE else "info"
+                    # called back inside send() itself: KafkaProducer.doSend hands an ApiException
+                    # raised before the record reached the accumulator (max.block.ms passed in
+                    # waitOnMetadata or BufferPool.allocate) to the callback instead of throwing it
+                    refused = self._handing_over and threading.current_thread() is self._sender
+                    kind = "fail" if refused or name in _DEFINITE else "info"
                     self.history.record(self.name, kind, "send", value=value, error=name, acks=acks)
             finally:
                 self._done()
@@ -188,6 +234,8 @@ class JavaRecordingProducer:
         message = str(exc.getMessage() or "")
         if "Expiring" in message and "record" in message:
             return "DELIVERY_TIMEOUT"
+        if str(exc.getClass().getSimpleName()) == "BufferExhaustedException":
+            return "BUFFER_EXHAUSTED"  # the model's name; Errors.forException says REQUEST_TIMED_OUT
         return str(self._errors.forException(exc).name())
 
     def _done(self) -> None:
@@ -214,6 +262,7 @@ class JavaRecordingProducer:
 
     # -- transactions -----------------------------------------------------------------------
     def begin_transaction(self) -> None:
+        self._sends.join()
         self.history.record(self.name, "invoke", "begin_txn")
         try:
             self._producer.beginTransaction()
@@ -232,6 +281,8 @@ class JavaRecordingProducer:
         return self._end("abort")
 
     def _end(self, end: str) -> bool:
+        self._sends.join()  # the transaction's values are handed over before it ends
+
         def call() -> tuple[str, str] | None:
             try:
                 getattr(self._producer, f"{end}Transaction")()
@@ -246,9 +297,13 @@ class JavaRecordingProducer:
         return done
 
     def close(self, timeout_s: float = 10.0) -> None:
+        """Flush, close the Java producer (which also ends a send blocked on metadata: its wait
+        raises once the producer is closed), and stop the sending thread."""
+        self._sends.put(None)
         self.flush(timeout_s)
         duration = self._jpype.JClass("java.time.Duration").ofMillis(int(timeout_s * 1000))
         self._producer.close(duration)
+        self._sender.join(timeout_s)
 
 
 
