@@ -149,7 +149,6 @@ class JavaRecordingProducer:
         self._txn_number = 0
         self._txn_values: list[int] | None = None
         self._sends: queue.Queue[int | None] = queue.Queue()
-        self._handing_over = False  # the sending thread is inside KafkaProducer.send
         if self.config.enable_idempotence or self.config.transactional_id:
             history.idempotent.add(name)
         # The topic's metadata now: the first send() of a producer that has none blocks the
@@ -198,11 +197,7 @@ class JavaRecordingProducer:
         try:
             record = self._record(self.topic, self._integer(self.partition), None, None,  # no timestamp, no key
                                   self._bytes(struct.pack(">Q", value)), self._headers)
-            self._handing_over = True
-            try:
-                self._producer.send(record, self._callback(value))
-            finally:
-                self._handing_over = False
+            self._producer.send(record, self._callback(value))
         except Exception as exc:  # noqa: BLE001 - recorded, and the thread goes on with the next value
             error = self._name(exc) if isinstance(exc, self._jpype.JException) else type(exc).__name__
             self._done()
@@ -218,10 +213,11 @@ class JavaRecordingProducer:
                     self.history.record(self.name, "ok", "send", value=value, offset=offset, acks=acks)
                 else:
                     name = self._name(exc)
-                    # called back inside send() itself: KafkaProducer.doSend hands an ApiException
-                    # raised before the record reached the accumulator (max.block.ms passed in
-                    # waitOnMetadata or BufferPool.allocate) to the callback instead of throwing it
-                    refused = self._handing_over and threading.current_thread() is self._sender
+                    # called back on the sending thread, so inside send() itself: KafkaProducer.
+                    # doSend hands an ApiException raised before the record reached the accumulator
+                    # (max.block.ms passed in waitOnMetadata or BufferPool.allocate) to the
+                    # callback instead of throwing it; every other callback runs on its I/O thread
+                    refused = threading.current_thread() is self._sender
                     kind = "fail" if refused or name in _DEFINITE else "info"
                     self.history.record(self.name, kind, "send", value=value, error=name, acks=acks)
             finally:
@@ -261,8 +257,15 @@ class JavaRecordingProducer:
             return self._outstanding
 
     # -- transactions -----------------------------------------------------------------------
+    def _handed_over(self) -> None:
+        """Wait until every value sent so far has been handed to ``KafkaProducer.send`` (or the
+        sending thread has ended)."""
+        with self._sends.all_tasks_done:
+            while self._sends.unfinished_tasks and self._sender.is_alive():
+                self._sends.all_tasks_done.wait(0.1)
+
     def begin_transaction(self) -> None:
-        self._sends.join()
+        self._handed_over()
         self.history.record(self.name, "invoke", "begin_txn")
         try:
             self._producer.beginTransaction()
@@ -281,7 +284,7 @@ class JavaRecordingProducer:
         return self._end("abort")
 
     def _end(self, end: str) -> bool:
-        self._sends.join()  # the transaction's values are handed over before it ends
+        self._handed_over()  # the transaction's values reach the producer before it ends
 
         def call() -> tuple[str, str] | None:
             try:
