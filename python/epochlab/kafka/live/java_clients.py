@@ -12,8 +12,10 @@ process's JVM (JPype, :func:`epochlab.kafka.jvm.ensure_jvm`) behind the interfac
 Recording: ``send`` ``invoke`` when the run sends the value; a thread of the producer's own
 hands the values to ``KafkaProducer.send`` in the order sent. ``KafkaProducer.send`` blocks its
 caller while the topic's partitions are missing from its metadata (``waitOnMetadata``, up to
-``max.block.ms``): with every broker down that held a run's schedule for 60 s at each send, where
-it now holds only that thread, as it would an application's sending thread. Transaction calls
+``max.block.ms``), as after a re-bootstrap when no broker it knows is available
+(``metadata.recovery.strategy``, ``rebootstrap`` by default since 4.0): with every broker down
+that held a run's schedule for 60 s at each send, where it now holds only that thread, as it
+would an application's sending thread. Transaction calls
 wait until the values sent before them are handed over. The send's ``Callback`` records ``ok``
 with the offset, or the error: ``fail`` when the record was certainly not written (refused
 whole by the broker; expired in the accumulator before it was ever sent: Kafka's "Expiring N
@@ -190,10 +192,10 @@ class JavaRecordingProducer:
             thread.detach()
 
     def _hand_over(self, value: int) -> None:
-        """``KafkaProducer.send`` of one value. A send refused before it was queued (a
-        Java exception: ``max.block.ms`` passed, the buffer full, the producer closed) or that
-        failed on this side before reaching Java is recorded ``fail``: it was certainly not
-        written."""
+        """``KafkaProducer.send`` of one value. A send that throws (the producer closed) or
+        fails on this side before reaching Java is recorded ``fail``: it was certainly not
+        written. One refused through the callback inside ``send`` (``max.block.ms`` passed) is
+        recorded by the callback (:meth:`_callback`)."""
         try:
             record = self._record(self.topic, self._integer(self.partition), None, None,  # no timestamp, no key
                                   self._bytes(struct.pack(">Q", value)), self._headers)
