@@ -15,12 +15,12 @@ caller while the topic's partitions are missing from its metadata (``waitOnMetad
 ``max.block.ms``), as after a re-bootstrap when no broker it knows is available
 (``metadata.recovery.strategy``, ``rebootstrap`` by default since 4.0): with every broker down
 that held a run's schedule for 60 s at each send, where it now holds only that thread, as it
-would an application's sending thread. Transaction calls
-wait until the values sent before them are handed over. The send's ``Callback`` records ``ok``
-with the offset, or the error: ``fail`` when the record was certainly not written (refused
-whole by the broker; expired in the accumulator before it was ever sent: Kafka's "Expiring N
-record(s)" before any attempt; or refused inside ``send`` itself, which ``KafkaProducer.doSend``
-reports through the callback, not by throwing: ``max.block.ms`` passed waiting for metadata or
+would an application's sending thread. Transaction calls wait until the values sent before
+them are handed over. The send's ``Callback`` records ``ok`` with the offset, or the error:
+``fail`` when the record was certainly not written (refused whole by the broker; expired in the
+accumulator before it was ever sent: Kafka's "Expiring N record(s)" before any attempt; or
+refused inside ``send`` itself, which ``KafkaProducer.doSend`` reports through the callback,
+not by throwing: ``max.block.ms`` passed waiting for metadata or
 for buffer space, ``BUFFER_EXHAUSTED`` as the model names it),
 ``info`` otherwise (a timeout or a disconnection after it was sent may have written it). The
 error name is the protocol error Kafka's ``Errors.forException`` gives the exception, and
