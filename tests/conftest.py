@@ -7,6 +7,7 @@ is a failure, not a skip; run ``pytest -k reference`` while it does not exist ye
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 from collections.abc import Callable
@@ -41,18 +42,28 @@ def log_from(impl: ModuleType):
     return build
 
 
-def started_cluster(directory, overrides):  # type: ignore[no-untyped-def]
-    """A three-broker live cluster with ``overrides``, stopped when the generator is closed,
-    and the teardown checked by pid: a JVM left running fails the test that owns the fixture.
-    For module-scoped fixtures of the live-cluster tests (``yield from``)."""
+@contextlib.contextmanager
+def running_cluster(directory, overrides=None, brokers=3, grace_s=10):  # type: ignore[no-untyped-def]
+    """A live cluster of ``brokers`` brokers with ``overrides``, stopped when the block ends
+    (also on failure), and the teardown checked by pid: a JVM left running fails the test.
+    The pids are taken at the start, so a test that stops the cluster itself is checked too."""
     from epochlab.kafka.live.cluster import LocalCluster, live_pid
 
-    c = LocalCluster(directory, brokers=3, grace_s=10, overrides=overrides)
+    c = LocalCluster(directory, brokers=brokers, grace_s=grace_s, overrides=overrides)
     c.start()
-    yield c
     pids = [p for p in c.pids().values() if p is not None]
-    c.stop(grace_s=0)
+    try:
+        yield c
+    finally:
+        c.stop(grace_s=0)
     assert pids and not [p for p in pids if live_pid(p)], "a JVM survived the teardown"
+
+
+def started_cluster(directory, overrides):  # type: ignore[no-untyped-def]
+    """:func:`running_cluster` of three brokers for module-scoped fixtures of the live-cluster
+    tests (``yield from``): stopped, and its teardown checked, when the generator is closed."""
+    with running_cluster(directory, overrides) as c:
+        yield c
 
 
 #: The test files that start live clusters: Kafka brokers and controllers (in network

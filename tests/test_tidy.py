@@ -133,7 +133,7 @@ def test_every_file_that_starts_a_live_cluster_runs_in_the_live_group() -> None:
     at a time (its comment says why). A new such file not listed there fails here."""
     from conftest import LIVE_CLUSTER_FILES
 
-    starts = re.compile(r"LocalCluster\(|started_cluster\(|standalone_cluster\(|ZooKeeper\(|"
+    starts = re.compile(r"LocalCluster\(|started_cluster\(|running_cluster\(|standalone_cluster\(|ZooKeeper\(|"
                         r"\"kafka\", \"run\"|\[\"up\"")
     starting = {p.name for p in (ROOT / "tests").glob("test_*.py") if starts.search(p.read_text())}
     assert starting - LIVE_CLUSTER_FILES == set()

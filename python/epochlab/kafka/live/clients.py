@@ -348,6 +348,13 @@ class RecordingConsumer:
         self._fetch_from: int | None = None
         if self.config.client_rack is not None:
             settings["stats_cb"] = self._on_stats
+        settings["on_commit"] = self._on_commit
+        #: positions committed and not yet answered, oldest first (:meth:`commit`)
+        self._commits: list[int] = []
+        #: messages taken from librdkafka while a commit step waited, for the next poll
+        self._held: list[Any] = []
+        #: whether the last commit answered was acknowledged
+        self._acknowledged: bool | None = None
         self._consumer = Consumer(settings)
         # Without a group of the caller's there is no committed offset to fetch: start where
         # auto.offset.reset points, without waiting for a group coordinator (which may be on a
@@ -385,7 +392,10 @@ class RecordingConsumer:
             if left <= 0:
                 break
             wait = left if quiet_s is None else min(left, quiet_s if pairs else 0.1)
-            msgs = self._consumer.consume(num_messages=limit - len(pairs), timeout=wait)
+            if self._held:
+                msgs, self._held = self._held[:limit - len(pairs)], self._held[limit - len(pairs):]
+            else:
+                msgs = self._consumer.consume(num_messages=limit - len(pairs), timeout=wait)
             for m in msgs:
                 err, offset, raw = m.error(), m.offset(), m.value()
                 if err is not None:
@@ -412,36 +422,44 @@ class RecordingConsumer:
 
     def commit(self, wait_s: float = COMMIT_WAIT_S) -> bool:
         """Commit the position after the last record polled; whether it was acknowledged
-        within ``wait_s``. librdkafka's synchronous commit has no timeout: with no group
-        coordinator (every broker down) it blocks until one answers, which once held a
-        ``kafka fuzz`` run for minutes. So it runs on a thread of its own: the step waits
-        ``wait_s`` (a healthy commit takes milliseconds) and goes on; the commit ends in the
-        history when it ends (``ok`` or ``fail``), as the model's asynchronous commit does."""
-        from confluent_kafka import KafkaException, TopicPartition
+        within ``wait_s``. The commit is librdkafka's asynchronous one, as the model's is: its
+        outcome enters the history when librdkafka answers it (``ok``, or ``fail`` with the
+        error), through the ``on_commit`` callback that the consumer's polls serve, so the
+        step waits ``wait_s`` (a healthy commit takes milliseconds) polling for it and goes
+        on. Messages those polls bring are held for the next :meth:`poll`: librdkafka had
+        fetched them already, so holding them changes nothing the history shows.
+
+        Not the synchronous commit on a thread of its own: with no group coordinator (every
+        broker down) librdkafka answers it only after about 45 s (``_WAIT_COORD``), and a
+        ``consume`` of the same consumer waits for it all that time (measured on this machine,
+        confluent-kafka 2.x), which held a ``kafka fuzz`` run's next steps 45 s late."""
+        from confluent_kafka import TopicPartition
 
         if self.position is None:
             return False
-        position, history = self.position, self.history
-        history.record(self.name, "invoke", "commit", value=position)
-        ended = threading.Event()
-        acknowledged: list[bool] = []
+        position = self.position
+        self.history.record(self.name, "invoke", "commit", value=position)
+        self._commits.append(position)
+        self._acknowledged = None
+        self._consumer.commit(offsets=[TopicPartition(self.topic, self.partition, position)], asynchronous=True)
+        deadline = time.monotonic() + wait_s
+        while position in self._commits and (left := deadline - time.monotonic()) > 0:
+            self._held.extend(self._consumer.consume(num_messages=1, timeout=min(left, 0.05)))
+        return position not in self._commits and bool(self._acknowledged)
 
-        def run() -> None:
-            try:
-                self._consumer.commit(offsets=[TopicPartition(self.topic, self.partition, position)],
-                                      asynchronous=False)
-            except KafkaException as exc:
-                history.record(self.name, "fail", "commit", value=position, error=exc.args[0].name())
-            except RuntimeError:  # the consumer was closed meanwhile: the outcome stays unknown
-                pass
-            else:
-                history.record(self.name, "ok", "commit", value=position)
-                acknowledged.append(True)
-            finally:
-                ended.set()
-
-        threading.Thread(target=run, name=f"{self.name}-commit", daemon=True).start()
-        return ended.wait(wait_s) and bool(acknowledged)
+    def _on_commit(self, error: Any, partitions: list[Any]) -> None:
+        """librdkafka's answer to the oldest commit still waiting (:meth:`commit`; the answers
+        of one consumer's commits come in the order they were made)."""
+        if not self._commits:
+            return
+        position = self._commits.pop(0)
+        if error is None:
+            error = next((p.error for p in partitions if p.error is not None), None)
+        self._acknowledged = error is None
+        if error is None:
+            self.history.record(self.name, "ok", "commit", value=position)
+        else:
+            self.history.record(self.name, "fail", "commit", value=position, error=error.name())
 
     def list_offsets(self, spec: str = "latest", timeout_s: float = 60.0) -> int | None:
         """ListOffsets at the leader (librdkafka's ``query_watermark_offsets``: the earliest and
@@ -495,11 +513,10 @@ class RecordingConsumer:
         return out
 
     def close(self, timeout_s: float = 5.0) -> bool:
-        """Close the consumer, waiting at most ``timeout_s``: librdkafka's ``close`` waits for a
-        synchronous commit still in progress on the commit thread (:meth:`commit`), which with
-        every broker down blocks for minutes (a ``kafka fuzz`` run stopped 14 min in a consumer
-        restart). Past the wait the handle is left to its thread, as a killed process leaves
-        its sockets; ``False`` then."""
+        """Close the consumer, waiting at most ``timeout_s``: librdkafka's ``close`` waits for
+        the answer to a commit still in flight (:meth:`commit`), which with every broker down
+        comes only after about 45 s. Past the wait the handle is left to its thread, as a
+        killed process leaves its sockets; ``False`` then."""
         done = threading.Event()
 
         def run() -> None:
