@@ -256,6 +256,30 @@ def test_a_consumer_closes_within_its_wait_while_a_commit_hangs() -> None:
     assert consumer.close(timeout_s=1.0) is False  # returned, the close left to its thread
 
 
+def test_commit_answers_go_to_the_oldest_commit_waiting() -> None:
+    """Both clients answer one consumer's commits in the order they were made: an answer
+    belongs to the oldest commit still waiting, and a step's commit counts as acknowledged
+    only once nothing older waits and its own answer was an acknowledgement."""
+    from epochlab.kafka.live.clients import CommitAnswers, History
+
+    history = History()
+    answers = CommitAnswers(history, "c")
+    answers.made(3)
+    answers.made(5)
+    assert answers.waiting() and not answers.acknowledged()
+    answers.answered("REQUEST_TIMED_OUT")  # the answer to 3
+    assert answers.waiting() and not answers.acknowledged()
+    answers.answered(None)  # the answer to 5
+    assert not answers.waiting() and answers.acknowledged()
+    answers.answered(None)  # an answer with no commit waiting: nothing to record
+    answers.made(7)
+    answers.answered("_WAIT_COORD")
+    assert not answers.waiting() and not answers.acknowledged()
+    assert [(o["type"], o["value"], o["error"]) for o in history.dicts() if o["f"] == "commit"] == [
+        ("invoke", 3, None), ("invoke", 5, None), ("fail", 3, "REQUEST_TIMED_OUT"), ("ok", 5, None),
+        ("invoke", 7, None), ("fail", 7, "_WAIT_COORD")]
+
+
 @pytest.mark.parametrize("client", ["librdkafka", "java"])
 def test_a_poll_goes_on_while_a_commit_waits_for_its_answer(tmp_path: Path, client: str) -> None:
     """A commit that gets no answer (its coordinator paused) must not hold the run. On a

@@ -39,7 +39,7 @@ from epochlab.errors import ConfigError
 from epochlab.sim.config import ConsumerConfig, ProducerConfig
 from epochlab.sim.history import Event, HistoryOp, history_to_jsonl
 
-__all__ = ["VALUE_FORMATS", "History", "KafkaAdmin", "end_transaction", "PartitionState", "RecordingConsumer", "RecordingProducer",
+__all__ = ["VALUE_FORMATS", "CommitAnswers", "History", "KafkaAdmin", "end_transaction", "PartitionState", "RecordingConsumer", "RecordingProducer",
            "consumer_settings", "decode_value", "encode_value", "judge", "producer_settings", "read_partition"]
 
 #: librdkafka's own log lines go to this logger (silent unless the application configures it).
@@ -196,6 +196,41 @@ SOCKET_TIMEOUT_MS = 5000
 COMMIT_WAIT_S = 0.5
 
 
+class CommitAnswers:
+    """A consumer's commits waiting for their answers, recorded into ``history`` as they come
+    (``ok``, or ``fail`` with the error's name). A client answers one consumer's commits in
+    the order they were made, so an answer belongs to the oldest commit still waiting."""
+
+    def __init__(self, history: History, name: str) -> None:
+        self.history, self.name = history, name
+        self._waiting: list[int] = []
+        self._last: bool | None = None
+
+    def made(self, position: int) -> None:
+        """A commit of ``position`` was made (its ``invoke`` recorded)."""
+        self.history.record(self.name, "invoke", "commit", value=position)
+        self._waiting.append(position)
+
+    def answered(self, error: str | None) -> None:
+        """The answer to the oldest commit still waiting: ``None`` when acknowledged."""
+        if not self._waiting:
+            return
+        position = self._waiting.pop(0)
+        self._last = error is None
+        if error is None:
+            self.history.record(self.name, "ok", "commit", value=position)
+        else:
+            self.history.record(self.name, "fail", "commit", value=position, error=error)
+
+    def waiting(self) -> bool:
+        """Whether the last commit made still waits for its answer."""
+        return bool(self._waiting)
+
+    def acknowledged(self) -> bool:
+        """Whether the last commit made was answered, and acknowledged."""
+        return not self._waiting and bool(self._last)
+
+
 def _base(bootstrap: str) -> dict[str, Any]:
     return {"bootstrap.servers": bootstrap, "logger": RDKAFKA_LOG, "socket.timeout.ms": SOCKET_TIMEOUT_MS}
 
@@ -349,12 +384,9 @@ class RecordingConsumer:
         if self.config.client_rack is not None:
             settings["stats_cb"] = self._on_stats
         settings["on_commit"] = self._on_commit
-        #: positions committed and not yet answered, oldest first (:meth:`commit`)
-        self._commits: list[int] = []
+        self._commits = CommitAnswers(history, name)
         #: messages taken from librdkafka while a commit step waited, for the next poll
         self._held: list[Any] = []
-        #: whether the last commit answered was acknowledged
-        self._acknowledged: bool | None = None
         self._consumer = Consumer(settings)
         # Without a group of the caller's there is no committed offset to fetch: start where
         # auto.offset.reset points, without waiting for a group coordinator (which may be on a
@@ -437,29 +469,17 @@ class RecordingConsumer:
 
         if self.position is None:
             return False
-        position = self.position
-        self.history.record(self.name, "invoke", "commit", value=position)
-        self._commits.append(position)
-        self._acknowledged = None
-        self._consumer.commit(offsets=[TopicPartition(self.topic, self.partition, position)], asynchronous=True)
+        self._commits.made(self.position)
+        self._consumer.commit(offsets=[TopicPartition(self.topic, self.partition, self.position)], asynchronous=True)
         deadline = time.monotonic() + wait_s
-        while position in self._commits and (left := deadline - time.monotonic()) > 0:
+        while self._commits.waiting() and (left := deadline - time.monotonic()) > 0:
             self._held.extend(self._consumer.consume(num_messages=1, timeout=min(left, 0.05)))
-        return position not in self._commits and bool(self._acknowledged)
+        return self._commits.acknowledged()
 
     def _on_commit(self, error: Any, partitions: list[Any]) -> None:
-        """librdkafka's answer to the oldest commit still waiting (:meth:`commit`; the answers
-        of one consumer's commits come in the order they were made)."""
-        if not self._commits:
-            return
-        position = self._commits.pop(0)
-        if error is None:
-            error = next((p.error for p in partitions if p.error is not None), None)
-        self._acknowledged = error is None
-        if error is None:
-            self.history.record(self.name, "ok", "commit", value=position)
-        else:
-            self.history.record(self.name, "fail", "commit", value=position, error=error.name())
+        """librdkafka's ``on_commit``: the answer to a commit (:class:`CommitAnswers`)."""
+        error = error or next((p.error for p in partitions if p.error is not None), None)
+        self._commits.answered(None if error is None else error.name())
 
     def list_offsets(self, spec: str = "latest", timeout_s: float = 60.0) -> int | None:
         """ListOffsets at the leader (librdkafka's ``query_watermark_offsets``: the earliest and

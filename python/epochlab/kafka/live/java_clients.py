@@ -53,7 +53,7 @@ import uuid
 from typing import Any
 
 from epochlab.errors import ConfigError
-from epochlab.kafka.live.clients import COMMIT_WAIT_S, History, decode_value, end_transaction
+from epochlab.kafka.live.clients import COMMIT_WAIT_S, CommitAnswers, History, decode_value, end_transaction
 from epochlab.sim.config import ConsumerConfig, ProducerConfig
 
 __all__ = ["BATCH_OVERHEAD", "FIRST_RECORD_BOUND", "MARKER_HEADER", "RECORD_BYTES", "JavaRecordingConsumer", "JavaRecordingProducer", "java_consumer_settings",
@@ -374,10 +374,7 @@ class JavaRecordingConsumer:
         self._set_of = j("java.util.Set").of
         self._duration = j("java.time.Duration").ofMillis
         self._errors = j("org.apache.kafka.common.protocol.Errors")
-        #: positions committed and not yet answered, oldest first, and whether the last
-        #: answered was acknowledged (:meth:`commit`)
-        self._commits: list[int] = []
-        self._acknowledged: bool | None = None
+        self._commits = CommitAnswers(history, name)
         self._commit_callback = jpype.JProxy("org.apache.kafka.clients.consumer.OffsetCommitCallback",
                                              dict={"onComplete": self._on_commit})
         self._consumer.assign(self._tps)
@@ -456,13 +453,11 @@ class JavaRecordingConsumer:
         :meth:`poll`."""
         if self.position is None:
             return False
-        position = self.position
-        self.history.record(self.name, "invoke", "commit", value=position)
-        self._commits.append(position)
-        self._acknowledged = None
-        self._consumer.commitAsync(self._map_of(self._tp, self._offset_and_metadata(position)), self._commit_callback)
+        self._commits.made(self.position)
+        self._consumer.commitAsync(self._map_of(self._tp, self._offset_and_metadata(self.position)),
+                                   self._commit_callback)
         deadline = time.monotonic() + wait_s
-        while position in self._commits and (left := deadline - time.monotonic()) > 0:
+        while self._commits.waiting() and (left := deadline - time.monotonic()) > 0:
             try:
                 records = list(self._consumer.poll(self._ms(min(left, 0.05))).records(self._tp))
             except self._jpype.JException:  # the next poll of the run meets it again
@@ -470,19 +465,11 @@ class JavaRecordingConsumer:
                 continue
             if records:
                 self._consumer.seek(self._tp, int(records[0].offset()))
-        return position not in self._commits and bool(self._acknowledged)
+        return self._commits.acknowledged()
 
     def _on_commit(self, offsets: Any, exception: Any) -> None:
-        """``OffsetCommitCallback.onComplete`` for the oldest commit still waiting (the
-        consumer completes one group's commits in the order they were made)."""
-        if not self._commits:
-            return
-        position = self._commits.pop(0)
-        self._acknowledged = exception is None
-        if exception is None:
-            self.history.record(self.name, "ok", "commit", value=position)
-        else:
-            self.history.record(self.name, "fail", "commit", value=position, error=self._name(exception))
+        """``OffsetCommitCallback.onComplete``: the answer to a commit (:class:`CommitAnswers`)."""
+        self._commits.answered(None if exception is None else self._name(exception))
 
     def list_offsets(self, spec: str = "latest", timeout_s: float = 60.0) -> int | None:
         """ListOffsets at the leader: ``beginningOffsets`` or ``endOffsets`` (the last stable
