@@ -15,8 +15,9 @@ action              real operation
 =================== ==========================================================================
 produce / flush     the producer's ``send`` per value / ``flush`` (``RecordingProducer`` or
                     ``JavaRecordingProducer``, consumers likewise, with ``--client``)
-consume / commit    the consumer's ``poll`` (fetches until quiet) / synchronous commit;
-                    auto-commit as the Java client does it: in ``poll``, once per interval
+consume / commit    the consumer's ``poll`` (fetches until quiet) / asynchronous commit,
+                    waited for up to 0.5 s; auto-commit as the Java client does it: in
+                    ``poll``, once per interval
 crash / restart     SIGKILL and abort its sockets (a machine crash) / start again
 partition / heal    nft cuts between the groups (the scenario's unlisted nodes form one more
                     group, as in the model) / remove the partition's cuts (dropped links stay)
