@@ -1,7 +1,9 @@
 """Bug-hunt benchmark: for each catalogued bug (``docs/bugs.md``), each engine and
 each campaign seed, the runs and seconds to the first finding whose catalogue match is that
 bug, with median and max over seeds; the table of ``docs/bugs.md`` between ``<!-- bughunt -->``
-markers is regenerated from the results.
+markers is regenerated from the results (when they go to one of the repository's results files
+in ``benches/results/``, or ``--doc`` names a document; a campaign with an ``--out`` of its own
+only prints its table, so it cannot overwrite the measured one).
 
     python benches/bench_bughunt.py --seeds 1 2 3 4 5 --runs 3000 --seconds 240
     python benches/bench_bughunt.py --engines atheris --seconds 120    # adds to the same file
@@ -50,7 +52,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", help="fuzz profile JSON (default: the default profile, with "
                         "which docs/fuzzing.md found these bugs)")
     parser.add_argument("--out", default=str(bughunt.DEFAULT_JSON))
-    parser.add_argument("--doc", default=str(bughunt.DEFAULT_DOC))
+    parser.add_argument("--doc", default=None,
+                        help="the document to render the table into (default: docs/bugs.md when "
+                        "--out is one of the repository's results files in benches/results/, else "
+                        "none: a campaign of one's own leaves the docs alone and prints its table)")
     parser.add_argument("--section", default=None,
                         help="the named section of --doc to render into (<!-- bughunt:NAME -->; "
                         "'steps' for the off-by-default steps' profile)")
@@ -96,16 +101,28 @@ def _line(record: bughunt.CampaignRecord) -> str:
             + (f"\n  error: {record.error}" if record.error else ""))
 
 
+def _doc(args: argparse.Namespace) -> Path | None:
+    """The document the table goes into: ``--doc``; without it ``docs/bugs.md`` when ``--out``
+    is one of the repository's results files (the measured tables the docs show), else none."""
+    if args.doc is not None:
+        return Path(args.doc)
+    repository = bughunt.DEFAULT_JSON.parent.resolve()
+    return bughunt.DEFAULT_DOC if Path(args.out).resolve().parent == repository else None
+
+
 def main() -> int:
     parser = _parser()
     args = parser.parse_args()
-    try:
-        bughunt.doc_text(Path(args.doc), args.section)
-    except ValueError as e:
-        parser.error(f"--doc: {e}")
+    doc = _doc(args)
+    if doc is not None:
+        try:
+            bughunt.doc_text(doc, args.section)
+        except ValueError as e:
+            parser.error(f"--doc: {e}")
     if args.render_only:
         results = json.loads(Path(args.out).read_text(encoding="utf-8"))
-        bughunt.update_doc(results, Path(args.doc), args.section)
+        if doc is not None:
+            bughunt.update_doc(results, doc, args.section)
         if args.plot:
             bughunt.plot_curves(results, Path(args.plot), args.plot_generation)
         print(bughunt.markdown(results), end="")
@@ -127,7 +144,8 @@ def main() -> int:
                 bughunt.put_campaign(results, record)
                 session["wall_seconds"] = round(time.monotonic() - start)
                 _save(results, Path(args.out))
-    bughunt.update_doc(results, Path(args.doc), args.section)
+    if doc is not None:
+        bughunt.update_doc(results, doc, args.section)
     if args.plot:
         bughunt.plot_curves(results, Path(args.plot), args.plot_generation)
     print(bughunt.markdown(results), end="")

@@ -125,3 +125,20 @@ def test_the_benchmark_refuses_a_document_it_could_not_render_into_before_it_run
     with_markers = tmp_path / "doc.md"
     with_markers.write_text(f"{bughunt.BEGIN}old\n{bughunt.END}\n")
     assert bughunt.doc_text(with_markers).startswith(bughunt.BEGIN)
+
+
+def test_a_campaign_with_results_of_its_own_leaves_the_docs_alone(tmp_path) -> None:
+    """Without ``--doc`` the table goes into docs/bugs.md only when ``--out`` is one of the
+    repository's results files: a campaign with an ``--out`` of its own (here a 3-run one)
+    prints its table and leaves the measured one in the docs as it was."""
+    import subprocess
+    import sys
+
+    before = bughunt.DEFAULT_DOC.read_bytes()
+    out = tmp_path / "out.json"
+    done = subprocess.run([sys.executable, str(ROOT / "benches" / "bench_bughunt.py"), "--fresh", "--engines",
+                           "random", "--generations", "hw-truncation", "--seeds", "1", "--runs", "3",
+                           "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert bughunt.DEFAULT_DOC.read_bytes() == before
+    assert json.loads(out.read_text())["campaigns"] and "| bug |" in done.stdout
