@@ -40,6 +40,12 @@ from typing import Any
 from epochlab.fuzz import bughunt
 from epochlab.generations import Generation
 
+#: The repository this script is in: its measured results, and the document that shows them
+#: (by this file's place, not the installed package's, which may live in a virtualenv).
+REPOSITORY = Path(__file__).resolve().parents[1]
+RESULTS = REPOSITORY / "benches" / "results"
+DOC = REPOSITORY / "docs" / "bugs.md"
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -51,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seconds", type=float, default=240.0, help="time budget per campaign")
     parser.add_argument("--config", help="fuzz profile JSON (default: the default profile, with "
                         "which docs/fuzzing.md found these bugs)")
-    parser.add_argument("--out", default=str(bughunt.DEFAULT_JSON))
+    parser.add_argument("--out", default=str(RESULTS / "bughunt.json"))
     parser.add_argument("--doc", default=None,
                         help="the document to render the table into (default: docs/bugs.md when "
                         "--out is one of the repository's results files in benches/results/, else "
@@ -106,8 +112,7 @@ def _doc(args: argparse.Namespace) -> Path | None:
     is one of the repository's results files (the measured tables the docs show), else none."""
     if args.doc is not None:
         return Path(args.doc)
-    repository = bughunt.DEFAULT_JSON.parent.resolve()
-    return bughunt.DEFAULT_DOC if Path(args.out).resolve().parent == repository else None
+    return DOC if Path(args.out).resolve().parent == RESULTS else None
 
 
 def main() -> int:

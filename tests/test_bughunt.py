@@ -134,11 +134,12 @@ def test_a_campaign_with_results_of_its_own_leaves_the_docs_alone(tmp_path) -> N
     import subprocess
     import sys
 
-    before = bughunt.DEFAULT_DOC.read_bytes()
+    doc = ROOT / "docs" / "bugs.md"
+    before = doc.read_bytes()
     out = tmp_path / "out.json"
     done = subprocess.run([sys.executable, str(ROOT / "benches" / "bench_bughunt.py"), "--fresh", "--engines",
                            "random", "--generations", "hw-truncation", "--seeds", "1", "--runs", "3",
                            "--out", str(out)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert bughunt.DEFAULT_DOC.read_bytes() == before
+    assert doc.read_bytes() == before
     assert json.loads(out.read_text())["campaigns"] and "| bug |" in done.stdout
