@@ -10,6 +10,7 @@ cluster.
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -58,9 +59,13 @@ def test_seed_scenario_on_real_kafka_agrees_with_model(cluster: LocalCluster, tm
     assert payload["agree"], [d["text"] for d in payload["differences"]]
     assert code == 0
     assert {c["status"] for c in payload["real"]["checks"]} == {"passed"}
-    for f in ("steps.md", "history.jsonl", "real.json", "model.json", "compare.json", "inspect-broker-1.json"):
+    for f in ("steps.md", "history.jsonl", "real.json", "model.json", "compare.json", "inspect-broker-1.json",
+              "client.log"):
         assert (tmp_path / "run" / f).is_file(), f
     json.loads((tmp_path / "run" / "compare.json").read_text())
+    # librdkafka logs notices and above, so a run may log nothing; whatever it logged is its own
+    lines = (tmp_path / "run" / "client.log").read_text().splitlines()
+    assert all(re.match(r"^\d{13} [A-Z]+ \[librdkafka\] ", line) for line in lines), lines
 
 
 def test_fetch_from_follower_on_real_kafka_agrees_with_model(cluster: LocalCluster, tmp_path: Path) -> None:
@@ -176,6 +181,20 @@ def test_seed_scenario_with_the_java_clients_agrees_with_model(cluster: LocalClu
     assert code == 0
     polls = [json.loads(line) for line in (tmp_path / "run" / "history.jsonl").read_text().splitlines()]
     assert any(op["f"] == "poll" and op["type"] == "ok" and op["value"] for op in polls)
+    # the Java clients' own log (client.log): this run's producer and consumers, from their
+    # configuration to their close, and nothing logged before the run or after it
+    text = (tmp_path / "run" / "client.log").read_text()
+    producers = {op["process"] for op in polls if op["f"] in ("send", "txn_begin")}
+    assert producers
+    for producer in producers:
+        assert f"client.id = {producer}\n" in text, producer
+        assert re.search(rf"\[Producer clientId={producer}[],].* Closing the Kafka producer", text), producer
+    assert "ConsumerConfig values" in text
+    start_ms = payload["real"]["clock_epoch_ms"]
+    stamps = [int(line.split(" ", 1)[0]) for line in text.splitlines() if re.match(r"^\d{13} ", line)]
+    # (the driver makes its clients as the run starts: their first lines come up to a few seconds earlier)
+    assert "Config values" in text.splitlines()[0] and start_ms - 10_000 <= min(stamps), (start_ms, min(stamps))
+    assert max(stamps) <= start_ms + payload["real"]["seconds"] * 1000 + 1000, (start_ms, max(stamps))
 
 
 def test_java_consumer_reads_commits_and_resumes_as_recorded(cluster: LocalCluster) -> None:

@@ -11,7 +11,8 @@ replica's partition directory as ``epochlab inspect --json`` shows it, read at t
 last step, before crashed brokers are restarted for the next run; running brokers are read
 as they run: Kafka writes through the page cache, so every appended batch is visible),
 ``scenario.toml``, ``state-change.log`` (every broker's ``state.change.logger`` lines about the
-run's topic, from its ``server.log``: releases 4.0+ log through log4j 2 here) and, with
+run's topic, from its ``server.log``: releases 4.0+ log through log4j 2 here), ``client.log``
+(what the run's own clients logged, :mod:`epochlab.kafka.live.client_log`) and, with
 ``--compare``, ``model-events.txt`` (the model run's engine events).
 
 Both sides report the leaders re-elected across a skipped epoch (``epoch_skips``): a broker
@@ -129,6 +130,8 @@ def write_run_dir(path: Path, scenario: Any, real: Any, payload: dict[str, Any],
             (d / "state-change.log").write_text("\n".join(state_changes) + "\n")
         if model is not None:
             (d / "model-events.txt").write_text("".join(f"{e}\n" for e in model.events))
+        if real.client_log is not None:
+            (d / "client.log").write_text(real.client_log.text())
         for b, data in sorted(real.inspect.items()):
             (d / f"inspect-broker-{b}.json").write_text(dump(data))
         note = picture.save_timeline(real.records, d / "timeline.png", title=f"{scenario.name} (real Kafka)")

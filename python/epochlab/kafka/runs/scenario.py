@@ -63,6 +63,7 @@ from typing import Any
 from epochlab.errors import ConfigError
 from epochlab.generations import Generation, parse_release
 from epochlab.kafka.live.clients import History, KafkaAdmin
+from epochlab.kafka.live.client_log import ClientLog, capture
 from epochlab.kafka.live import lossyfs
 from epochlab.kafka.live.cluster import LocalCluster, process_age_s
 from epochlab.kafka.live.controller_admin import controller_admin_available
@@ -179,6 +180,8 @@ class RealRun:
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     inspect: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: what the run's clients logged (:mod:`epochlab.kafka.live.client_log`)
+    client_log: ClientLog | None = None
 
     @property
     def expectations_hold(self) -> bool:
@@ -315,15 +318,19 @@ def run_on_cluster(scenario: Scenario, cluster: LocalCluster, generation: str = 
                             f"(Kafka {cluster.version}: {FIXED_FLUSHER_DELAY[1]:.0f} s after a broker starts)")
     t0 = time.monotonic()
     try:
-        driver.run()
-        if cfg.flush_interval_ms is not None:  # the model's log is created at the run's start
-            age = driver.history.started - created
-            driver.notes.append(f"the topic was created {age * 1000:.0f} ms before the run's start, the model's "
-                                f"log at it: a log's first time-based flush comes flush.ms after its creation")
-        # the end state, read before restore() restarts crashed brokers (which then catch up)
-        final_disk, inspect = driver.view.disk(), _inspect(cluster, topic, driver.view.replicas)
+        with capture(client, cluster.version) as client_log:  # the clients' own log, closed clients included
+            try:
+                driver.run()
+                if cfg.flush_interval_ms is not None:  # the model's log is created at the run's start
+                    age = driver.history.started - created
+                    driver.notes.append(f"the topic was created {age * 1000:.0f} ms before the run's start, the "
+                                        "model's log at it: a log's first time-based flush comes flush.ms after "
+                                        "its creation")
+                # the end state, read before restore() restarts crashed brokers (which then catch up)
+                final_disk, inspect = driver.view.disk(), _inspect(cluster, topic, driver.view.replicas)
+            finally:
+                driver.close()
     finally:
-        driver.close()
         # after Ctrl-C the cluster's own handler has stopped every node: nothing to bring back
         if not isinstance(sys.exc_info()[1], KeyboardInterrupt):
             restore(cluster)
@@ -343,7 +350,7 @@ def run_on_cluster(scenario: Scenario, cluster: LocalCluster, generation: str = 
             checks.append(evaluate(e, facts))
     checks += step_checks(driver.records, error_status="failed")
     return RealRun(scenario, topic, driver.records, driver.history, driver.observer, driver.timeline,
-                   final_disk, checks, driver.notes, time.monotonic() - t0, inspect)
+                   final_disk, checks, driver.notes, time.monotonic() - t0, inspect, client_log)
 
 
 def _inspect(cluster: LocalCluster, topic: str, replicas: tuple[int, ...]) -> dict[int, dict[str, Any]]:
