@@ -268,7 +268,13 @@ class ProducerConfig:
     connection; set, it is librdkafka, for which ``request.timeout.ms`` is only the broker's
     timeout of an acks=all wait and the client gives up after the lesser of
     ``socket_timeout_ms`` and the batch's remaining delivery timeout (then disconnects,
-    ``socket.max.fails`` = 1)."""
+    ``socket.max.fails`` = 1). ``socket_connection_setup_timeout_ms`` (the Java client's
+    ``socket.connection.setup.timeout.ms``, Kafka's default 10,000): set, the producer opens a
+    connection to a broker before its first request there and after a closed one, and an
+    attempt whose packets a cut link drops waits for this timeout (growing to
+    ``socket_connection_setup_timeout_max_ms`` with each failed attempt) before the client
+    gives up on the broker and asks for metadata again (:mod:`epochlab.sim.producer`); unset,
+    a connection is there as soon as it is needed."""
 
     acks: str = "1"
     retries: int = 2147483647
@@ -284,6 +290,8 @@ class ProducerConfig:
     batch_size_records: int = 1
     transaction_timeout_ms: int = 60000
     socket_timeout_ms: int | None = None
+    socket_connection_setup_timeout_ms: int | None = None
+    socket_connection_setup_timeout_max_ms: int = 30000
     _where: dataclasses.InitVar[str] = "ProducerConfig"
 
     def __post_init__(self, _where: str) -> None:
@@ -302,6 +310,13 @@ class ProducerConfig:
         _int(w, "linger_ms", self.linger_ms)
         if self.socket_timeout_ms is not None:
             _int(w, "socket_timeout_ms", self.socket_timeout_ms, 1)
+        if self.socket_connection_setup_timeout_ms is not None:
+            _int(w, "socket_connection_setup_timeout_ms", self.socket_connection_setup_timeout_ms, 1)
+            if self.socket_timeout_ms is not None:
+                raise _fail(w, "socket_connection_setup_timeout_ms",
+                            "unset with socket_timeout_ms (a Java client setting; socket_timeout_ms makes "
+                            "the producer librdkafka)", self.socket_connection_setup_timeout_ms)
+        _int(w, "socket_connection_setup_timeout_max_ms", self.socket_connection_setup_timeout_max_ms, 1)
         _bool(w, "enable_idempotence", self.enable_idempotence)
         if self.transactional_id is not None:
             if not isinstance(self.transactional_id, str) or not self.transactional_id:

@@ -34,6 +34,26 @@ acknowledged sequences it is a real gap, answered with the same epoch bump; any 
 retried as it is until it succeeds or expires (it may have been written already, its duplicate
 entry evicted from the last five: writing it again under a new epoch would duplicate it).
 
+Connections (``socket_connection_setup_timeout_ms`` set: the Java client's connection set-up,
+off unless configured, see :class:`~epochlab.sim.config.ProducerConfig`): the producer sends to
+a broker only over a connection, opened before its first request there and again after the
+client closed it (a request timed out) or the broker's process died. A connection attempt
+across a usable link succeeds at once; to a broker whose process is down, but reachable, it is
+refused at once (the request fails as NETWORK_EXCEPTION, as without the rule). Across a link
+that drops packets the attempt waits: the kernel resends the SYN 1, 3, 7, 15 and 31 s after the
+first (Linux's ``TCP_TIMEOUT_INIT`` of 1 s, doubling), so the connection comes up at the first
+of those after the link heals, and the client gives up on it after
+``socket.connection.setup.timeout.ms`` (``NetworkClient.handleTimedOutConnections``:
+"Disconnecting from node N due to socket connection setup timeout"), drawn for each attempt as
+``ExponentialBackoff(timeout, 2, max, 0.2)`` of the broker's failed attempts in a row
+(``ClusterConnectionStates.connectionSetupTimeoutMs``), and asks for metadata again
+(``DefaultMetadataUpdater.handleServerDisconnect``). Meanwhile the batches for that broker wait
+in the accumulator, where no request timeout runs, only their delivery timeout. Measured on
+Kafka 4.3.1 here (``client.log`` of an ``epochlab kafka fuzz`` run): a producer that learned of
+a new leader after the leader was cut off logged "Disconnecting from node 2 due to socket
+connection setup timeout. The timeout value is 9242 ms." 9.2 s after it began, and only then
+learned of the next leader; its two batches waiting since expired.
+
 History: ``invoke`` at ``send``, then ``ok`` (offset; ``None`` for acks=0, which completes
 when sent), ``fail`` (no attempt can have been appended) or ``info`` (outcome unknown: a
 timeout, NOT_ENOUGH_REPLICAS_AFTER_APPEND, a possibly-parked NOT_LEADER_OR_FOLLOWER, a
@@ -69,6 +89,9 @@ _RETRIABLE = {"NOT_LEADER_OR_FOLLOWER", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLI
 _REFRESH = {"NOT_LEADER_OR_FOLLOWER", "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION",
             "UNKNOWN_LEADER_EPOCH", "FENCED_LEADER_EPOCH"}
 _INDETERMINATE = {"REQUEST_TIMED_OUT", "NOT_ENOUGH_REPLICAS_AFTER_APPEND", "NOT_LEADER_OR_FOLLOWER"}
+#: When the kernel sends a connection's SYN again, from the first: Linux's initial
+#: retransmission timeout of 1 s (``TCP_TIMEOUT_INIT``), doubling (``tcp_syn_retries`` 6).
+SYN_RESENDS_MS = (1000, 3000, 7000, 15000, 31000, 63000)
 
 
 class _NoTimer:
@@ -119,6 +142,11 @@ class Producer(TransactionalMixin):
         self._backoff = (ExponentialBackoff(config.retry_backoff_ms, RETRY_BACKOFF_MAX_MS,
                                             ctx.kernel.rng(f"{name}:backoff"))
                          if ctx.generation.client_exponential_backoff else None)
+        # the Java client's connection set-up (module doc), when configured
+        setup = config.socket_connection_setup_timeout_ms
+        self._setup = (None if setup is None else
+                       ExponentialBackoff(setup, config.socket_connection_setup_timeout_max_ms,
+                                          ctx.kernel.rng(f"{name}:connect")))
         self._start_session()
 
     # -- public API -------------------------------------------------------------------------
@@ -205,6 +233,11 @@ class Producer(TransactionalMixin):
         self._unresolved = False          # a sequenced batch failed: maybe a gap (module doc)
         self._gap = False                 # the leader answered OUT_OF_ORDER_SEQUENCE_NUMBER
         self._leader: int | None = None
+        # the Java client's connections (module doc): brokers connected, attempts under way
+        # (broker -> the attempt's deadline), failed attempts in a row per broker
+        self._connected: set[int] = set()
+        self._connecting: dict[int, int] = {}
+        self._connect_failures: dict[int, int] = {}
         self._metadata_pending: int | None = None
         self._metadata_backoff = MetadataBackoff(self._backoff) if self._backoff else None
         self._metadata_timer: Timer | None = None
@@ -272,10 +305,64 @@ class Producer(TransactionalMixin):
             batch = next((b for b in self._ready if not self._txn_blocks(b.txn)), None)
             if batch is None or self._retry_must_wait(batch):
                 break
+            if self._setup is not None and not self._connect(self._leader):
+                break  # the batches wait in the accumulator for the connection
             self._ready.remove(batch)
             self._send_batch(batch)
             if self.config.enable_idempotence and batch.attempts > 1:
                 break  # a retry goes alone: one request in flight until it completes
+
+    def _connect(self, broker: int) -> bool:
+        """Whether a request may go to ``broker`` now: connected, or connected now, or refused
+        now (the request then fails as without the rule); False while an attempt waits on a
+        link that drops packets (module doc)."""
+        if broker in self._connected:
+            return True
+        if broker in self._connecting:
+            return False
+        if self.ctx.network.usable(self.name, broker):
+            if self.ctx.network.is_alive(broker):
+                self._connected.add(broker)
+                self._connect_failures.pop(broker, None)
+            else:  # the host answers the SYN with a reset: refused at once
+                self._connect_failures[broker] = self._connect_failures.get(broker, 0) + 1
+            return True
+        assert self._setup is not None
+        now, session = self.ctx.now_ms, self.session
+        timeout = self._setup.backoff(self._connect_failures.get(broker, 0))
+        self._connecting[broker] = now + timeout
+        for resend in SYN_RESENDS_MS:
+            if resend < timeout:
+                self.ctx.kernel.schedule(resend, lambda: self._connect_check(session, broker))
+        self.ctx.kernel.schedule(timeout, lambda: self._connect_check(session, broker))
+        self.ctx.log_event("client", f"producer {self.name}: connecting to broker {broker} across a link "
+                           f"that drops packets (set-up timeout {timeout} ms)")
+        return False
+
+    def _connect_check(self, session: int, broker: int) -> None:
+        """A resent SYN (or the attempt's deadline): connected if the link is usable now, else
+        at the deadline the attempt fails and the client asks for metadata again."""
+        deadline = self._connecting.get(broker)
+        if session != self.session or deadline is None:
+            return
+        if self.ctx.network.usable(self.name, broker):
+            del self._connecting[broker]
+            if self.ctx.network.is_alive(broker):
+                self._connected.add(broker)
+                self._connect_failures.pop(broker, None)
+            else:
+                self._connect_failures[broker] = self._connect_failures.get(broker, 0) + 1
+            self._drain()
+            return
+        if self.ctx.now_ms < deadline:
+            return
+        del self._connecting[broker]
+        self._connect_failures[broker] = self._connect_failures.get(broker, 0) + 1
+        self.ctx.log_event("client", f"producer {self.name}: gives up connecting to broker {broker} "
+                           "(socket connection set-up timeout) and asks for metadata again")
+        if self._leader == broker:
+            self._leader = None
+        self._drain()
 
     def _retry_must_wait(self, batch: _Batch) -> bool:
         """Idempotent producers retry in sequence order, one request at a time: a batch that
@@ -509,6 +596,7 @@ class Producer(TransactionalMixin):
         if dst is not None:
             self.ctx.post(self.name, dst, "on_client_disconnect",
                           ClientDisconnect(self.name, self.ctx.now_ms))
+            self._connected.discard(dst)  # type: ignore[arg-type]
         self._on_error(entry[0], "REQUEST_TIMED_OUT")
         for other in others:
             pending = self._in_flight.pop(other, None)
@@ -525,6 +613,7 @@ class Producer(TransactionalMixin):
         (``SimContext.reset_connections``): every request in flight on it fails at once as
         disconnected (``NetworkClient.handleDisconnections``: NETWORK_EXCEPTION, retried after a
         metadata refresh), each possibly appended before the crash."""
+        self._connected.discard(broker)  # type: ignore[arg-type]
         for request_id in self._order.pop(broker, []):  # type: ignore[call-overload]
             entry = self._in_flight.pop(request_id, None)
             self._early.pop(request_id, None)

@@ -30,6 +30,11 @@ from epochlab.sim.config import ClusterConfig
 
 __all__ = ["compare", "model_run", "model_scenario", "summarize_model", "summarize_real"]
 
+#: The Java client's ``socket.connection.setup.timeout.ms`` by default
+#: (``CommonClientConfigs.DEFAULT_SOCKET_CONNECTION_SETUP_TIMEOUT_MS``), which the live Java
+#: producer runs with and the model's producer is given when it stands for that client.
+JAVA_CONNECTION_SETUP_TIMEOUT_MS = 10_000
+
 #: Times within this many ms, or within half of the larger, are not listed as differences.
 TIME_SLACK_MS = 1000
 
@@ -42,7 +47,9 @@ def model_scenario(scenario: Scenario, settings: dict[str, int], client: str = "
     the client that ran does: for librdkafka's (``client="librdkafka"``) ``socket.timeout.ms``
     = :data:`~epochlab.kafka.live.clients.SOCKET_TIMEOUT_MS` on the client and ``request.timeout.ms``
     only at the broker; for Kafka's Java producer (``"java"``) the model's own producer, which
-    is that client (:class:`~epochlab.sim.config.ProducerConfig`); also what changed (name ->
+    is that client (:class:`~epochlab.sim.config.ProducerConfig`), with its connection set-up
+    (``socket.connection.setup.timeout.ms`` = :data:`JAVA_CONNECTION_SETUP_TIMEOUT_MS`, Kafka's
+    default, where the scenario sets none); also what changed (name ->
     [scenario's value, the value used]). ``release``: the cluster's Kafka release, which the
     model then follows (``kafka.release``: the rules a generation's releases differ on, e.g.
     KAFKA-7414's halting follower in 2.0.0 but not 2.0.1) where the scenario names none."""
@@ -65,6 +72,9 @@ def model_scenario(scenario: Scenario, settings: dict[str, int], client: str = "
         if client != "java" and "socket_timeout_ms" not in own:
             producers[name]["socket.timeout.ms"] = SOCKET_TIMEOUT_MS
             replaced[f"producer {name}: socket_timeout_ms"] = [None, SOCKET_TIMEOUT_MS]
+        if client == "java" and "socket_connection_setup_timeout_ms" not in own:
+            producers[name]["socket.connection.setup.timeout.ms"] = JAVA_CONNECTION_SETUP_TIMEOUT_MS
+            replaced[f"producer {name}: socket_connection_setup_timeout_ms"] = [None, JAVA_CONNECTION_SETUP_TIMEOUT_MS]
     return dataclasses.replace(scenario, cluster=cluster, producers=producers), replaced
 
 

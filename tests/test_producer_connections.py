@@ -1,0 +1,86 @@
+"""The Java producer's connection set-up (``ProducerConfig.socket_connection_setup_timeout_ms``,
+``epochlab.sim.producer``'s module doc): a producer whose leader is cut off times its request
+out, closes the connection, and its new attempt waits on the dropped SYN until the set-up
+timeout before it asks for metadata again; a heal lets the connection up at the kernel's next
+SYN. Measured on Kafka 4.3.1 here: ``client.log`` of an ``epochlab kafka fuzz`` run
+(docs/measurements.md)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from epochlab.errors import ConfigError
+from epochlab.generations import Generation
+from epochlab.kafka.runs.compare import JAVA_CONNECTION_SETUP_TIMEOUT_MS, model_scenario
+from epochlab.scenarios import load_builtin
+from epochlab.sim import Cluster, ClusterConfig, ProducerConfig
+
+SETUP = re.compile(r"producer p: connecting to broker 1 across a link that drops packets \(set-up timeout (\d+) ms\)")
+
+
+def _cut_leader(setup_ms: int | None, heal_at_ms: int | None = None, seed: int = 1) -> tuple[Cluster, int, list[str]]:
+    """m1 acknowledged over a connection to leader 1, then broker 1 cut off from everyone and m2
+    sent; returns the cluster, m2's acknowledgement time and the producer's events."""
+    c = Cluster(ClusterConfig(min_insync_replicas=1, broker_startup_ms=(0, 0)), Generation.STRICT_MIN_ISR, seed=seed)
+    p = c.producer("p", ProducerConfig(acks="all", request_timeout_ms=3000, delivery_timeout_ms=60_000,
+                                       socket_connection_setup_timeout_ms=setup_ms))
+    c.run_for(1000)
+    p.send(1)
+    c.run_for(1000)
+    c.partition([[1]])
+    p.send(2)
+    if heal_at_ms is not None:
+        c.run_for(heal_at_ms - 2000)
+        c.heal()
+    c.run_for(40_000)
+    acks = {op.value: op.time_ms for op in c.history if op.f == "send" and op.type == "ok"}
+    assert set(acks) == {1, 2}, acks
+    return c, acks[2], [e.message for e in c.events if e.message.startswith("producer p")]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_producer_cut_off_from_its_leader_waits_for_the_connection_set_up_timeout(seed: int) -> None:
+    _, plain_ack, plain_events = _cut_leader(None, seed=seed)
+    c, ack, events = _cut_leader(10_000, seed=seed)
+    assert plain_events == []  # without the rule a connection is there when needed
+    started = next(e for e in c.events if SETUP.search(e.message))
+    timeout = int(SETUP.search(started.message).group(1))  # type: ignore[union-attr]
+    assert 8000 <= timeout <= 12_000  # 10 s with Kafka's jitter of 20 %
+    gave_up = next(e for e in c.events if "gives up connecting to broker 1" in e.message)
+    assert gave_up.time_ms == started.time_ms + timeout
+    election = next(e for e in c.events if e.kind == "election" and re.search(r"leader [23] epoch 1", e.message))
+    # the new leader was elected while the attempt waited; the producer learned of it only
+    # when it gave up, and m2 was written there after that
+    assert started.time_ms < election.time_ms < gave_up.time_ms <= ack
+    assert plain_ack < ack
+    assert len(events) == 2
+
+
+def test_a_connection_to_a_healed_link_comes_up_at_the_next_syn() -> None:
+    c, ack, events = _cut_leader(10_000, heal_at_ms=6500)
+    started = next(e for e in c.events if SETUP.search(e.message))
+    assert not any("gives up" in e for e in events)
+    # SYNs at 1 s and 3 s after the first: the link healed at 6.5 s, between the two
+    resend = started.time_ms + 3000
+    assert started.time_ms + 1000 < 6500 < resend <= ack < started.time_ms + 7000
+
+
+def test_the_set_up_timeout_is_a_java_client_setting() -> None:
+    with pytest.raises(ConfigError, match="socket_connection_setup_timeout_ms"):
+        ProducerConfig(socket_connection_setup_timeout_ms=10_000, socket_timeout_ms=5000)
+    with pytest.raises(ConfigError, match="socket_connection_setup_timeout_ms"):
+        ProducerConfig(socket_connection_setup_timeout_ms=0)
+    with pytest.raises(ConfigError, match="socket_connection_setup_timeout_max_ms"):
+        ProducerConfig.from_dict({"socket.connection.setup.timeout.max.ms": "30s"})
+
+
+def test_the_model_of_a_live_java_run_sets_up_connections_as_kafka_does() -> None:
+    scenario = load_builtin("seed-002-mid-replication-retry-duplicates")
+    java, replaced = model_scenario(scenario, {}, client="java")
+    name = next(iter(scenario.producers))
+    assert java.producers[name]["socket.connection.setup.timeout.ms"] == JAVA_CONNECTION_SETUP_TIMEOUT_MS
+    assert replaced[f"producer {name}: socket_connection_setup_timeout_ms"] == [None, JAVA_CONNECTION_SETUP_TIMEOUT_MS]
+    librdkafka, _ = model_scenario(scenario, {}, client="librdkafka")
+    assert "socket.connection.setup.timeout.ms" not in librdkafka.producers[name]
