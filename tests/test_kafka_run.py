@@ -197,6 +197,26 @@ def test_seed_scenario_with_the_java_clients_agrees_with_model(cluster: LocalClu
     assert max(stamps) <= start_ms + payload["real"]["seconds"] * 1000 + 1000, (start_ms, max(stamps))
 
 
+def test_the_java_producer_waits_on_a_connection_to_a_cut_leader_as_the_model_does(cluster: LocalCluster,
+                                                                                  tmp_path: Path) -> None:
+    """``tests/fixtures/scenarios/java-connection-set-up-to-a-cut-leader.toml`` with Kafka's
+    Java producer: after its request to the cut-off leader timed out, its new connection
+    attempt waits for ``socket.connection.setup.timeout.ms`` (the client's log says so), and
+    m2 expires meanwhile, as the model's producer with its connection set-up has it
+    (``tests/test_producer_connections.py`` shows the model without the rule acknowledging m2)."""
+    from epochlab.scenarios.loader import load_file
+
+    scenario = load_file(Path(__file__).parent / "fixtures" / "scenarios" / "java-connection-set-up-to-a-cut-leader.toml")
+    code, payload = execute(scenario, cluster, compare=True, out=tmp_path / "run", client="java")
+    assert payload["real"]["expectations_hold"], [c for c in payload["real"]["checks"] if c["status"] != "passed"]
+    assert payload["model"]["expectations_hold"]
+    assert payload["agree"], [d["text"] for d in payload["differences"]]
+    assert code == 0
+    log = (tmp_path / "run" / "client.log").read_text()
+    timeouts = re.findall(r"Disconnecting from node 1 due to socket connection setup timeout. The timeout value is (\d+) ms", log)
+    assert timeouts and 8000 <= int(timeouts[0]) <= 12_000, timeouts
+
+
 def test_java_consumer_reads_commits_and_resumes_as_recorded(cluster: LocalCluster) -> None:
     """JavaRecordingConsumer on its own: a committed and an aborted transaction of Kafka's Java
     producer; read_committed skips the aborted records and stops at the last stable offset,

@@ -7,7 +7,9 @@ SYN. Measured on Kafka 4.3.1 here: ``client.log`` of an ``epochlab kafka fuzz`` 
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +17,8 @@ from epochlab.errors import ConfigError
 from epochlab.generations import Generation
 from epochlab.kafka.runs.compare import JAVA_CONNECTION_SETUP_TIMEOUT_MS, model_scenario
 from epochlab.scenarios import load_builtin
+from epochlab.scenarios.loader import load_file
+from epochlab.scenarios.runner import run_scenario
 from epochlab.sim import Cluster, ClusterConfig, ProducerConfig
 
 SETUP = re.compile(r"producer p: connecting to broker 1 across a link that drops packets \(set-up timeout (\d+) ms\)")
@@ -84,3 +88,16 @@ def test_the_model_of_a_live_java_run_sets_up_connections_as_kafka_does() -> Non
     assert replaced[f"producer {name}: socket_connection_setup_timeout_ms"] == [None, JAVA_CONNECTION_SETUP_TIMEOUT_MS]
     librdkafka, _ = model_scenario(scenario, {}, client="librdkafka")
     assert "socket.connection.setup.timeout.ms" not in librdkafka.producers[name]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_live_connection_scenario_needs_the_rule(seed: int) -> None:
+    """The scenario the live test runs with Kafka's Java producer: its expectations (m2
+    expires) hold with the connection set-up and fail without it (m2 acknowledged by the new
+    leader), so the live agreement tests the rule."""
+    scenario = load_file(Path(__file__).parent / "fixtures" / "scenarios" / "java-connection-set-up-to-a-cut-leader.toml")
+    assert run_scenario(dataclasses.replace(scenario, seed=seed), "strict-min-isr", write=False).passed
+    without = {k: v for k, v in scenario.producers["p1"].items() if k != "socket.connection.setup.timeout.ms"}
+    plain = dataclasses.replace(scenario, seed=seed, producers={"p1": without})
+    checks = run_scenario(plain, "strict-min-isr", write=False).checks
+    assert [c.status for c in checks] == ["passed", "failed", "failed"]

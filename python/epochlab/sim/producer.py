@@ -234,10 +234,11 @@ class Producer(TransactionalMixin):
         self._gap = False                 # the leader answered OUT_OF_ORDER_SEQUENCE_NUMBER
         self._leader: int | None = None
         # the Java client's connections (module doc): brokers connected, attempts under way
-        # (broker -> the attempt's deadline), failed attempts in a row per broker
+        # (broker -> (attempt id, its deadline)), failed attempts in a row per broker
         self._connected: set[int] = set()
-        self._connecting: dict[int, int] = {}
+        self._connecting: dict[int, tuple[int, int]] = {}
         self._connect_failures: dict[int, int] = {}
+        self._connect_attempts = 0
         self._metadata_pending: int | None = None
         self._metadata_backoff = MetadataBackoff(self._backoff) if self._backoff else None
         self._metadata_timer: Timer | None = None
@@ -320,41 +321,42 @@ class Producer(TransactionalMixin):
             return True
         if broker in self._connecting:
             return False
-        if self.ctx.network.usable(self.name, broker):
-            if self.ctx.network.is_alive(broker):
-                self._connected.add(broker)
-                self._connect_failures.pop(broker, None)
-            else:  # the host answers the SYN with a reset: refused at once
-                self._connect_failures[broker] = self._connect_failures.get(broker, 0) + 1
+        if self._syn_answered(broker):
             return True
         assert self._setup is not None
-        now, session = self.ctx.now_ms, self.session
+        self._connect_attempts += 1
+        session, attempt = self.session, self._connect_attempts
         timeout = self._setup.backoff(self._connect_failures.get(broker, 0))
-        self._connecting[broker] = now + timeout
-        for resend in SYN_RESENDS_MS:
-            if resend < timeout:
-                self.ctx.kernel.schedule(resend, lambda: self._connect_check(session, broker))
-        self.ctx.kernel.schedule(timeout, lambda: self._connect_check(session, broker))
+        self._connecting[broker] = (attempt, self.ctx.now_ms + timeout)
+        for wait in [r for r in SYN_RESENDS_MS if r < timeout] + [timeout]:
+            self.ctx.kernel.schedule(wait, lambda: self._connect_check(session, broker, attempt))
         self.ctx.log_event("client", f"producer {self.name}: connecting to broker {broker} across a link "
                            f"that drops packets (set-up timeout {timeout} ms)")
         return False
 
-    def _connect_check(self, session: int, broker: int) -> None:
-        """A resent SYN (or the attempt's deadline): connected if the link is usable now, else
-        at the deadline the attempt fails and the client asks for metadata again."""
-        deadline = self._connecting.get(broker)
-        if session != self.session or deadline is None:
+    def _syn_answered(self, broker: int) -> bool:
+        """Whether a SYN to ``broker`` gets an answer now (the link usable): then the
+        connection is up, or refused at once if its process is down (a reset from its host)."""
+        if not self.ctx.network.usable(self.name, broker):
+            return False
+        if self.ctx.network.is_alive(broker):
+            self._connected.add(broker)
+            self._connect_failures.pop(broker, None)
+        else:
+            self._connect_failures[broker] = self._connect_failures.get(broker, 0) + 1
+        return True
+
+    def _connect_check(self, session: int, broker: int, attempt: int) -> None:
+        """Attempt ``attempt``'s resent SYN, or its deadline: answered if the link is usable
+        now; else at the deadline the attempt fails and the client asks for metadata again."""
+        under_way = self._connecting.get(broker)
+        if session != self.session or under_way is None or under_way[0] != attempt:
             return
-        if self.ctx.network.usable(self.name, broker):
+        if self._syn_answered(broker):
             del self._connecting[broker]
-            if self.ctx.network.is_alive(broker):
-                self._connected.add(broker)
-                self._connect_failures.pop(broker, None)
-            else:
-                self._connect_failures[broker] = self._connect_failures.get(broker, 0) + 1
             self._drain()
             return
-        if self.ctx.now_ms < deadline:
+        if self.ctx.now_ms < under_way[1]:
             return
         del self._connecting[broker]
         self._connect_failures[broker] = self._connect_failures.get(broker, 0) + 1
