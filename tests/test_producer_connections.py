@@ -101,3 +101,18 @@ def test_the_live_connection_scenario_needs_the_rule(seed: int) -> None:
     plain = dataclasses.replace(scenario, seed=seed, producers={"p1": without})
     checks = run_scenario(plain, "strict-min-isr", write=False).checks
     assert [c.status for c in checks] == ["passed", "failed", "failed"]
+
+
+def test_with_librdkafka_a_scenarios_set_up_timeout_goes_to_the_live_client_only() -> None:
+    """librdkafka has a setting of the same name (default 30 s), which its live producer takes;
+    the model's librdkafka timing has no connection set-up, so its run goes without it, and says
+    so, rather than failing after the real run on two settings that exclude each other."""
+    from epochlab.kafka.live.clients import producer_settings
+
+    scenario = load_file(Path(__file__).parent / "fixtures" / "scenarios" / "java-connection-set-up-to-a-cut-leader.toml")
+    model, replaced = model_scenario(scenario, {}, client="librdkafka")
+    assert "socket.connection.setup.timeout.ms" not in model.producers["p1"]
+    assert replaced["producer p1: socket_connection_setup_timeout_ms"] == [10_000, None]
+    assert not run_scenario(model, "strict-min-isr", write=False).passed  # m2 acknowledged, as librdkafka had it
+    live = producer_settings(ProducerConfig.from_dict(scenario.producers["p1"]))
+    assert live["socket.connection.setup.timeout.ms"] == 10_000

@@ -161,6 +161,8 @@ def producer_settings(config: ProducerConfig) -> dict[str, Any]:
     }
     if config.socket_timeout_ms is not None:  # the client-side limit of a request (else SOCKET_TIMEOUT_MS)
         out["socket.timeout.ms"] = config.socket_timeout_ms
+    if config.socket_connection_setup_timeout_ms is not None:  # librdkafka's has the Java name (default 30 s)
+        out["socket.connection.setup.timeout.ms"] = config.socket_connection_setup_timeout_ms
     if config.transactional_id is not None:
         out["transactional.id"] = config.transactional_id
         out["transaction.timeout.ms"] = config.transaction_timeout_ms

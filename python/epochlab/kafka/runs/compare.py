@@ -49,7 +49,8 @@ def model_scenario(scenario: Scenario, settings: dict[str, int], client: str = "
     only at the broker; for Kafka's Java producer (``"java"``) the model's own producer, which
     is that client (:class:`~epochlab.sim.config.ProducerConfig`), with its connection set-up
     (``socket.connection.setup.timeout.ms`` = :data:`JAVA_CONNECTION_SETUP_TIMEOUT_MS`, Kafka's
-    default, where the scenario sets none); also what changed (name ->
+    default, where the scenario sets none; with librdkafka a scenario's own value goes to the
+    live client only); also what changed (name ->
     [scenario's value, the value used]). ``release``: the cluster's Kafka release, which the
     model then follows (``kafka.release``: the rules a generation's releases differ on, e.g.
     KAFKA-7414's halting follower in 2.0.0 but not 2.0.1) where the scenario names none."""
@@ -72,6 +73,13 @@ def model_scenario(scenario: Scenario, settings: dict[str, int], client: str = "
         if client != "java" and "socket_timeout_ms" not in own:
             producers[name]["socket.timeout.ms"] = SOCKET_TIMEOUT_MS
             replaced[f"producer {name}: socket_timeout_ms"] = [None, SOCKET_TIMEOUT_MS]
+        if client != "java" and "socket_connection_setup_timeout_ms" in own:
+            # librdkafka has a setting of that name (the live producer takes it), but the
+            # model's librdkafka timing has no connection set-up: the model runs without it
+            for key in [k for k in producers[name] if str(k).replace(".", "_").replace("-", "_")
+                        in ("socket_connection_setup_timeout_ms", "socket_connection_setup_timeout_max_ms")]:
+                value = producers[name].pop(key)
+                replaced[f"producer {name}: {str(key).replace('.', '_').replace('-', '_')}"] = [value, None]
         if client == "java" and "socket_connection_setup_timeout_ms" not in own:
             producers[name]["socket.connection.setup.timeout.ms"] = JAVA_CONNECTION_SETUP_TIMEOUT_MS
             replaced[f"producer {name}: socket_connection_setup_timeout_ms"] = [None, JAVA_CONNECTION_SETUP_TIMEOUT_MS]
