@@ -41,6 +41,11 @@ TIME_SLACK_MS = 1000
 _FAULTS = ("crash", "isolate", "controlled_shutdown")
 
 
+def _setting(key: object) -> str:
+    """A setting's field name: ``request.timeout.ms`` and ``request_timeout_ms`` alike."""
+    return str(key).replace(".", "_").replace("-", "_")
+
+
 def model_scenario(scenario: Scenario, settings: dict[str, int], client: str = "librdkafka",
                    release: str | None = None) -> tuple[Scenario, dict[str, Any]]:
     """The scenario with the cluster's ``settings``, and producers that time requests out as
@@ -59,7 +64,7 @@ def model_scenario(scenario: Scenario, settings: dict[str, int], client: str = "
 
     cfg = ClusterConfig.from_dict(scenario.cluster, f"{scenario.where}: cluster")
     cluster = {k: v for k, v in scenario.cluster.items()
-               if str(k).replace(".", "_").replace("-", "_") not in settings}
+               if _setting(k) not in settings}
     replaced = {name: [getattr(cfg, name), value] for name, value in sorted(settings.items())
                 if getattr(cfg, name) != value}
     cluster.update(settings)
@@ -68,7 +73,7 @@ def model_scenario(scenario: Scenario, settings: dict[str, int], client: str = "
         replaced["kafka_release"] = [None, release]
     producers: dict[str, dict[str, Any]] = {}
     for name, config in scenario.producers.items():
-        own = {str(k).replace(".", "_").replace("-", "_"): v for k, v in config.items()}
+        own = {_setting(k): v for k, v in config.items()}
         producers[name] = dict(config)
         if client != "java" and "socket_timeout_ms" not in own:
             producers[name]["socket.timeout.ms"] = SOCKET_TIMEOUT_MS
@@ -76,10 +81,8 @@ def model_scenario(scenario: Scenario, settings: dict[str, int], client: str = "
         if client != "java" and "socket_connection_setup_timeout_ms" in own:
             # librdkafka has a setting of that name (the live producer takes it), but the
             # model's librdkafka timing has no connection set-up: the model runs without it
-            for key in [k for k in producers[name] if str(k).replace(".", "_").replace("-", "_")
-                        in ("socket_connection_setup_timeout_ms", "socket_connection_setup_timeout_max_ms")]:
-                value = producers[name].pop(key)
-                replaced[f"producer {name}: {str(key).replace('.', '_').replace('-', '_')}"] = [value, None]
+            for key in [k for k in producers[name] if _setting(k).startswith("socket_connection_setup_timeout")]:
+                replaced[f"producer {name}: {_setting(key)}"] = [producers[name].pop(key), None]
         if client == "java" and "socket_connection_setup_timeout_ms" not in own:
             producers[name]["socket.connection.setup.timeout.ms"] = JAVA_CONNECTION_SETUP_TIMEOUT_MS
             replaced[f"producer {name}: socket_connection_setup_timeout_ms"] = [None, JAVA_CONNECTION_SETUP_TIMEOUT_MS]
