@@ -34,6 +34,7 @@ byte for byte the same numbers (a test compares them), used with the reference b
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -206,19 +207,35 @@ def broker_tuples(leader_bits: int, current_leader: bool = False) -> frozenset[i
     return frozenset(broker_tuple_codes(leader_bits, current_leader))
 
 
-#: The near misses' features, each with its codes: broker tuples one step from a violation of
-#: Inv-StrongIsr, a live leader that believes a follower holds more than that follower's log
-#: does (leader code bit 4; the next HW advance that counts the belief commits records an ISR
-#: member lacks), whether or not that follower has a fetch in flight that would correct it
-#: (bit 8) and whether or not it is in the leader's maximal ISR (bit 16). Zombie leaders count
-#: (the controller has moved on): the KRaft finding's leader holds the belief as a zombie and
-#: is then re-elected, so the narrower set of :func:`broker_tuples` with ``current_leader``
-#: misses the way there (measured in ``docs/measurements.md``, "The guided engine"). The
-#: guided engine's rare arm targets them in half its mutants once its corpus holds one
-#: (``epochlab.fuzz.guided``).
-NEAR_MISS_CODES = broker_tuple_codes(4)
-#: The near misses' features (:data:`NEAR_MISS_CODES`).
-NEAR_MISS = frozenset(NEAR_MISS_CODES)
+@functools.cache
+def _near_misses() -> tuple[dict[int, tuple[int, ...]], frozenset[int]]:
+    """``NEAR_MISS_CODES`` and ``NEAR_MISS`` (:func:`__getattr__`), made once, when first asked
+    for: the 36,864 broker tuples behind them took 83 ms at every import of the fuzzer, which
+    only the guided engine needs (``docs/measurements.md``, "The fuzz loop")."""
+    codes = broker_tuple_codes(4)
+    return codes, frozenset(codes)
+
+
+def __getattr__(name: str) -> Any:
+    """The near misses' features, made on first use (:func:`_near_misses`):
+
+    * ``NEAR_MISS_CODES``: each feature with its codes, the broker tuples one step from a
+      violation of Inv-StrongIsr: a live leader that believes a follower holds more than that
+      follower's log does (leader code bit 4; the next HW advance that counts the belief
+      commits records an ISR member lacks), whether or not that follower has a fetch in flight
+      that would correct it (bit 8) and whether or not it is in the leader's maximal ISR (bit
+      16). Zombie leaders count (the controller has moved on): the KRaft finding's leader holds
+      the belief as a zombie and is then re-elected, so the narrower set of
+      :func:`broker_tuples` with ``current_leader`` misses the way there (measured in
+      ``docs/measurements.md``, "The guided engine"). The guided engine's rare arm targets them
+      in half its mutants once its corpus holds one (``epochlab.fuzz.guided``).
+    * ``NEAR_MISS``: those features as a set.
+    """
+    if name == "NEAR_MISS_CODES":
+        return _near_misses()[0]
+    if name == "NEAR_MISS":
+        return _near_misses()[1]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def is_zombie(codes: tuple[int, ...]) -> bool:
