@@ -116,3 +116,19 @@ def test_with_librdkafka_a_scenarios_set_up_timeout_goes_to_the_live_client_only
     assert not run_scenario(model, "strict-min-isr", write=False).passed  # m2 acknowledged, as librdkafka had it
     live = producer_settings(ProducerConfig.from_dict(scenario.producers["p1"]))
     assert live["socket.connection.setup.timeout.ms"] == 10_000
+
+
+def test_the_model_of_a_java_run_goes_without_librdkafkas_socket_timeout() -> None:
+    """The KRaft finding's scenario sets ``socket.timeout.ms`` for its librdkafka runs; Kafka's
+    Java client has no such setting, so the model of a Java run drops it (the producer would
+    otherwise time requests out as librdkafka does, and refuse the connection set-up beside
+    it) and says so."""
+    scenario = load_builtin("kraft-skip-epoch-loses-acked-write")
+    assert scenario.producers["p1"]["socket.timeout.ms"] == 30000
+    java, replaced = model_scenario(scenario, {}, client="java")
+    assert "socket.timeout.ms" not in java.producers["p1"]
+    assert java.producers["p1"]["socket.connection.setup.timeout.ms"] == JAVA_CONNECTION_SETUP_TIMEOUT_MS
+    assert replaced["producer p1: socket_timeout_ms"] == [30000, None]
+    assert run_scenario(java, "strict-min-isr", write=False).passed
+    librdkafka, _ = model_scenario(scenario, {}, client="librdkafka")
+    assert librdkafka.producers["p1"]["socket.timeout.ms"] == 30000

@@ -55,7 +55,8 @@ def model_scenario(scenario: Scenario, settings: dict[str, int], client: str = "
     is that client (:class:`~epochlab.sim.config.ProducerConfig`), with its connection set-up
     (``socket.connection.setup.timeout.ms`` = :data:`JAVA_CONNECTION_SETUP_TIMEOUT_MS`, Kafka's
     default, where the scenario sets none; with librdkafka a scenario's own value goes to the
-    live client only); also what changed (name ->
+    live client only), and without a scenario's ``socket.timeout.ms``, which is librdkafka's;
+    also what changed (name ->
     [scenario's value, the value used]). ``release``: the cluster's Kafka release, which the
     model then follows (``kafka.release``: the rules a generation's releases differ on, e.g.
     KAFKA-7414's halting follower in 2.0.0 but not 2.0.1) where the scenario names none."""
@@ -83,6 +84,12 @@ def model_scenario(scenario: Scenario, settings: dict[str, int], client: str = "
             # model's librdkafka timing has no connection set-up: the model runs without it
             for key in [k for k in producers[name] if _setting(k).startswith("socket_connection_setup_timeout")]:
                 replaced[f"producer {name}: {_setting(key)}"] = [producers[name].pop(key), None]
+        if client == "java" and "socket_timeout_ms" in own:
+            # librdkafka's own setting (a scenario sets it for librdkafka runs): Kafka's Java
+            # client has none, so the model of a Java run goes without it (else it would time
+            # requests out as librdkafka does)
+            for key in [k for k in producers[name] if _setting(k) == "socket_timeout_ms"]:
+                replaced[f"producer {name}: socket_timeout_ms"] = [producers[name].pop(key), None]
         if client == "java" and "socket_connection_setup_timeout_ms" not in own:
             producers[name]["socket.connection.setup.timeout.ms"] = JAVA_CONNECTION_SETUP_TIMEOUT_MS
             replaced[f"producer {name}: socket_connection_setup_timeout_ms"] = [None, JAVA_CONNECTION_SETUP_TIMEOUT_MS]
