@@ -108,7 +108,8 @@ def test_a_live_schedule_keeps_the_clients_on_one_side() -> None:
 
 def test_the_model_is_asked_with_the_steps_at_their_real_times() -> None:
     """A step the harness started late (after a slow fault step) is given to the model at the
-    time the real run executed it; the closing steps, untimed, stay as they are."""
+    time the real run executed it, and so are the closing heal and restarts (the harness starts
+    each when the one before returned); the closing wait and read stay as they are."""
     from epochlab.fuzz.schedule import Schedule
     from epochlab.kafka.runs.fuzz import at_real_times, schedule_scenario
 
@@ -118,12 +119,15 @@ def test_the_model_is_asked_with_the_steps_at_their_real_times() -> None:
         "actions": [{"at_ms": 4800, "op": "isolate", "broker": 2},
                     {"at_ms": 4810, "op": "produce", "producer": "p1", "count": 1}]})
     scenario = schedule_scenario(schedule, "late")
-    real_steps = [{"index": 0, "at_ms": 4800, "executed_at_ms": 4801},
-                  {"index": 1, "at_ms": 4810, "executed_at_ms": 4900},
-                  {"index": 2, "at_ms": None, "executed_at_ms": 5400}]
+    closing = [s.action for s in scenario.steps[2:]]
+    assert closing == ["heal", "wait_until"]
+    real_steps = [{"index": 0, "action": "isolate", "at_ms": 4800, "executed_at_ms": 4801},
+                  {"index": 1, "action": "produce", "at_ms": 4810, "executed_at_ms": 4900},
+                  {"index": 2, "action": "heal", "at_ms": None, "executed_at_ms": 5400},
+                  {"index": 3, "action": "wait_until", "at_ms": None, "executed_at_ms": 6900}]
     moved = at_real_times(scenario, real_steps)
-    assert [s.at_ms for s in moved.steps[:2]] == [4801, 4900]
-    assert moved.steps[2:] == scenario.steps[2:]
+    assert [s.at_ms for s in moved.steps] == [4801, 4900, 5400, None]
+    assert moved.steps[3:] == scenario.steps[3:]
     assert at_real_times(scenario, []) is scenario
 
 

@@ -204,3 +204,38 @@ def test_an_idempotent_producer_across_a_partition_writes_each_value_once() -> N
     values = state.replicas[state.leader].values()
     assert sorted(values) == sorted(set(values))
     assert values.index(1) < values.index(2) < values.index(3)
+
+
+def test_retransmission_after_a_hold_doubles_from_200_ms_and_ends_at_a_reconnect() -> None:
+    from epochlab.sim.network import retransmission_after
+
+    # resends at 200, 600, 1400, 3000, 6200, 12600, 25400 ms after the hold began; 30 s on,
+    # Kafka has reconnected and sends at once
+    cases = {0: 0, 150: 200, 200: 200, 201: 600, 1500: 3000, 3000: 3000, 20_000: 25_400,
+             25_401: 30_000, 30_000: 30_000, 45_000: 45_000}
+    assert {now: retransmission_after(1000, 1000 + now) - 1000 for now in cases} == cases
+
+
+@pytest.mark.parametrize("backend", ["reference", "rust"])
+def test_a_follower_cut_off_for_one_and_a_half_seconds_catches_up_three_seconds_after_the_cut(backend: str) -> None:
+    """``tcp_retransmission_backoff``: the follower's fetch held by a 1.5 s isolation goes at
+    the connection's resend 3.0 s after the cut (200 + 400 + 800 + 1600 ms), as a live
+    follower did (docs/measurements.md); without it, at the heal."""
+    def caught_up_after_heal(backoff: bool) -> tuple[int, int, int]:
+        c = Cluster(ClusterConfig(min_insync_replicas=1, tcp_retransmission_backoff=backoff),
+                    Generation.STRICT_MIN_ISR, seed=3, backend=backend)
+        p = c.producer("p", ProducerConfig(acks="1"))
+        c.run_for(2000)
+        c.isolate(2)
+        cut = c.now_ms
+        p.send(1)
+        c.run_for(1500)
+        c.heal()
+        heal = c.now_ms
+        assert c.run_until(lambda cl: cl.state().replicas[2].log_end_offset >= 1, 10_000)
+        return c.now_ms - heal, cut, heal
+
+    plain, _, _ = caught_up_after_heal(False)
+    assert plain <= 600  # the held fetch answer, or the next fetch, within a link delay or a backoff
+    later, cut, heal = caught_up_after_heal(True)
+    assert cut + 3000 - heal <= later <= cut + 3000 - heal + 600

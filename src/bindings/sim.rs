@@ -776,6 +776,12 @@ impl PyNetwork {
         Ok(applicable)
     }
 
+    /// Release held messages at TCP's next retransmission after the path is usable again
+    /// (`True`), or at once (`False`, the default).
+    fn set_retransmission_backoff(&self, py: Python<'_>, on: bool) {
+        self.on(py, |n| n.net.set_retransmission_backoff(on));
+    }
+
     /// Add `extra_delay_ms` to every fetch request `node` sends (0 removes it).
     fn slow_node(&self, node: &Bound<'_, PyAny>, extra_delay_ms: &Bound<'_, PyAny>) -> PyResult<()> {
         let extra = ms(extra_delay_ms)?.max(0);

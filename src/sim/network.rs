@@ -16,7 +16,9 @@
 //! * A partition or a link with `drop = 1` holds what is sent across it; held messages go, in
 //!   order, once the path is usable again (connections released in the order of their names,
 //!   only the newest of each `coalesce` key on one), and die with either end of their
-//!   connection (a node going down, or up again as a new incarnation).
+//!   connection (a node going down, or up again as a new incarnation). With
+//!   [`Network::set_retransmission_backoff`] they go at TCP's next retransmission after the
+//!   path is usable again ([`retransmission_after`]), not at once, on links between brokers.
 //! * The controller channel (a link with [`CONTROLLER`] at one end) neither duplicates nor
 //!   reorders.
 //!
@@ -42,6 +44,25 @@ pub const RTO_MIN_MS: i64 = 200;
 pub const RTO_MAX_MS: i64 = 120_000;
 /// Most a lost message waits for retransmissions (`request.timeout.ms`, then a reconnect).
 pub const RECONNECT_MS: i64 = 30_000;
+
+/// When a connection that began to hold at `since` sends again after its path became usable
+/// at `now`: TCP resends its oldest unacknowledged segment [`RTO_MIN_MS`] after the send and
+/// then after each timeout doubled (up to [`RTO_MAX_MS`]), so at `since + 200 * (2**k - 1)`
+/// ms; the first of those at or after `now`, but no later than [`RECONNECT_MS`] after
+/// `since` (by then Kafka has closed the connection and sends again on a new one), and at
+/// once after that.
+pub fn retransmission_after(since: i64, now: i64) -> i64 {
+    let deadline = since.saturating_add(RECONNECT_MS);
+    if now >= deadline {
+        return now;
+    }
+    let (mut at, mut rto) = (since, RTO_MIN_MS);
+    while at < now {
+        at = at.saturating_add(rto);
+        rto = (rto * 2).min(RTO_MAX_MS);
+    }
+    at.min(deadline)
+}
 
 /// The controller's key: its links are the controller channel.
 pub const CONTROLLER: &str = "ncontroller";
@@ -152,6 +173,11 @@ pub struct Network<M> {
     last_arrival: HashMap<Direction, i64>,
     seq: u64,
     held: HashMap<Direction, Vec<Message<M>>>,
+    /// Per held connection, when it began to hold (its oldest unacknowledged segment's send).
+    held_since: HashMap<Direction, i64>,
+    /// Whether held messages go at TCP's next retransmission after the path is usable again
+    /// ([`Network::set_retransmission_backoff`]) rather than at once.
+    retransmission_backoff: bool,
     /// Per connection, the send-order places of released messages still on their way.
     on_way: HashMap<Direction, VecDeque<u64>>,
     /// Per connection, messages that arrived behind one of those, in send order.
@@ -178,6 +204,8 @@ impl<M> Network<M> {
             last_arrival: HashMap::default(),
             seq: 0,
             held: HashMap::default(),
+            held_since: HashMap::default(),
+            retransmission_backoff: false,
             on_way: HashMap::default(),
             behind: HashMap::default(),
             sent: 0,
@@ -320,6 +348,12 @@ impl<M> Network<M> {
         self.release(now, deliver_at).map(|_| applicable)
     }
 
+    /// Release held messages at TCP's next retransmission after the path is usable again
+    /// (`true`), or at once (`false`, the default): see [`retransmission_after`].
+    pub fn set_retransmission_backoff(&mut self, on: bool) {
+        self.retransmission_backoff = on;
+    }
+
     /// Add `extra_ms` (negative counts as 0) to every fetch `id` sends.
     pub fn slow_node(&mut self, id: NodeId, extra_ms: i64) {
         self.nodes[id].slow_ms = extra_ms.max(0);
@@ -368,7 +402,7 @@ impl<M> Network<M> {
         let direction = message.direction();
         let link = self.link(src, dst);
         if self.held.contains_key(&direction) || !(self.connected(src, dst) && link.drop < 1.0) {
-            self.hold(direction, message);
+            self.hold(now, direction, message);
             return Ok(());
         }
         if link.duplicate > 0.0 && self.rng.uniform() < link.duplicate {
@@ -398,21 +432,21 @@ impl<M> Network<M> {
                 return None;
             }
         }
-        let out = self.arrive_in_order(direction, message);
+        let out = self.arrive_in_order(now, direction, message);
         if released {
             self.unblock(direction, now, deliver_at);
         }
         out
     }
 
-    fn arrive_in_order(&mut self, direction: Direction, message: Message<M>) -> Option<M> {
+    fn arrive_in_order(&mut self, now: i64, direction: Direction, message: Message<M>) -> Option<M> {
         if !self.alive_as_sent(message.dst, message.dst_incarnation) {
             self.dropped += 1;
             self.discarded.push(message.payload);
             return None;
         }
         if self.held.contains_key(&direction) || !self.usable(message.src, message.dst) {
-            self.hold(direction, message);
+            self.hold(now, direction, message);
             return None;
         }
         self.delivered += 1;
@@ -481,7 +515,10 @@ impl<M> Network<M> {
         n.alive && n.incarnation == incarnation
     }
 
-    fn hold(&mut self, direction: Direction, message: Message<M>) {
+    fn hold(&mut self, now: i64, direction: Direction, message: Message<M>) {
+        if !self.held.contains_key(&direction) {
+            self.held_since.insert(direction, now);
+        }
         let queue = self.held.entry(direction).or_default();
         let mut index = queue.len();
         while index > 0 && queue[index - 1].seq > message.seq {
@@ -581,6 +618,11 @@ impl<M> Network<M> {
                 continue;
             }
             let queue = self.held.remove(&d).unwrap_or_default();
+            let since = self.held_since.remove(&d).unwrap_or(now);
+            // only between brokers: clients and the controller channel time their requests
+            // out and reconnect within seconds (module doc), so what they held goes at once
+            let brokers = self.nodes[src].key.starts_with('b') && self.nodes[dst].key.starts_with('b');
+            let at = if self.retransmission_backoff && brokers { retransmission_after(since, now) } else { now };
             let mut newest: HashMap<&str, u64> = HashMap::default();
             for m in &queue {
                 if let Some(c) = &m.coalesce {
@@ -597,7 +639,7 @@ impl<M> Network<M> {
                     continue;
                 }
                 let seq = m.seq;
-                if let Err(e) = self.schedule(now, d, m, link, deliver_at) {
+                if let Err(e) = self.schedule(at, d, m, link, deliver_at) {
                     self.discarded.extend(rest.map(|(m, _)| m.payload));
                     return Err(e);
                 }
@@ -763,6 +805,43 @@ mod tests {
         s.run_until(100);
         assert_eq!(s.log, [(3, 4), (52, 0), (52, 2), (54, 5), (55, 3)]);
         assert_eq!(s.counts(), (6, 5, 1, 5));
+    }
+
+    #[test]
+    fn retransmissions_come_at_doubling_timeouts_from_the_hold_and_stop_at_a_reconnect() {
+        // resends at 200, 600, 1400, 3000, 6200, 12600, 25400 ms after the hold began
+        let cases = [(0, 0), (150, 200), (200, 200), (201, 600), (1500, 3000), (3000, 3000), (20_000, 25_400),
+                     (25_401, 30_000), (29_999, 30_000), (30_000, 30_000), (45_000, 45_000)];
+        for (now, expected) in cases {
+            assert_eq!(retransmission_after(1000, 1000 + now) - 1000, expected, "{now}");
+        }
+    }
+
+    #[test]
+    fn with_retransmission_backoff_held_messages_go_at_the_next_resend_after_a_heal() {
+        let run = |backoff: bool| {
+            let mut s = Sim::new();
+            s.net.set_retransmission_backoff(backoff);
+            s.run_until(1000);
+            s.partition(&[&["1"], &["2", CONTROLLER_NAME]]);
+            s.run_until(1100);
+            s.send("1", "2", 0);
+            s.send("1", "2", 1);
+            s.run_until(2600);
+            s.send("2", "1", 2); // held from 2600: its resends at 2800, 3200, 4000
+            s.run_until(3500);
+            s.heal(); // the 1 -> 2 connection resends at 1300, 1700, 2500, 4100
+            s.run_until(10_000);
+            let counts = s.counts();
+            (s.log, counts)
+        };
+        let (plain, counts) = run(false);
+        assert!(plain.iter().all(|&(t, _)| (3500..3600).contains(&t)), "{plain:?}");
+        let (backoff, backoff_counts) = run(true);
+        assert_eq!(counts, backoff_counts);
+        let at = |log: &[(i64, u32)], label| log.iter().find(|&&(_, l)| l == label).map(|&(t, _)| t).unwrap();
+        assert!((4000..4011).contains(&at(&backoff, 2)), "{backoff:?}");
+        assert!((4100..4111).contains(&at(&backoff, 0)) && at(&backoff, 0) <= at(&backoff, 1), "{backoff:?}");
     }
 
     #[test]

@@ -144,6 +144,9 @@ class Broker:
             generation < Generation.KIP_279
             or (generation == Generation.KIP_279 and release is not None and release < (2, 0, 1)))
         self.alive = False
+        #: when the process last stopped (a crash or the end of a controlled shutdown): when its
+        #: clients' connections to it closed (a Java producer's re-bootstrap counts from it)
+        self.stopped_ms: int | None = None
         self.incarnation = 0
         self.clean_shutdown = True
         self.kraft = generation.kraft
@@ -256,6 +259,7 @@ class Broker:
         if not lose_unflushed:  # the process died, its kernel closes the connections
             self.ctx.reset_connections(self.broker_id)
         self.alive = False
+        self.stopped_ms = self.ctx.now_ms
         self.clean_shutdown = False
         self.ctx.network.set_alive(self.broker_id, False)
         self._clear_parked_fetches()
@@ -283,6 +287,7 @@ class Broker:
             # -> zkClient.close): its /brokers/ids node goes now, not a session timeout later
             self.ctx.post(self.broker_id, "controller", "on_session_closed", (self.broker_id, self.incarnation))
         self.alive = False
+        self.stopped_ms = self.ctx.now_ms
         # KIP-966: the controller takes a restart as clean only if the broker names its
         # previous broker epoch (ClusterControlManager.registerBroker compares
         # previousBrokerEpoch with the stored registration); an incarnation that was never

@@ -86,6 +86,8 @@ class Cluster:
         loop = (Kernel, Network) if backend == "reference" else (_core.Kernel, _core.Network)
         self.kernel: Any = loop[0](seed)
         self.network: Any = loop[1](self.kernel, config.network_delay_ms, config.controller_delay_ms)
+        if config.tcp_retransmission_backoff:
+            self.network.set_retransmission_backoff(True)
         self.recorder = Recorder(self.kernel)
         self.history: list[HistoryOp] = self.recorder.history
         self.events: list[Event] = self.recorder.events

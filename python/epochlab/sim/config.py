@@ -139,6 +139,12 @@ class ClusterConfig:
     broker cut off at once is fenced ``session_timeout_ms`` after that heartbeat (in KRaft from
     Kafka 4.0, at the controller's next periodic check after it), not after 0;
     ``False`` (the default): every broker starts and registers at time 0.
+    ``tcp_retransmission_backoff`` (``tcp.retransmission.backoff``): messages a partition or a
+    cut link held between brokers go at TCP's next retransmission after the path is usable
+    again (200 ms after the hold began, doubling:
+    :func:`epochlab.sim.network.retransmission_after`), as on a live cluster whose cuts drop
+    packets; ``False`` (the default): at once, so a heal delivers what was held within a link
+    delay.
     ``broker_startup_ms`` (``broker.startup.ms``) is the ``(min, max)`` time from a restart to
     the broker's registration (process start, log loading), drawn per restart: Kafka 4.3.1 on
     this machine took 2.2-4.3 s from restart to the ISR (``docs/kafka-run.md``), the model
@@ -177,6 +183,7 @@ class ClusterConfig:
     controller_delay_ms: tuple[int, int] = (1, 10)
     controller_quorum_append_linger_ms: int = 25
     established: bool = False
+    tcp_retransmission_backoff: bool = False
     transaction_pre_kip890: bool | None = None
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10000
     replica_selector_class: str | None = None
@@ -208,6 +215,7 @@ class ClusterConfig:
         _int(w, "replica_fetch_wait_max_ms", self.replica_fetch_wait_max_ms, 0)
         _int(w, "controller_quorum_append_linger_ms", self.controller_quorum_append_linger_ms, 0)
         _bool(w, "established", self.established)
+        _bool(w, "tcp_retransmission_backoff", self.tcp_retransmission_backoff)
         if self.flush_interval_ms is not None:
             _int(w, "flush_interval_ms", self.flush_interval_ms, 1)
         if self.eligible_leader_replicas_enable is not None:
@@ -274,7 +282,13 @@ class ProducerConfig:
     attempt whose packets a cut link drops waits for this timeout (growing to
     ``socket_connection_setup_timeout_max_ms`` with each failed attempt) before the client
     gives up on the broker and asks for metadata again (:mod:`epochlab.sim.producer`); unset,
-    a connection is there as soon as it is needed."""
+    a connection is there as soon as it is needed. ``metadata_recovery_strategy`` (the Java
+    client's ``metadata.recovery.strategy``, 3.8+: ``"none"``, or ``"rebootstrap"``, its default
+    from 4.0, KIP-1102; unset, the model's producer does not re-bootstrap and a live Java client
+    runs with its release's default): with ``"rebootstrap"`` a producer that finds no broker available forgets
+    the topic's partitions, and a send then waits up to ``max_block_ms`` for metadata before
+    its record enters the accumulator (:mod:`epochlab.sim.producer`); a Java client setting,
+    so not with ``socket_timeout_ms``."""
 
     acks: str = "1"
     retries: int = 2147483647
@@ -292,6 +306,7 @@ class ProducerConfig:
     socket_timeout_ms: int | None = None
     socket_connection_setup_timeout_ms: int | None = None
     socket_connection_setup_timeout_max_ms: int = 30000
+    metadata_recovery_strategy: str | None = None
     _where: dataclasses.InitVar[str] = "ProducerConfig"
 
     def __post_init__(self, _where: str) -> None:
@@ -317,6 +332,12 @@ class ProducerConfig:
                             "unset with socket_timeout_ms (a Java client setting; socket_timeout_ms makes "
                             "the producer librdkafka)", self.socket_connection_setup_timeout_ms)
         _int(w, "socket_connection_setup_timeout_max_ms", self.socket_connection_setup_timeout_max_ms, 1)
+        if self.metadata_recovery_strategy not in (None, "none", "rebootstrap"):
+            raise _fail(w, "metadata_recovery_strategy", '"none" or "rebootstrap"', self.metadata_recovery_strategy)
+        if self.metadata_recovery_strategy == "rebootstrap" and self.socket_timeout_ms is not None:
+            raise _fail(w, "metadata_recovery_strategy",
+                        '"none" with socket_timeout_ms (a Java client setting; socket_timeout_ms makes '
+                        'the producer librdkafka)', self.metadata_recovery_strategy)
         _bool(w, "enable_idempotence", self.enable_idempotence)
         if self.transactional_id is not None:
             if not isinstance(self.transactional_id, str) or not self.transactional_id:

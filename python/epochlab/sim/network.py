@@ -17,6 +17,22 @@ out-of-order segments until the missing one fills the gap). A ``drop`` probabili
 1 stands for packet loss: each loss costs one retransmission timeout (200 ms, doubling, as
 Linux's ``TCP_RTO_MIN`` and backoff), the message and everything behind it arrive later, but
 never more than ``request.timeout.ms`` (30 s) later: then Kafka reconnects and sends again.
+With :meth:`Network.set_retransmission_backoff` (``ClusterConfig.tcp_retransmission_backoff``)
+held messages between brokers go when TCP would send them again, not at once: its retransmission timer runs from
+the connection's hold (200 ms, doubling), so a cut of 1.5 s releases them 3.0 s after it began
+(:func:`retransmission_after`). Measured on Kafka 4.3.1 here (``epochlab kafka fuzz`` schedule
+10): a follower cut off for 1.52 s caught up 3.0 s after the cut began, 1.5 s after the heal.
+Only on links between brokers, where a follower's fetch waits up to
+``replica.socket.timeout.ms`` (30 s) on its connection. A KRaft broker's requests to the
+controller (its metadata fetch, its heartbeat) time out after
+``controller.quorum.request.timeout.ms`` (2 s), and clients' after their own request timeout,
+and go again on a new connection; after a longer cut what gets through first is then a new
+request on a new connection, which this network, whose connections are one per pair of
+incarnations, cannot tell from the held ones, so on those links a release goes at once, as
+without the rule (with the rule on every link, a 16 s cut of two brokers from the controller
+kept them out of the ISR until 30 s after the cut, where Kafka had them back 1.4 s after the
+heal; and a librdkafka producer cut off for 7.6 s had its new requests acknowledged 0.7 s
+after the heal, where the rule held them behind the old ones for 5 s more).
 Held messages are lost only with the connection: when either end dies or restarts (a new
 incarnation has new connections; late replies to the old one are lost). Requests already
 in flight from a node that crashed are still delivered (bytes on the wire arrive: zombie
@@ -60,7 +76,7 @@ from typing import Any
 
 from epochlab.sim.kernel import Kernel
 
-__all__ = ["LinkConfig", "Network", "Node"]
+__all__ = ["LinkConfig", "Network", "Node", "retransmission_after"]
 
 Node = int | str
 
@@ -116,6 +132,23 @@ class _Message:
     quiet: bool = False  # the destination is a node whose events are quiet (Kernel)
 
 
+def retransmission_after(since: int, now: int) -> int:
+    """When a connection that began to hold at ``since`` sends again after its path became
+    usable at ``now``: TCP resends its oldest unacknowledged segment :data:`RTO_MIN_MS` after
+    the send and then after each timeout doubled (up to :data:`RTO_MAX_MS`), so at ``since +
+    200 * (2**k - 1)`` ms; the first of those at or after ``now``, but no later than
+    :data:`RECONNECT_MS` after ``since`` (by then Kafka has closed the connection and sends
+    again on a new one), and at once after that."""
+    deadline = since + RECONNECT_MS
+    if now >= deadline:
+        return now
+    at, rto = since, RTO_MIN_MS
+    while at < now:
+        at += rto
+        rto = min(rto * 2, RTO_MAX_MS)
+    return min(at, deadline)
+
+
 def _insert_in_send_order(queue: list[_Message], msg: _Message) -> None:
     """Put ``msg`` into ``queue``, kept in send order (late arrivals are few: scan from the end)."""
     index = len(queue)
@@ -143,6 +176,10 @@ class Network:
         self._last_arrival: dict[tuple[str, str], int] = {}
         self._seq = 0
         self._held: dict[tuple[str, str], list[_Message]] = {}
+        # per held connection, when it began to hold; whether a release waits for TCP's next
+        # retransmission (set_retransmission_backoff)
+        self._held_since: dict[tuple[str, str], int] = {}
+        self._retransmission_backoff = False
         # per connection: the seqs of released messages still on their way, and the messages
         # that arrived behind one of them (in send order)
         self._on_way: dict[tuple[str, str], list[int]] = {}
@@ -205,6 +242,13 @@ class Network:
         self._release()
         return applicable
 
+    def set_retransmission_backoff(self, on: bool) -> None:
+        """Release held messages at TCP's next retransmission after the path is usable again
+        (:func:`retransmission_after`), or at once (``False``, the default)."""
+        if not isinstance(on, bool):
+            raise TypeError(f"set_retransmission_backoff: expected a bool, got {type(on).__name__}")
+        self._retransmission_backoff = on
+
     def slow_node(self, node: Node, extra_delay_ms: int) -> None:
         """Add ``extra_delay_ms`` to every fetch request ``node`` sends (0 removes it)."""
         self._slow[_key(node)] = max(0, int(extra_delay_ms))
@@ -260,8 +304,11 @@ class Network:
     def _direction(self, msg: _Message) -> tuple[str, str]:
         return (f"{msg.src_key}#{msg.src_incarnation}", f"{msg.dst_key}#{msg.dst_incarnation}")
 
-    def _schedule(self, direction: tuple[str, str], msg: _Message, link: LinkConfig) -> None:
-        arrival = self._kernel.now_ms + self._rng.randint(*link.delay_ms) + msg.extra_ms
+    def _schedule(self, direction: tuple[str, str], msg: _Message, link: LinkConfig,
+                  sent_ms: int | None = None) -> None:
+        """Draw ``msg``'s arrival, sent at ``sent_ms`` (default: now), and queue it."""
+        now = self._kernel.now_ms if sent_ms is None else sent_ms
+        arrival = now + self._rng.randint(*link.delay_ms) + msg.extra_ms
         if 0.0 < link.drop < 1.0:
             rto, waited = RTO_MIN_MS, 0
             while waited < RECONNECT_MS and self._rng.random() < link.drop:
@@ -275,6 +322,8 @@ class Network:
         self._kernel.schedule_at(arrival, lambda: self._arrive(direction, msg), msg.quiet)
 
     def _hold(self, direction: tuple[str, str], msg: _Message) -> None:
+        if direction not in self._held:
+            self._held_since[direction] = self._kernel.now_ms
         _insert_in_send_order(self._held.setdefault(direction, []), msg)
         self.held += 1
 
@@ -358,6 +407,12 @@ class Network:
             if not self.usable(first.src, first.dst):
                 continue
             del self._held[direction]
+            now = self._kernel.now_ms
+            since = self._held_since.pop(direction, now)
+            # only between brokers: clients and the controller channel time their requests
+            # out and reconnect within seconds (module doc), so what they held goes at once
+            brokers = isinstance(first.src, int) and isinstance(first.dst, int)
+            resent = retransmission_after(since, now) if self._retransmission_backoff and brokers else now
             newest: dict[str, int] = {}
             for msg in queue:
                 if msg.coalesce is not None:
@@ -367,7 +422,7 @@ class Network:
                 if msg.coalesce is not None and newest[msg.coalesce] != msg.seq:
                     self.dropped += 1
                     continue
-                self._schedule(direction, msg, link)
+                self._schedule(direction, msg, link, resent)
                 if not link.reorder:
                     self._on_way.setdefault(direction, []).append(msg.seq)
 

@@ -54,6 +54,35 @@ a new leader after the leader was cut off logged "Disconnecting from node 2 due 
 connection setup timeout. The timeout value is 9242 ms." 9.2 s after it began, and only then
 learned of the next leader; its two batches waiting since expired.
 
+Re-bootstrap (``metadata_recovery_strategy="rebootstrap"``: the Java client's default from 4.0,
+KIP-1102): when the client wants metadata and finds no broker available
+(``NetworkClient.DefaultMetadataUpdater.maybeUpdate``: ``leastLoadedNode`` has no node ready,
+connecting or past its reconnect backoff), it starts again from its bootstrap addresses
+(``Metadata.rebootstrap``: "Rebootstrapping with ..."), and the bootstrap cluster it then knows
+has no partitions. A Java producer keeps a connection to some broker and asks for metadata at
+every disconnection (``handleServerDisconnect``), so once the last broker it can reach has
+gone it plays rounds against it: the metadata backoff of the round's failed attempts ``m``
+(100 ms doubling to 1 s) and the broker's reconnect backoff ``r`` (50 ms doubling to 1 s), both
+from the last refusal and both with Kafka's jitter; if ``r`` has passed when the update is due,
+the connection is tried and refused and the next round begins; if not, there is no node to ask
+and the client re-bootstraps. A sender with records for that broker tries it itself at ``r``
+and is refused, so at ``m`` it is in backoff again: with records waiting, the re-bootstrap
+comes at the end of the round they came in. Here a broker is unavailable when its process is
+down across a usable link (refused at once; behind a cut link the attempt would be connecting,
+which counts as available), and the rounds are drawn from the producer's own random stream
+when it first looks (a send, a metadata refresh) in an outage. After a re-bootstrap a send
+waits in ``KafkaProducer.waitOnMetadata`` until metadata names the topic's partitions, up to
+``max_block_ms`` (then it fails, REQUEST_TIMED_OUT: Java's TimeoutException "not present in
+metadata"), before its record enters the accumulator, where its delivery timeout begins; the
+application's sending thread is held meanwhile, so the sends after it wait behind it, each for
+its own ``max_block_ms`` from when the one before it returned. The producer asks for metadata
+again each ``reconnect.backoff.max.ms`` (1 s) while no broker is available. Measured on Kafka
+4.3.1 here (``client.log`` of ``epochlab kafka fuzz`` schedule 29, Java): the last broker shut
+down at 7.0 s; the client was refused by it at 7.1, 7.4, 7.8, 8.8, 9.8 and 10.7 s (rounds of
+about 100, 200, 400, 800, 1,000 and 950 ms) and re-bootstrapped at 10.7 s, 0.4 s after a send;
+that send's two records expired after their 15 s delivery timeout, while records sent at 22 s,
+with no broker up until 39 s, were acknowledged at 45 s, 23 s after their send.
+
 History: ``invoke`` at ``send``, then ``ok`` (offset; ``None`` for acks=0, which completes
 when sent), ``fail`` (no attempt can have been appended) or ``info`` (outcome unknown: a
 timeout, NOT_ENOUGH_REPLICAS_AFTER_APPEND, a possibly-parked NOT_LEADER_OR_FOLLOWER, a
@@ -92,6 +121,15 @@ _INDETERMINATE = {"REQUEST_TIMED_OUT", "NOT_ENOUGH_REPLICAS_AFTER_APPEND", "NOT_
 #: When the kernel sends a connection's SYN again, from the first: Linux's initial
 #: retransmission timeout of 1 s (``TCP_TIMEOUT_INIT``), doubling (``tcp_syn_retries`` 6).
 SYN_RESENDS_MS = (1000, 3000, 7000, 15000, 31000, 63000)
+#: The Java client's ``reconnect.backoff.max.ms`` by default
+#: (``CommonClientConfigs.DEFAULT_RECONNECT_BACKOFF_MAX_MS``): how often a client that finds no
+#: broker available tries again.
+RECONNECT_BACKOFF_MAX_MS = 1000
+#: ``reconnect.backoff.ms`` by default (``CommonClientConfigs.DEFAULT_RECONNECT_BACKOFF_MS``).
+RECONNECT_BACKOFF_MS = 50
+#: The most metadata rounds of an outage the re-bootstrap draw plays (each ends in a
+#: re-bootstrap with probability about 3/8 once both backoffs reach their maximum).
+_REBOOTSTRAP_ROUNDS = 200
 
 
 class _NoTimer:
@@ -126,6 +164,7 @@ class Producer(TransactionalMixin):
 
     #: its events change no broker or controller state (``Kernel``: quiet events)
     QUIET = True
+    _wants_since: int | None
 
     def __init__(self, ctx: SimContext, name: str, config: ProducerConfig) -> None:
         self.ctx = ctx
@@ -147,6 +186,7 @@ class Producer(TransactionalMixin):
         self._setup = (None if setup is None else
                        ExponentialBackoff(setup, config.socket_connection_setup_timeout_max_ms,
                                           ctx.kernel.rng(f"{name}:connect")))
+        self._rebootstraps = config.metadata_recovery_strategy == "rebootstrap"
         self._start_session()
 
     # -- public API -------------------------------------------------------------------------
@@ -167,18 +207,27 @@ class Producer(TransactionalMixin):
             # (rd_kafka_check_produce -> rd_kafka_txn_may_enq_msg: ERR__STATE); nothing is sent
             self._finish(send_id, "fail", error="INVALID_TXN_STATE")
             return send_id
+        if self._rebootstraps and (self._awaiting_topic or not self._topic_present()):
+            self._await_topic(send_id, value, txn)
+            return send_id
+        if self._wants_since is None:
+            self._wants_since = self.ctx.now_ms
+        self._enqueue(send_id, value, txn)
+        self._drain()
+        return send_id
+
+    def _enqueue(self, send_id: int, value: int, txn: Txn | None) -> None:
+        """Hand a send to the accumulator, or block it while the buffer is full."""
         if self._buffered() >= self.config.buffer_memory_records:
             if self.config.max_block_ms == 0:
                 self._finish(send_id, "fail", error="BUFFER_EXHAUSTED")
-                return send_id
+                return
             session = self.session
             timer = self.ctx.kernel.schedule(
                 self.config.max_block_ms, lambda: self._block_expired(session, send_id))
             self._blocked.append((send_id, value, timer, txn))
-            return send_id
+            return
         self._accumulator.append((send_id, value, self.ctx.now_ms, txn))
-        self._drain()
-        return send_id
 
     def send_many(self, values: list[int] | tuple[int, ...]) -> list[int]:
         return [self.send(v) for v in values]
@@ -239,6 +288,15 @@ class Producer(TransactionalMixin):
         self._connecting: dict[int, tuple[int, int]] = {}
         self._connect_failures: dict[int, int] = {}
         self._connect_attempts = 0
+        # re-bootstrap (module doc): whether the topic's partitions are known, and the sends
+        # waiting for them in order, the first one's max_block_ms timer running
+        self._topic_known = True
+        self._awaiting_topic: list[tuple[int, int, Txn | None]] = []
+        self._topic_timer: Timer | None = None
+        # since when records have waited to be acknowledged without a break (None: none
+        # waits), and the outage of every broker last looked at: (its start, its rounds' ends)
+        self._wants_since = None
+        self._outage: tuple[int, list[int]] | None = None
         self._metadata_pending: int | None = None
         self._metadata_backoff = MetadataBackoff(self._backoff) if self._backoff else None
         self._metadata_timer: Timer | None = None
@@ -253,7 +311,7 @@ class Producer(TransactionalMixin):
         return self._ids
 
     def _buffered(self) -> int:
-        return len(self._open) - len(self._blocked)
+        return len(self._open) - len(self._blocked) - len(self._awaiting_topic)
 
     def _finish(self, send_id: int, kind: str, offset: int | None = None,
                 error: str | None = None) -> None:
@@ -261,6 +319,8 @@ class Producer(TransactionalMixin):
             return
         value = self._values.pop(send_id)
         self._open.discard(send_id)
+        if not self._open:
+            self._wants_since = None
         self._batch_of.pop(send_id, None)
         self.ctx.record(self.name, kind, "send", value=value, offset=offset, error=error,
                         acks=self.config.acks)
@@ -273,6 +333,99 @@ class Producer(TransactionalMixin):
                 del self._blocked[i]
                 self._finish(send_id, "fail", error="BUFFER_EXHAUSTED")
                 return
+
+    # -- re-bootstrap (module doc) ----------------------------------------------------------
+    def _outage_start(self) -> int | None:
+        """When the last broker became unavailable, if none is available now: its process is
+        down and its link to the producer usable (a connection attempt is refused at once; one
+        behind a cut link would be connecting, which ``leastLoadedNode`` returns)."""
+        network, last = self.ctx.network, 0
+        for b in self.ctx.routes():
+            if not isinstance(b, int):
+                continue
+            if network.is_alive(b) or not network.usable(self.name, b):
+                return None
+            last = max(last, getattr(self.ctx.node(b), "stopped_ms", None) or 0)
+        return last
+
+    def _rebootstrap_at(self, outage: int) -> int:
+        """When the producer re-bootstraps in the outage that began at ``outage`` (module doc):
+        the metadata updater's rounds against the last broker, each ending in a refused
+        connection after the metadata backoff ``m`` of its round, until a round's ``m`` ends
+        while the broker is still in its reconnect backoff ``r`` (``m < r``); or, from the round
+        in which the producer had records to send, at that round's end (its sender's own
+        connection attempt at ``r`` is refused, so at ``m`` the broker is in backoff again)."""
+        if self._outage is None or self._outage[0] != outage:
+            rng = self.ctx.kernel.rng(f"{self.name}:rebootstrap")
+            metadata = ExponentialBackoff(self.config.retry_backoff_ms, RETRY_BACKOFF_MAX_MS, rng)
+            reconnect = ExponentialBackoff(RECONNECT_BACKOFF_MS, RECONNECT_BACKOFF_MAX_MS, rng)
+            ends, at = [], outage
+            for k in range(_REBOOTSTRAP_ROUNDS):
+                m, r = metadata.backoff(k), reconnect.backoff(k)
+                at += m
+                ends.append(at)
+                if m < r:
+                    break
+            self._outage = (outage, ends)
+        ends = self._outage[1]
+        if self._wants_since is None:
+            return ends[-1]
+        active = max(outage, self._wants_since)
+        return next((end for end in ends if end > active), ends[-1])
+
+    def _topic_present(self) -> bool:
+        """Whether the topic's partitions are in the producer's metadata: not once it has
+        re-bootstrapped in an outage."""
+        if self._topic_known:
+            outage = self._outage_start()
+            if outage is not None and self.ctx.now_ms >= self._rebootstrap_at(outage):
+                self._rebootstrap()
+        return self._topic_known
+
+    def _rebootstrap(self) -> None:
+        self.ctx.log_event("client", f"producer {self.name}: no broker available: re-bootstraps "
+                           "and forgets the topic's partitions (metadata.recovery.strategy=rebootstrap)")
+        self._topic_known = False
+        self._leader = None
+
+    def _await_topic(self, send_id: int, value: int, txn: Txn | None) -> None:
+        """``send`` waits in ``waitOnMetadata`` (behind any send waiting already)."""
+        if self.config.max_block_ms == 0:
+            self._finish(send_id, "fail", error="REQUEST_TIMED_OUT")
+            return
+        self._awaiting_topic.append((send_id, value, txn))
+        if len(self._awaiting_topic) == 1:
+            self._arm_topic_wait()
+        self._drain()
+
+    def _arm_topic_wait(self) -> None:
+        session, send_id = self.session, self._awaiting_topic[0][0]
+        self._topic_timer = self.ctx.kernel.schedule(
+            self.config.max_block_ms, lambda: self._topic_wait_expired(session, send_id))
+
+    def _topic_wait_expired(self, session: int, send_id: int) -> None:
+        """The first waiting send's ``max_block_ms`` passed: it fails, and the next one's
+        wait begins (the sending thread calls ``send`` for it now)."""
+        if session != self.session or not self._awaiting_topic or self._awaiting_topic[0][0] != send_id:
+            return
+        self._topic_timer = None
+        self._awaiting_topic.pop(0)
+        self._finish(send_id, "fail", error="REQUEST_TIMED_OUT")
+        while self._awaiting_topic and self._awaiting_topic[0][0] not in self._values:
+            self._awaiting_topic.pop(0)  # ended meanwhile (a fenced session, an aborted transaction)
+        if self._awaiting_topic:
+            self._arm_topic_wait()
+
+    def _topic_learned(self) -> None:
+        """Metadata named the topic's partitions again: the waiting sends go on, in order."""
+        self._topic_known = True
+        if self._topic_timer is not None:
+            self._topic_timer.cancel()
+            self._topic_timer = None
+        waiting, self._awaiting_topic = self._awaiting_topic, []
+        for send_id, value, txn in waiting:
+            if send_id in self._values:
+                self._enqueue(send_id, value, txn)
 
     # -- batching and sending ---------------------------------------------------------------
     def _drain(self) -> None:
@@ -702,6 +855,18 @@ class Producer(TransactionalMixin):
     def _refresh_metadata(self) -> None:
         if self._metadata_pending is not None or self._metadata_timer is not None:
             return
+        if self._rebootstraps and self._outage_start() is not None:
+            # no node to ask (DefaultMetadataUpdater.maybeUpdate): re-bootstrap when due, and
+            # try again after the reconnect backoff
+            self._topic_present()
+            session = self.session
+
+            def again() -> None:
+                if session == self.session:
+                    self._metadata_timer = None
+                    self._drain()
+            self._metadata_timer = self.ctx.kernel.schedule(RECONNECT_BACKOFF_MAX_MS, again)
+            return
         wait = self._metadata_backoff.wait_ms(self.ctx.now_ms) if self._metadata_backoff else 0
         if wait > 0:  # Metadata.timeToAllowUpdate (G5, KIP-580)
             session = self.session
@@ -733,6 +898,8 @@ class Producer(TransactionalMixin):
         if request_id != self._metadata_pending:
             return
         self._metadata_pending = None
+        if not self._topic_known:
+            self._topic_learned()
         if self._metadata_backoff is not None:
             self._metadata_backoff.answered(self.ctx.now_ms, epoch)
             if leader is None:  # OFFLINE: ask again when Metadata allows (G5, KIP-580)

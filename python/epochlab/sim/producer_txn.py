@@ -329,6 +329,9 @@ class TransactionalMixin:
         self._ready = [b for b in ready if not (b.txn is txn and b.attempts == 0)]
         queued = [e for e in accumulated if e[3] is txn]
         self._accumulator = [e for e in accumulated if e[3] is not txn]
+        # sends still waiting for the topic's metadata (a re-bootstrap) end with it too
+        awaiting: list[Any] = self._awaiting_topic  # type: ignore[attr-defined]
+        queued += [e for e in awaiting if e[2] is txn]
         for entry in queued:
             self._finish(entry[0], "fail", error="TRANSACTION_ABORTED")  # type: ignore[attr-defined]
         for batch in unsent:

@@ -117,6 +117,8 @@ def java_producer_settings(config: ProducerConfig, bootstrap: str, client_id: st
     if config.socket_connection_setup_timeout_ms is not None:  # else Kafka's default, 10 s
         out["socket.connection.setup.timeout.ms"] = str(config.socket_connection_setup_timeout_ms)
         out["socket.connection.setup.timeout.max.ms"] = str(config.socket_connection_setup_timeout_max_ms)
+    if config.metadata_recovery_strategy is not None:  # else the release's default (4.0+: rebootstrap)
+        out["metadata.recovery.strategy"] = config.metadata_recovery_strategy
     if config.transactional_id is not None:
         out["transactional.id"] = config.transactional_id
         out["transaction.timeout.ms"] = str(config.transaction_timeout_ms)

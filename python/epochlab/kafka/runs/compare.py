@@ -28,7 +28,7 @@ from epochlab.scenarios.model import Scenario
 from epochlab.observe import Snapshot
 from epochlab.sim.config import ClusterConfig
 
-__all__ = ["compare", "model_run", "model_scenario", "summarize_model", "summarize_real"]
+__all__ = ["compare", "java_rebootstraps", "model_run", "model_scenario", "summarize_model", "summarize_real"]
 
 #: The Java client's ``socket.connection.setup.timeout.ms`` by default
 #: (``CommonClientConfigs.DEFAULT_SOCKET_CONNECTION_SETUP_TIMEOUT_MS``), which the live Java
@@ -46,6 +46,18 @@ def _setting(key: object) -> str:
     return str(key).replace(".", "_").replace("-", "_")
 
 
+def java_rebootstraps(release: str | None) -> bool:
+    """Whether Kafka's Java client of ``release`` (``None``: the default release,
+    :data:`~epochlab.kafka.jars.DEFAULT_KAFKA_VERSION`) re-bootstraps by default:
+    ``metadata.recovery.strategy`` is ``rebootstrap`` by default from 4.0 (KIP-1102;
+    ``CommonClientConfigs.DEFAULT_METADATA_RECOVERY_STRATEGY``), ``none`` in 3.8 and 3.9, where
+    KIP-899 added it, and absent before."""
+    from epochlab.kafka.jars import DEFAULT_KAFKA_VERSION
+
+    major = (release or DEFAULT_KAFKA_VERSION).split(".")[0]
+    return major.isdigit() and int(major) >= 4
+
+
 def model_scenario(scenario: Scenario, settings: dict[str, int], client: str = "librdkafka",
                    release: str | None = None) -> tuple[Scenario, dict[str, Any]]:
     """The scenario with the cluster's ``settings``, and producers that time requests out as
@@ -55,11 +67,17 @@ def model_scenario(scenario: Scenario, settings: dict[str, int], client: str = "
     is that client (:class:`~epochlab.sim.config.ProducerConfig`), with its connection set-up
     (``socket.connection.setup.timeout.ms`` = :data:`JAVA_CONNECTION_SETUP_TIMEOUT_MS`, Kafka's
     default, where the scenario sets none; with librdkafka a scenario's own value goes to the
-    live client only), and without a scenario's ``socket.timeout.ms``, which is librdkafka's;
+    live client only), re-bootstrapping as that release's client does where the scenario does
+    not say (``metadata.recovery.strategy``, :func:`java_rebootstraps`; a librdkafka run's model
+    goes without a scenario's value), and without a scenario's ``socket.timeout.ms``, which is
+    librdkafka's;
     also what changed (name ->
     [scenario's value, the value used]). ``release``: the cluster's Kafka release, which the
     model then follows (``kafka.release``: the rules a generation's releases differ on, e.g.
-    KAFKA-7414's halting follower in 2.0.0 but not 2.0.1) where the scenario names none."""
+    KAFKA-7414's halting follower in 2.0.0 but not 2.0.1) where the scenario names none. The
+    model's network releases what a cut held at TCP's next retransmission
+    (``tcp.retransmission.backoff``), as the harness's packet-dropping cuts do, unless the
+    scenario says otherwise."""
     from epochlab.kafka.live.clients import SOCKET_TIMEOUT_MS
     from epochlab.sim.config import ClusterConfig
 
@@ -72,6 +90,11 @@ def model_scenario(scenario: Scenario, settings: dict[str, int], client: str = "
     if release is not None and cfg.kafka_release is None:
         cluster["kafka.release"] = release
         replaced["kafka_release"] = [None, release]
+    if not any(_setting(k) == "tcp_retransmission_backoff" for k in scenario.cluster):
+        # the harness cuts links by dropping packets (nft), so what a cut held goes at TCP's
+        # next retransmission after the heal, not at once (ClusterConfig.tcp_retransmission_backoff)
+        cluster["tcp.retransmission.backoff"] = True
+        replaced["tcp_retransmission_backoff"] = [False, True]
     producers: dict[str, dict[str, Any]] = {}
     for name, config in scenario.producers.items():
         own = {_setting(k): v for k, v in config.items()}
@@ -93,6 +116,13 @@ def model_scenario(scenario: Scenario, settings: dict[str, int], client: str = "
         if client == "java" and "socket_connection_setup_timeout_ms" not in own:
             producers[name]["socket.connection.setup.timeout.ms"] = JAVA_CONNECTION_SETUP_TIMEOUT_MS
             replaced[f"producer {name}: socket_connection_setup_timeout_ms"] = [None, JAVA_CONNECTION_SETUP_TIMEOUT_MS]
+        if client != "java" and "metadata_recovery_strategy" in own:
+            # a Java client setting the model's librdkafka timing does not have
+            for key in [k for k in producers[name] if _setting(k) == "metadata_recovery_strategy"]:
+                replaced[f"producer {name}: metadata_recovery_strategy"] = [producers[name].pop(key), None]
+        if client == "java" and "metadata_recovery_strategy" not in own and java_rebootstraps(release):
+            producers[name]["metadata.recovery.strategy"] = "rebootstrap"
+            replaced[f"producer {name}: metadata_recovery_strategy"] = [None, "rebootstrap"]
     return dataclasses.replace(scenario, cluster=cluster, producers=producers), replaced
 
 

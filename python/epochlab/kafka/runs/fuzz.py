@@ -284,26 +284,36 @@ def data_outcome(summary: dict[str, Any]) -> tuple[Any, ...]:
     return acked, tuple(summary["lost"]), tuple(summary["duplicated"])
 
 
+#: The closing steps the model is given at the time the real run executed them
+#: (:func:`at_real_times`).
+_CLOSING_TIMED = frozenset({"heal", "restart"})
+
+
 def at_real_times(scenario: Any, steps: list[dict[str, Any]], startups: dict[str, int] | None = None) -> Any:
     """``scenario`` with every timed step at the moment the real run executed it (a run's
     ``steps.json``: ``executed_at_ms`` by step index). The harness starts a step late when the
     one before it took time (a partition's nft rules in every namespace take 80-300 ms here), so
     a produce due with a fault, or right after it, went out up to a few hundred milliseconds
     late; the model asked whether it gives the real outcome is given the same inputs at the same
-    times. Steps without a time of their own (the closing heal, restarts, wait and read) stay
-    as they are. With ``startups`` (``real.json``'s ``restart_startup_ms``: step index -> ms
+    times. So are the closing heal and restarts, which have no time of their own: the harness
+    starts each when the one before it returned, and with every broker down that took about
+    1.5 s a step here (``epochlab kafka fuzz`` schedule 29, librdkafka: the restarts at 38.8,
+    40.3 and 41.6 s, 4.8 s after the last produce, where the model, running them at once, had
+    brokers back before records sent at 28.6 s expired). The closing wait and read stay as they
+    are. With ``startups`` (``real.json``'s ``restart_startup_ms``: step index -> ms
     from the restart to the broker unfenced, :func:`~epochlab.kafka.runs.compare.restart_startups`)
     each of those restarts takes that startup time instead of a draw from
     ``broker_startup_ms`` (2.0-3.8 s; 106 restarts of a live campaign here were unfenced
     1.9-18.4 s after the restart step, median 3.4 s)."""
     executed = {s["index"]: int(s["executed_at_ms"]) for s in steps
-                if s.get("index") is not None and s.get("at_ms") is not None}
+                if s.get("index") is not None and s.get("executed_at_ms") is not None
+                and (s.get("at_ms") is not None or s.get("action") in _CLOSING_TIMED)}
     startups = {int(k): int(v) for k, v in (startups or {}).items()}
     if not executed and not startups:
         return scenario
     moved = []
     for step in scenario.steps:
-        if step.at_ms is not None:
+        if step.at_ms is not None or step.action in _CLOSING_TIMED:
             step = replace(step, at_ms=executed.get(step.index, step.at_ms))
         if step.action == "restart" and step.index in startups:
             step = replace(step, params={**step.params, "startup_ms": startups[step.index]})
