@@ -859,28 +859,26 @@ class Producer(TransactionalMixin):
             # no node to ask (DefaultMetadataUpdater.maybeUpdate): re-bootstrap when due, and
             # try again after the reconnect backoff
             self._topic_present()
-            session = self.session
-
-            def again() -> None:
-                if session == self.session:
-                    self._metadata_timer = None
-                    self._drain()
-            self._metadata_timer = self.ctx.kernel.schedule(RECONNECT_BACKOFF_MAX_MS, again)
+            self._metadata_after(RECONNECT_BACKOFF_MAX_MS)
             return
         wait = self._metadata_backoff.wait_ms(self.ctx.now_ms) if self._metadata_backoff else 0
         if wait > 0:  # Metadata.timeToAllowUpdate (G5, KIP-580)
-            session = self.session
-
-            def allowed() -> None:
-                if session == self.session:
-                    self._metadata_timer = None
-                    self._drain()
-            self._metadata_timer = self.ctx.kernel.schedule(wait, allowed)
+            self._metadata_after(wait)
             return
         request_id = self._metadata_pending = self._next_id()
         self.ctx.post(self.name, "controller", "on_metadata", (self.name, request_id))
         session = self.session
         self.ctx.kernel.schedule(METADATA_TIMEOUT_MS, lambda: self._metadata_timeout(session, request_id))
+
+    def _metadata_after(self, wait_ms: int) -> None:
+        """Ask for metadata again (a turn of the sender) after ``wait_ms``."""
+        session = self.session
+
+        def allowed() -> None:
+            if session == self.session:
+                self._metadata_timer = None
+                self._drain()
+        self._metadata_timer = self.ctx.kernel.schedule(wait_ms, allowed)
 
     def _metadata_timeout(self, session: int, request_id: int) -> None:
         if session == self.session and self._metadata_pending == request_id:
