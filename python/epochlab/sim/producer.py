@@ -210,14 +210,14 @@ class Producer(TransactionalMixin):
         if self._rebootstraps and (self._awaiting_topic or not self._topic_present()):
             self._await_topic(send_id, value, txn)
             return send_id
-        if self._wants_since is None:
-            self._wants_since = self.ctx.now_ms
         self._enqueue(send_id, value, txn)
         self._drain()
         return send_id
 
     def _enqueue(self, send_id: int, value: int, txn: Txn | None) -> None:
         """Hand a send to the accumulator, or block it while the buffer is full."""
+        if self._wants_since is None:
+            self._wants_since = self.ctx.now_ms
         if self._buffered() >= self.config.buffer_memory_records:
             if self.config.max_block_ms == 0:
                 self._finish(send_id, "fail", error="BUFFER_EXHAUSTED")
