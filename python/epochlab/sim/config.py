@@ -285,10 +285,10 @@ class ProducerConfig:
     a connection is there as soon as it is needed. ``metadata_recovery_strategy`` (the Java
     client's ``metadata.recovery.strategy``, 3.8+: ``"none"``, or ``"rebootstrap"``, its default
     from 4.0, KIP-1102; unset, the model's producer does not re-bootstrap and a live Java client
-    runs with its release's default): with ``"rebootstrap"`` a producer that finds no broker available forgets
-    the topic's partitions, and a send then waits up to ``max_block_ms`` for metadata before
-    its record enters the accumulator (:mod:`epochlab.sim.producer`); a Java client setting,
-    so not with ``socket_timeout_ms``."""
+    runs with its release's default): with ``"rebootstrap"`` a producer that finds no broker
+    available forgets the topic's partitions, and a send then waits up to ``max_block_ms`` for
+    metadata before its record enters the accumulator (:mod:`epochlab.sim.producer`); a Java
+    client setting, so not with ``socket_timeout_ms``."""
 
     acks: str = "1"
     retries: int = 2147483647

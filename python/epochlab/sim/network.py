@@ -18,9 +18,9 @@ out-of-order segments until the missing one fills the gap). A ``drop`` probabili
 Linux's ``TCP_RTO_MIN`` and backoff), the message and everything behind it arrive later, but
 never more than ``request.timeout.ms`` (30 s) later: then Kafka reconnects and sends again.
 With :meth:`Network.set_retransmission_backoff` (``ClusterConfig.tcp_retransmission_backoff``)
-held messages between brokers go when TCP would send them again, not at once: its retransmission timer runs from
-the connection's hold (200 ms, doubling), so a cut of 1.5 s releases them 3.0 s after it began
-(:func:`retransmission_after`). Measured on Kafka 4.3.1 here (``epochlab kafka fuzz`` schedule
+held messages between brokers go when TCP would send them again, not at once: its
+retransmission timer runs from the connection's hold (200 ms, doubling), so a cut of 1.5 s
+releases them 3.0 s after it began (:func:`retransmission_after`). Measured on Kafka 4.3.1 here (``epochlab kafka fuzz`` schedule
 10): a follower cut off for 1.52 s caught up 3.0 s after the cut began, 1.5 s after the heal.
 Only on links between brokers, where a follower's fetch waits up to
 ``replica.socket.timeout.ms`` (30 s) on its connection. A KRaft broker's requests to the
