@@ -31,8 +31,7 @@ request on a new connection, which this network, whose connections are one per p
 incarnations, cannot tell from the held ones, so on those links a release goes at once, as
 without the rule (with the rule on every link, a 16 s cut of two brokers from the controller
 kept them out of the ISR until 30 s after the cut, where Kafka had them back 1.4 s after the
-heal; and a librdkafka producer cut off for 7.6 s had its new requests acknowledged 0.7 s
-after the heal, where the rule held them behind the old ones for 5 s more).
+heal).
 Held messages are lost only with the connection: when either end dies or restarts (a new
 incarnation has new connections; late replies to the old one are lost). Requests already
 in flight from a node that crashed are still delivered (bytes on the wire arrive: zombie
