@@ -199,3 +199,35 @@ def test_the_live_rebootstrap_scenario_needs_the_rule(seed: int) -> None:
     assert run_scenario(java, "strict-min-isr", write=False).passed
     plain = dataclasses.replace(java, producers={"p1": {**java.producers["p1"], "metadata.recovery.strategy": "none"}})
     assert not run_scenario(plain, "strict-min-isr", write=False).passed
+
+
+@pytest.mark.parametrize("backend", ["reference", "rust"])
+def test_a_send_of_an_aborted_transaction_stops_waiting_for_metadata(backend: str) -> None:
+    """An aborted transaction's send that waited for the topic's metadata fails with the
+    transaction and leaves the wait: the next transaction's send waits its own max_block_ms
+    from its send, not behind the aborted one's."""
+    c = Cluster(ClusterConfig(min_insync_replicas=1, broker_startup_ms=(0, 0)), Generation.STRICT_MIN_ISR,
+                seed=1, backend=backend)
+    p = c.producer("p", ProducerConfig(acks="all", transactional_id="t", request_timeout_ms=3000,
+                                       delivery_timeout_ms=15_000, max_block_ms=10_000,
+                                       metadata_recovery_strategy="rebootstrap"))
+    c.run_for(1000)
+    p.begin_transaction()
+    p.send(1)
+    p.commit_transaction()
+    c.run_for(2000)
+    for b in (1, 2, 3):
+        c.crash(b)
+    c.run_for(20_000)  # every broker down long since: re-bootstrapped at the next send
+    p.begin_transaction()
+    p.send(2)
+    c.run_for(1000)
+    p.abort_transaction()
+    c.run_for(1000)
+    assert p.pending == 0
+    p.begin_transaction()
+    p.send(3)
+    c.run_for(30_000)
+    outcome = _outcomes(c)
+    assert outcome[2] == ("fail", 24_000, "TRANSACTION_ABORTED")
+    assert outcome[3] == ("fail", 35_000, "REQUEST_TIMED_OUT")

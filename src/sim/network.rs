@@ -479,6 +479,7 @@ impl<M> Network<M> {
         let gone: Vec<Direction> = self.held.iter().filter(|(_, q)| q[0].src == src && q[0].dst == dst).map(|(d, _)| *d).collect();
         let mut count = 0;
         for d in gone {
+            self.held_since.remove(&d);
             if let Some(q) = self.held.remove(&d) {
                 count += q.len() as u64;
                 self.discarded.extend(q.into_iter().map(|m| m.payload));
@@ -501,6 +502,7 @@ impl<M> Network<M> {
     /// Empty the held and waiting queues (no count changes), handing back what was in them.
     pub fn take_held(&mut self) -> Vec<Message<M>> {
         self.on_way.clear();
+        self.held_since.clear();
         let mut out: Vec<Message<M>> = self.held.drain().flat_map(|(_, q)| q).collect();
         out.extend(self.behind.drain().flat_map(|(_, q)| q));
         out
@@ -585,6 +587,7 @@ impl<M> Network<M> {
             .map(|(d, _)| *d)
             .collect();
         for d in dead {
+            self.held_since.remove(&d);
             if let Some(q) = self.held.remove(&d) {
                 self.dropped += q.len() as u64;
                 self.discarded.extend(q.into_iter().map(|m| m.payload));

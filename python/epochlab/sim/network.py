@@ -20,8 +20,9 @@ never more than ``request.timeout.ms`` (30 s) later: then Kafka reconnects and s
 With :meth:`Network.set_retransmission_backoff` (``ClusterConfig.tcp_retransmission_backoff``)
 held messages between brokers go when TCP would send them again, not at once: its
 retransmission timer runs from the connection's hold (200 ms, doubling), so a cut of 1.5 s
-releases them 3.0 s after it began (:func:`retransmission_after`). Measured on Kafka 4.3.1 here (``epochlab kafka fuzz`` schedule
-10): a follower cut off for 1.52 s caught up 3.0 s after the cut began, 1.5 s after the heal.
+releases them 3.0 s after it began (:func:`retransmission_after`). Measured on Kafka 4.3.1
+here (``epochlab kafka fuzz`` schedule 10): a follower cut off for 1.52 s caught up 3.0 s
+after the cut began, 1.5 s after the heal.
 Only on links between brokers, where a follower's fetch waits up to
 ``replica.socket.timeout.ms`` (30 s) on its connection. A KRaft broker's requests to the
 controller (its metadata fetch, its heartbeat) time out after
@@ -384,6 +385,7 @@ class Network:
             if first.src_key == src_key and first.dst_key == dst_key:
                 gone += len(self._held[direction])
                 del self._held[direction]
+                self._held_since.pop(direction, None)
         self.dropped += gone
         return gone
 
@@ -396,6 +398,7 @@ class Network:
                     and self._alive_as_sent(first.src_key, first.src_incarnation)):
                 self.dropped += len(queue)
                 del self._held[direction]
+                self._held_since.pop(direction, None)
 
     def _release(self) -> None:
         """Deliver, in order, what is held on every connection that is usable again."""

@@ -411,8 +411,19 @@ class Producer(TransactionalMixin):
         self._topic_timer = None
         self._awaiting_topic.pop(0)
         self._finish(send_id, "fail", error="REQUEST_TIMED_OUT")
-        while self._awaiting_topic and self._awaiting_topic[0][0] not in self._values:
-            self._awaiting_topic.pop(0)  # ended meanwhile (a fenced session, an aborted transaction)
+        self._forget_ended_waits()
+
+    def _forget_ended_waits(self) -> None:
+        """Sends waiting for the topic that ended meanwhile (the first one's wait, a fenced
+        session, an aborted transaction) leave the queue; when the first one changed, the wait
+        of the one now first begins (the sending thread calls ``send`` for it now)."""
+        first = self._awaiting_topic[0][0] if self._awaiting_topic else None
+        self._awaiting_topic = [e for e in self._awaiting_topic if e[0] in self._values]
+        if self._topic_timer is not None and self._awaiting_topic and self._awaiting_topic[0][0] == first:
+            return
+        if self._topic_timer is not None:
+            self._topic_timer.cancel()
+            self._topic_timer = None
         if self._awaiting_topic:
             self._arm_topic_wait()
 

@@ -334,6 +334,7 @@ class TransactionalMixin:
         queued += [e for e in awaiting if e[2] is txn]
         for entry in queued:
             self._finish(entry[0], "fail", error="TRANSACTION_ABORTED")  # type: ignore[attr-defined]
+        self._forget_ended_waits()  # type: ignore[attr-defined]
         for batch in unsent:
             self._fail(batch, "TRANSACTION_ABORTED")  # type: ignore[attr-defined]
 
@@ -361,6 +362,7 @@ class TransactionalMixin:
         self._open_txn = None
         self._ready.clear()  # type: ignore[attr-defined]
         self._accumulator.clear()  # type: ignore[attr-defined]
+        self._forget_ended_waits()  # type: ignore[attr-defined]
 
     def _abandon_transactions(self) -> None:
         """A restart: transaction operations in progress end with an unknown outcome."""
