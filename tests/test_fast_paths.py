@@ -652,8 +652,8 @@ def test_the_rust_network_is_the_python_network(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", range(20))
 def test_the_rust_network_is_the_python_network_with_retransmission_backoff(seed: int) -> None:
-    """The same with held messages released at TCP's next retransmission; the runs differ
-    from those without it (the releases come later), draw for draw alike."""
+    """The same with held messages between brokers released at TCP's next retransmission:
+    both implementations alike, draw for draw."""
     from epochlab import _core
 
     rust = _drive(_core.Kernel, _core.Network, seed, backoff=True)
