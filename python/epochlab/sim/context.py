@@ -28,6 +28,7 @@ component imports the facade, and the facade only composes (``docs/sim-api.md``,
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 from epochlab.generations import Generation
@@ -64,10 +65,9 @@ class SimContext:
         self.record = recorder.record
         self._nodes: dict[Node, Any] = {}
 
-    @property
-    def now_ms(self) -> int:
-        """The virtual time in milliseconds."""
-        return self.kernel.now_ms
+    #: The virtual time in milliseconds: the kernel's clock, read without a Python frame (the
+    #: simulator's components read it about 4,500 times a run).
+    now_ms = property(attrgetter("kernel.now_ms"), doc="The virtual time in milliseconds.")
 
     # -- routing ----------------------------------------------------------------------------
     def register(self, name: Node, node: Any) -> None:

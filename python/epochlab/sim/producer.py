@@ -450,7 +450,8 @@ class Producer(TransactionalMixin):
             send_id, value, timer, txn = self._blocked.pop(0)
             timer.cancel()
             self._accumulator.append((send_id, value, self.ctx.now_ms, txn))
-        self._close_batches()
+        if self._accumulator:
+            self._close_batches()
         if self._fenced is not None:
             return
         if self._unresolved and not self._in_flight and (
@@ -721,10 +722,11 @@ class Producer(TransactionalMixin):
         if self.config.socket_timeout_ms is not None:
             return
         now, session = self.ctx.now_ms, self.session
-        for dst in sorted(self._order):
-            queue = self._order.get(dst)
-            if queue and self._deadline.get(queue[0], now + 1) <= now:
-                self._request_timeout(session, queue[0])
+        if self._deadline:  # (no request in flight has a deadline: none is due)
+            for dst in sorted(self._order):
+                queue = self._order.get(dst)
+                if queue and self._deadline.get(queue[0], now + 1) <= now:
+                    self._request_timeout(session, queue[0])
         self._last_poll = now
         if self._in_flight and self._poll_timer is None:
             self._poll_timer = self.ctx.kernel.schedule(self.config.request_timeout_ms,
