@@ -132,3 +132,71 @@ def test_the_model_of_a_java_run_goes_without_librdkafkas_socket_timeout() -> No
     assert run_scenario(java, "strict-min-isr", write=False).passed
     librdkafka, _ = model_scenario(scenario, {}, client="librdkafka")
     assert librdkafka.producers["p1"]["socket.timeout.ms"] == 30000
+
+
+def _leader_down_and_a_broker_cut(seed: int, setup_ms: int | None) -> tuple[Cluster, list[tuple[int, object]], dict[int, int]]:
+    """m1 acknowledged, then broker 3 cut off from everyone and leader 1 crashed, and m2 sent;
+    returns the cluster, the metadata requests that reached a node (time, node) and the
+    acknowledgement times."""
+    c = Cluster(ClusterConfig(min_insync_replicas=1, broker_startup_ms=(0, 0)), Generation.STRICT_MIN_ISR, seed=seed)
+    p = c.producer("p", ProducerConfig(acks="all", request_timeout_ms=3000, delivery_timeout_ms=60_000,
+                                       socket_connection_setup_timeout_ms=setup_ms))
+    asked: list[tuple[int, object]] = []
+    for node in [*c.brokers.values(), c.controller]:
+        def counted(msg: tuple[str, int], src: object, _answer=node.on_metadata, _node=node) -> None:
+            asked.append((c.now_ms, getattr(_node, "broker_id", "controller")))
+            _answer(msg, src)
+        node.on_metadata = counted  # type: ignore[method-assign]
+    c.run_for(1000)
+    p.send(1)
+    c.run_for(1000)
+    c.partition([[3]])
+    c.crash(1)
+    p.send(2)
+    c.run_for(40_000)
+    acks = {op.value: op.time_ms for op in c.history if op.f == "send" and op.type == "ok"}
+    assert set(acks) == {1, 2}, acks
+    return c, asked, acks
+
+
+def test_the_java_producer_asks_a_broker_for_metadata_over_its_own_connection() -> None:
+    """With the Java client's connections a metadata request goes to the least loaded broker,
+    not to the controller, and the broker answers from what the controller last told it. A
+    request to a broker cut off since it was connected goes unanswered: at the request timeout
+    the producer disconnects from it, and its next attempt there waits on the cut link, while
+    a broker it is connected to is asked meanwhile (``NetworkClient.leastLoadedNode`` picks
+    from a random rotation, so which broker a seed asks varies)."""
+    timed_out = 0
+    for seed in range(1, 9):
+        c, asked, acks = _leader_down_and_a_broker_cut(seed, 10_000)
+        assert asked and "controller" not in {node for _, node in asked}
+        # after the cut only broker 2 can answer: 1 is down, 3 unreachable
+        assert {node for t, node in asked if t > 2000} == {2}
+        election = next(e.time_ms for e in c.events if e.kind == "election" and "leader 2 epoch 1" in e.message)
+        assert election < acks[2]  # m2 waited for the new leader, learned from broker 2
+        events = [(e.time_ms, e.message) for e in c.events if e.message.startswith("producer p")]
+        for i, (t, message) in enumerate(events):
+            if message == "producer p: disconnects from broker 3: its metadata request timed out":
+                timed_out += 1
+                assert t >= 2000 + 3000  # sent after the cut, unanswered for the request timeout
+                assert "connecting to broker 3 across a link that drops packets" in events[i + 1][1]
+    assert timed_out >= 1  # some seeds had asked broker 3 first and went back to it
+    _, plain, _ = _leader_down_and_a_broker_cut(1, None)
+    assert {node for _, node in plain} == {"controller"}  # without the rule: the controller
+
+
+def test_a_broker_cut_off_from_the_controller_still_names_the_leader_it_last_heard_of() -> None:
+    """A broker's metadata cache is what the controller last told it (``Broker.on_metadata``
+    answers from it): cut off, it keeps naming the old leader after an election; healed, it
+    learns the new one."""
+    c = Cluster(ClusterConfig(min_insync_replicas=1, broker_startup_ms=(0, 0)), Generation.STRICT_MIN_ISR, seed=1)
+    c.run_for(2000)
+    assert c.brokers[3].metadata_image == (1, 0) == c.brokers[2].metadata_image
+    c.partition([[3]])
+    c.crash(1)
+    c.run_for(15_000)
+    assert c.state().leader == 2 and c.brokers[2].metadata_image == (2, 1)
+    assert c.brokers[3].metadata_image == (1, 0)
+    c.heal()
+    c.run_for(10_000)
+    assert c.brokers[3].metadata_image == (2, 1)

@@ -49,6 +49,7 @@ import epochlab.reference
 from epochlab import _core
 from epochlab.errors import ConfigError
 from epochlab.generations import Generation
+from epochlab.sim.backoff import ExponentialBackoff
 from epochlab.sim.config import FLUSH_CHECK_INTERVAL_MS, ClusterConfig
 from epochlab.sim.kernel import Timer
 from epochlab.sim.messages import (
@@ -109,6 +110,14 @@ CONTROLLED_SHUTDOWN_TIMEOUT_MS = 5000
 MARKER_TIMEOUT_MS = 30000
 
 
+
+#: When the kernel resends a connection's SYN, from the first (Linux's ``TCP_TIMEOUT_INIT`` of
+#: 1 s, doubling): the same as a Java producer's connection attempt (``epochlab.sim.producer``).
+HEARTBEAT_SYN_RESENDS_MS = (1000, 3000, 7000, 15000, 31000, 63000)
+#: ``socket.connection.setup.timeout.ms`` and ``.max.ms`` by default: how long the heartbeat
+#: channel's connection attempt waits, growing with failed attempts in a row.
+CONNECTION_SETUP_TIMEOUT_MS = (10_000, 30_000)
+
 class Broker:
     """Broker ``broker_id``; ``alive`` and ``incarnation`` change with crash/restart."""
 
@@ -152,10 +161,27 @@ class Broker:
         self.kraft = generation.kraft
         self.broker_epochs = generation.broker_epochs  # a restart waits to be registered (G3+)
         self.registered = False   # the controller has registered this incarnation (G3+)
+        #: the partition's leader and leader epoch as this broker last heard them from the
+        #: controller (its metadata cache), and that image's version: what it tells a client
+        #: that asks it for metadata (:meth:`on_metadata`)
+        self.metadata_image: tuple[int | None, int] | None = None
+        self._image_version = -1
         self.controller_epoch = 0   # the newest controller epoch heard (ZooKeeper era)
         self._fetch_token = 0
         self._fetch_timer: Timer | None = None
         self._last_heartbeat_ms: int | None = None
+        # the heartbeat channel's connection (``tcp_retransmission_backoff``, KRaft: see
+        # _heartbeat): up, the heartbeat in flight (when sent), the attempt under way
+        # (attempt, deadline), failed attempts in a row
+        self._hb_channel = config.tcp_retransmission_backoff and generation.kraft
+        self._hb_connected = True
+        self._hb_sent: int | None = None
+        self._hb_connecting: tuple[int, int] | None = None
+        self._hb_failures = 0
+        self._hb_attempts = 0
+        self._hb_setup = (ExponentialBackoff(*CONNECTION_SETUP_TIMEOUT_MS,
+                                             ctx.kernel.rng(f"broker-{broker_id}-controller-connect"))
+                          if self._hb_channel else None)
         self.heartbeat_phase_ms = 0   # when this boot's first periodic heartbeat is due
         self._fetch_dst: tuple[int, int] | None = None  # (leader, token) of the fetch in flight
         self._fetch_sent: object | None = None  # that request itself (answers echo it)
@@ -220,6 +246,7 @@ class Broker:
         self.alive = True
         self.incarnation += 1
         self._reset_connections()   # a new process: new connections
+        self._hb_connected, self._hb_sent, self._hb_connecting, self._hb_failures = True, None, None, 0
         self.registered = not self.broker_epochs
         self.controller_epoch = 0   # ReplicaManager.controllerEpoch: none heard yet (volatile)
         self._alter_sent_ms = None
@@ -424,12 +451,81 @@ class Broker:
 
     # -- controller traffic -----------------------------------------------------------------
     def _heartbeat(self) -> None:
+        """A heartbeat to the controller (at registration, then each tick). With
+        ``tcp_retransmission_backoff`` in KRaft, over a channel that behaves as Kafka's does
+        when links drop packets (the heartbeat ``NodeToControllerChannelManager``): one heartbeat
+        in flight at a time; one unanswered after ``session_timeout_ms / 2`` (its request
+        timeout, ``BrokerServer``: KAFKA-14392) closes the connection, and what the cut held on
+        it is gone; the next heartbeat opens a new one, and an attempt across a link that drops
+        packets waits for the kernel's next SYN after a heal, or gives up after the connection
+        set-up timeout (10 s with jitter, growing to 30 s) and the next heartbeat tries again.
+        So a broker cut off from the controller for longer than that timeout is not back (nor
+        unfenced) at the heal but up to the next SYN later (:meth:`_hb_connect`)."""
+        if self._hb_channel:
+            if self._hb_sent is not None:
+                return  # one in flight: its answer or its timeout first
+            if not self._hb_connected:
+                self._hb_connect()
+                return
         self._last_heartbeat_ms = self.ctx.now_ms
         # Only the newest heartbeat matters after a gap: a broker has one in flight at a time
         # (KRaft ``BrokerLifecycleManager``; ZooKeeper sessions ping the same way).
         self.ctx.post(self.broker_id, "controller", "on_heartbeat",
                       BrokerHeartbeat(self.broker_id, self.incarnation, self.clean_shutdown),
                       coalesce="heartbeat")
+        if self._hb_channel:
+            sent = self._hb_sent = self.ctx.now_ms
+            inc = self.incarnation
+            self.ctx.kernel.schedule(self.config.session_timeout_ms // 2,
+                                     lambda: self._if_alive(inc, lambda: self._hb_timeout(sent)))
+
+    def _hb_timeout(self, sent: int) -> None:
+        """The heartbeat sent at ``sent`` is unanswered after its request timeout: the channel
+        closes ("Disconnecting from node N due to request timeout"), dropping what a cut held
+        on it both ways; the next heartbeat reconnects."""
+        if self._hb_sent != sent:
+            return
+        self._hb_sent = None
+        self._hb_connected = False
+        network = self.ctx.network
+        network.discard_held(self.broker_id, "controller")
+        network.discard_held("controller", self.broker_id)
+        self.ctx.log_event("controller", f"broker {self.broker_id}: heartbeat unanswered for "
+                           f"{self.config.session_timeout_ms // 2} ms; disconnects from the controller")
+
+    def _hb_connect(self) -> None:
+        """Open the heartbeat channel's connection: at once across a usable link (then the
+        heartbeat goes), else an attempt whose SYN is resent 1, 3, 7, 15 and 31 s after the
+        first until the link is usable or the set-up timeout passes."""
+        if self._hb_connecting is not None:
+            return
+        if self.ctx.network.usable(self.broker_id, "controller"):
+            self._hb_connected, self._hb_failures = True, 0
+            self._heartbeat()
+            return
+        assert self._hb_setup is not None
+        self._hb_attempts += 1
+        attempt, inc = self._hb_attempts, self.incarnation
+        timeout = self._hb_setup.backoff(self._hb_failures)
+        self._hb_connecting = (attempt, self.ctx.now_ms + timeout)
+        for wait in [r for r in HEARTBEAT_SYN_RESENDS_MS if r < timeout] + [timeout]:
+            self.ctx.kernel.schedule(wait, lambda: self._if_alive(inc, lambda: self._hb_syn(attempt)))
+
+    def _hb_syn(self, attempt: int) -> None:
+        """Attempt ``attempt``'s resent SYN, or its deadline."""
+        if self._hb_connecting is None or self._hb_connecting[0] != attempt:
+            return
+        deadline = self._hb_connecting[1]
+        if self.ctx.network.usable(self.broker_id, "controller"):
+            self._hb_connecting = None
+            self._hb_connected, self._hb_failures = True, 0
+            self._heartbeat()
+            return
+        if self.ctx.now_ms >= deadline:
+            self._hb_connecting = None
+            self._hb_failures += 1
+            self.ctx.log_event("controller", f"broker {self.broker_id}: gives up connecting to the "
+                               "controller (socket connection set-up timeout)")
 
     def on_leader_and_isr(self, msg: LeaderAndIsr, src: object) -> None:
         """Apply a controller decision (also carried by heartbeat responses).
@@ -444,6 +540,7 @@ class Broker:
         (``KafkaServer.startup``: ``registerBroker`` before ``startProcessingRequests``), and
         rejects controller requests carrying another registration's broker epoch
         (``KafkaApis.isBrokerEpochStale``, KIP-380)."""
+        self._hb_sent = None  # the controller's word: the heartbeat in flight is answered
         if not self.registered:
             if (self.broker_id, self.incarnation) not in {(b, e) for b, e, _ in msg.brokers}:
                 return
@@ -459,6 +556,8 @@ class Broker:
                                    f"from controller epoch {self.controller_epoch}")
                 return
             self.controller_epoch = msg.controller_epoch
+        if msg.metadata_version >= self._image_version:
+            self.metadata_image, self._image_version = (msg.leader, msg.leader_epoch), msg.metadata_version
         before = (self.replica.role, self.replica.leader_epoch)
         outcome = self.replica.apply_leader_and_isr(msg, self.ctx.now_ms)
         self._drain_events()
@@ -812,6 +911,19 @@ class Broker:
         for _req, timer in self._parked_reads:
             timer.cancel()
         self._parked_reads.clear()
+
+    # -- clients' metadata ------------------------------------------------------------------
+    def on_metadata(self, msg: tuple[str, int], src: object) -> None:
+        """A client's metadata request (``KafkaApis.handleTopicMetadataRequest``): answered
+        from this broker's metadata cache, the partition's leader and epoch as the controller
+        last told it (:attr:`metadata_image`; a broker cut off from the controller answers
+        with what it heard before the cut). A broker that is not registered yet serves no
+        requests (:meth:`on_leader_and_isr`): the request goes unanswered."""
+        client, request_id = msg
+        if not self.registered:
+            return
+        leader, epoch = self.metadata_image if self.metadata_image is not None else (None, 0)
+        self.ctx.post(self.broker_id, client, "on_metadata_response", (request_id, leader, epoch))
 
     # -- leader: produce --------------------------------------------------------------------
     def on_produce(self, req: ProduceRequest, src: object) -> None:

@@ -143,8 +143,10 @@ class ClusterConfig:
     cut link held between brokers go at TCP's next retransmission after the path is usable
     again (200 ms after the hold began, doubling:
     :func:`epochlab.sim.network.retransmission_after`), as on a live cluster whose cuts drop
-    packets; ``False`` (the default): at once, so a heal delivers what was held within a link
-    delay.
+    packets; and in KRaft a broker's heartbeat unanswered for ``session_timeout_ms / 2`` closes
+    its controller channel, whose next connection gets through at its SYN's next resend after
+    a heal (:meth:`epochlab.sim.broker.Broker._heartbeat`); ``False`` (the default): at once,
+    so a heal delivers what was held within a link delay.
     ``broker_startup_ms`` (``broker.startup.ms``) is the ``(min, max)`` time from a restart to
     the broker's registration (process start, log loading), drawn per restart: Kafka 4.3.1 on
     this machine took 2.2-4.3 s from restart to the ISR (``docs/kafka-run.md``), the model
@@ -281,8 +283,10 @@ class ProducerConfig:
     connection to a broker before its first request there and after a closed one, and an
     attempt whose packets a cut link drops waits for this timeout (growing to
     ``socket_connection_setup_timeout_max_ms`` with each failed attempt) before the client
-    gives up on the broker and asks for metadata again (:mod:`epochlab.sim.producer`); unset,
-    a connection is there as soon as it is needed. ``metadata_recovery_strategy`` (the Java
+    gives up on the broker and asks for metadata again (:mod:`epochlab.sim.producer`); its
+    metadata requests go over those connections too, to the least loaded broker, which answers
+    from its metadata cache; unset, a connection is there as soon as it is needed and the
+    controller answers metadata requests. ``metadata_recovery_strategy`` (the Java
     client's ``metadata.recovery.strategy``, 3.8+: ``"none"``, or ``"rebootstrap"``, its default
     from 4.0, KIP-1102; unset, the model's producer does not re-bootstrap and a live Java client
     runs with its release's default): with ``"rebootstrap"`` a producer that finds no broker

@@ -54,6 +54,27 @@ a new leader after the leader was cut off logged "Disconnecting from node 2 due 
 connection setup timeout. The timeout value is 9242 ms." 9.2 s after it began, and only then
 learned of the next leader; its two batches waiting since expired.
 
+With the connection set-up rule on, metadata requests go to a broker as well, over the
+producer's own connection to it, as the Java client's do (``NetworkClient``'s
+``DefaultMetadataUpdater.maybeUpdate``): the broker is the ``leastLoadedNode``, the one with the
+fewest requests in flight among those not in their reconnect backoff after a refusal, ties
+broken by a random rotation of the broker list drawn for each choice (``randOffset``), so a
+broker the producer has produce requests in flight to is passed over for an idle one. A
+connected broker is asked at once; while a connection attempt is under way nothing else is
+tried (``isAnyNodeConnecting``) and the choice is made again each reconnect backoff (50 ms); an
+unconnected one is connected to first (across a cut link the attempt waits as above); one whose
+process is down, or not yet registered and so not serving (endpoints closed: refused), is
+backed off (``reconnect.backoff.ms`` 50 ms doubling to 1 s per refusal in a row, with jitter) and
+another is chosen. The broker answers from its metadata cache (``Broker.on_metadata``: what the
+controller last told it). A request unanswered after ``request_timeout_ms`` closes the
+connection ("Disconnecting from node N due to request timeout": the produce requests in flight
+on it fail as disconnected) and counts as a failed metadata attempt. Measured on Kafka 4.3.1
+here (``client.log`` of ``epochlab kafka fuzz`` schedule 17, Java): a metadata request went to
+broker 2 after it was isolated; the client disconnected from it for the request timeout, then
+waited on a new connection to it for the connection set-up timeout (11.7 s) before it learned
+the new leader, and its waiting records expired. Without the rule the model's producer asks the
+controller, which always answers.
+
 Re-bootstrap (``metadata_recovery_strategy="rebootstrap"``: the Java client's default from 4.0,
 KIP-1102): when the client wants metadata and finds no broker available
 (``NetworkClient.DefaultMetadataUpdater.maybeUpdate``: ``leastLoadedNode`` has no node ready,
@@ -187,6 +208,12 @@ class Producer(TransactionalMixin):
                        ExponentialBackoff(setup, config.socket_connection_setup_timeout_max_ms,
                                           ctx.kernel.rng(f"{name}:connect")))
         self._rebootstraps = config.metadata_recovery_strategy == "rebootstrap"
+        # with the connection rule, metadata goes to the least loaded broker (module doc): the
+        # rotation of the broker list drawn for each choice, and the backoff after a refusal
+        self._nodes_rng = ctx.kernel.rng(f"{name}:nodes") if setup is not None else None
+        self._reconnect = (None if setup is None else
+                           ExponentialBackoff(RECONNECT_BACKOFF_MS, RECONNECT_BACKOFF_MAX_MS,
+                                              ctx.kernel.rng(f"{name}:reconnect")))
         self._start_session()
 
     # -- public API -------------------------------------------------------------------------
@@ -298,6 +325,10 @@ class Producer(TransactionalMixin):
         self._wants_since = None
         self._outage: tuple[int, list[int]] | None = None
         self._metadata_pending: int | None = None
+        # the broker a pending metadata request went to, and the brokers that refused a
+        # connection, each until its reconnect backoff ends (the connection rule)
+        self._metadata_node: int | None = None
+        self._refused_until: dict[int, int] = {}
         self._metadata_backoff = MetadataBackoff(self._backoff) if self._backoff else None
         self._metadata_timer: Timer | None = None
         self._init_pending: int | None = None
@@ -524,7 +555,9 @@ class Producer(TransactionalMixin):
         if self.ctx.now_ms < under_way[1]:
             return
         del self._connecting[broker]
-        self._connect_failures[broker] = self._connect_failures.get(broker, 0) + 1
+        failures = self._connect_failures[broker] = self._connect_failures.get(broker, 0) + 1
+        if self._reconnect is not None:  # disconnected: in its reconnect backoff (module doc)
+            self._refused_until[broker] = self.ctx.now_ms + self._reconnect.backoff(failures - 1)
         self.ctx.log_event("client", f"producer {self.name}: gives up connecting to broker {broker} "
                            "(socket connection set-up timeout) and asks for metadata again")
         if self._leader == broker:
@@ -765,8 +798,15 @@ class Producer(TransactionalMixin):
             self.ctx.post(self.name, dst, "on_client_disconnect",
                           ClientDisconnect(self.name, self.ctx.now_ms))
             self._connected.discard(dst)  # type: ignore[arg-type]
+            self._metadata_lost(dst)  # a metadata request on that connection fails with it
         self._on_error(entry[0], "REQUEST_TIMED_OUT")
-        for other in others:
+        self._fail_disconnected(others)
+        self._release_early()
+
+    def _fail_disconnected(self, request_ids: list[int]) -> None:
+        """The requests ``request_ids`` were in flight on a connection the client closed: each
+        fails as disconnected (NETWORK_EXCEPTION, retried), possibly written."""
+        for other in request_ids:
             pending = self._in_flight.pop(other, None)
             self._early.pop(other, None)
             self._deadline.pop(other, None)
@@ -774,7 +814,6 @@ class Producer(TransactionalMixin):
                 pending[1].cancel()
                 pending[0].indeterminate = True  # it may have been answered on the wire
                 self._on_error(pending[0], "NETWORK_EXCEPTION")
-        self._release_early()
 
     def on_connection_reset(self, broker: object, src: object) -> None:
         """``broker``'s process died and its kernel closed the connection
@@ -782,6 +821,7 @@ class Producer(TransactionalMixin):
         disconnected (``NetworkClient.handleDisconnections``: NETWORK_EXCEPTION, retried after a
         metadata refresh), each possibly appended before the crash."""
         self._connected.discard(broker)  # type: ignore[arg-type]
+        lost = self._metadata_lost(broker)
         for request_id in self._order.pop(broker, []):  # type: ignore[call-overload]
             entry = self._in_flight.pop(request_id, None)
             self._early.pop(request_id, None)
@@ -791,7 +831,10 @@ class Producer(TransactionalMixin):
                 entry[0].indeterminate = True
                 self._on_error(entry[0], "NETWORK_EXCEPTION")
         self._release_early()
-        self._poll()
+        if lost:
+            self._drain()  # ask again (its metadata request went with the connection)
+        else:
+            self._poll()
 
     def _on_error(self, batch: _Batch, error: str) -> None:
         """Retry or fail one batch after an error (see the module doc)."""
@@ -878,10 +921,106 @@ class Producer(TransactionalMixin):
         if wait > 0:  # Metadata.timeToAllowUpdate (G5, KIP-580)
             self._metadata_after(wait)
             return
+        if self._setup is not None:
+            self._ask_a_broker()
+            return
         request_id = self._metadata_pending = self._next_id()
         self.ctx.post(self.name, "controller", "on_metadata", (self.name, request_id))
         session = self.session
         self.ctx.kernel.schedule(METADATA_TIMEOUT_MS, lambda: self._metadata_timeout(session, request_id))
+
+    def _ask_a_broker(self) -> None:
+        """Send a metadata request to the least loaded broker over the producer's connection to
+        it, connecting first; or wait for a connection under way, or for a broker out of its
+        reconnect backoff (module doc)."""
+        network, now = self.ctx.network, self.ctx.now_ms
+        assert self._reconnect is not None
+        for _ in range(len(self._brokers())):
+            node = self._least_loaded()
+            if node is None:
+                break
+            if node not in self._connected:
+                if self._connecting or not network.usable(self.name, node):
+                    # a connection attempt under way holds every other one back
+                    # (isAnyNodeConnecting); across a cut link one starts; the choice is made
+                    # again after the reconnect backoff
+                    if not self._connecting:
+                        self._connect(node)
+                    self._metadata_after(RECONNECT_BACKOFF_MS)
+                    return
+                if self._accepting(node):
+                    self._connected.add(node)
+                    self._connect_failures.pop(node, None)
+            if node in self._connected and self._accepting(node):
+                request_id = self._metadata_pending = self._next_id()
+                self._metadata_node = node
+                self.ctx.post(self.name, node, "on_metadata", (self.name, request_id))
+                session = self.session
+                self.ctx.kernel.schedule(self.config.request_timeout_ms,
+                                         lambda: self._metadata_request_timeout(session, request_id))
+                return
+            # refused: the process is down or not serving yet (its endpoints are closed)
+            self._connected.discard(node)
+            failures = self._connect_failures[node] = self._connect_failures.get(node, 0) + 1
+            self._refused_until[node] = now + self._reconnect.backoff(failures - 1)
+        waits = [t - now for t in self._refused_until.values() if t > now]
+        self._metadata_after(min(waits) if waits else RECONNECT_BACKOFF_MS)
+
+    def _brokers(self) -> list[int]:
+        """The brokers' ids, in order (the nodes of the producer's metadata)."""
+        return sorted(b for b in self.ctx.routes() if isinstance(b, int))
+
+    def _accepting(self, broker: int) -> bool:
+        """Whether ``broker`` takes a connection: its process is up and serving, registered
+        (``Broker.on_metadata``); else a connection attempt is refused."""
+        return self.ctx.network.is_alive(broker) and bool(getattr(self.ctx.node(broker), "registered", True))
+
+    def _least_loaded(self) -> int | None:
+        """``NetworkClient.leastLoadedNode`` while a metadata update is due: from a random
+        rotation of the brokers, the first with the fewest requests in flight among those not
+        in their reconnect backoff; ``None`` when every one is."""
+        assert self._nodes_rng is not None
+        brokers, now = self._brokers(), self.ctx.now_ms
+        if not brokers:
+            return None
+        offset = self._nodes_rng.randrange(len(brokers))
+        best, fewest = None, 0
+        for i in range(len(brokers)):
+            node = brokers[(offset + i) % len(brokers)]
+            if self._refused_until.get(node, 0) > now:
+                continue
+            in_flight = len(self._order.get(node, ()))
+            if best is None or in_flight < fewest:
+                best, fewest = node, in_flight
+        return best
+
+    def _metadata_request_timeout(self, session: int, request_id: int) -> None:
+        """A metadata request to a broker unanswered after ``request_timeout_ms``: the client
+        closes the connection (``NetworkClient.handleTimedOutRequests``), failing what else is
+        in flight on it, and the attempt counts as failed."""
+        if session != self.session or self._metadata_pending != request_id:
+            return
+        node = self._metadata_node
+        assert node is not None
+        self._metadata_lost(node)
+        self.ctx.log_event("client", f"producer {self.name}: disconnects from broker {node}: its "
+                           "metadata request timed out")
+        others = list(self._order.pop(node, []))
+        self.ctx.post(self.name, node, "on_client_disconnect", ClientDisconnect(self.name, self.ctx.now_ms))
+        self._connected.discard(node)
+        self._fail_disconnected(others)
+        self._release_early()
+        self._drain()
+
+    def _metadata_lost(self, node: object) -> bool:
+        """The connection to ``node`` closed: a metadata request pending on it failed (then
+        True)."""
+        if self._metadata_pending is None or self._metadata_node != node:
+            return False
+        self._metadata_pending = self._metadata_node = None
+        if self._metadata_backoff is not None:
+            self._metadata_backoff.failed(self.ctx.now_ms)
+        return True
 
     def _metadata_after(self, wait_ms: int) -> None:
         """Ask for metadata again (a turn of the sender) after ``wait_ms``."""
@@ -908,7 +1047,7 @@ class Producer(TransactionalMixin):
         request_id, leader, epoch = msg
         if request_id != self._metadata_pending:
             return
-        self._metadata_pending = None
+        self._metadata_pending = self._metadata_node = None
         if not self._topic_known:
             self._topic_learned()
         if self._metadata_backoff is not None:
