@@ -52,6 +52,7 @@ from epochlab.generations import Generation
 from epochlab.sim.backoff import ExponentialBackoff
 from epochlab.sim.config import FLUSH_CHECK_INTERVAL_MS, ClusterConfig
 from epochlab.sim.kernel import Timer
+from epochlab.sim.network import syn_checks
 from epochlab.sim.messages import (
     evolve,
     AlterPartitionRequest,
@@ -108,15 +109,10 @@ REPLICA_REQUEST_TIMEOUT_MS = 30000
 ALTER_PARTITION_TIMEOUT_MS = 30000  # the controller channel's request timeout
 CONTROLLED_SHUTDOWN_TIMEOUT_MS = 5000
 MARKER_TIMEOUT_MS = 30000
-
-
-
-#: When the kernel resends a connection's SYN, from the first (Linux's ``TCP_TIMEOUT_INIT`` of
-#: 1 s, doubling): the same as a Java producer's connection attempt (``epochlab.sim.producer``).
-HEARTBEAT_SYN_RESENDS_MS = (1000, 3000, 7000, 15000, 31000, 63000)
 #: ``socket.connection.setup.timeout.ms`` and ``.max.ms`` by default: how long the heartbeat
 #: channel's connection attempt waits, growing with failed attempts in a row.
 CONNECTION_SETUP_TIMEOUT_MS = (10_000, 30_000)
+
 
 class Broker:
     """Broker ``broker_id``; ``alive`` and ``incarnation`` change with crash/restart."""
@@ -508,7 +504,7 @@ class Broker:
         attempt, inc = self._hb_attempts, self.incarnation
         timeout = self._hb_setup.backoff(self._hb_failures)
         self._hb_connecting = (attempt, self.ctx.now_ms + timeout)
-        for wait in [r for r in HEARTBEAT_SYN_RESENDS_MS if r < timeout] + [timeout]:
+        for wait in syn_checks(timeout):
             self.ctx.kernel.schedule(wait, lambda: self._if_alive(inc, lambda: self._hb_syn(attempt)))
 
     def _hb_syn(self, attempt: int) -> None:

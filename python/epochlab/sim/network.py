@@ -76,7 +76,7 @@ from typing import Any
 
 from epochlab.sim.kernel import Kernel
 
-__all__ = ["LinkConfig", "Network", "Node", "retransmission_after"]
+__all__ = ["LinkConfig", "Network", "Node", "SYN_RESENDS_MS", "retransmission_after", "syn_checks"]
 
 Node = int | str
 
@@ -115,6 +115,19 @@ RECONNECT_MS = 30_000
 close a connection whose request has had no answer for ``request.timeout.ms`` (30 s by
 default, ``NetworkClient.handleTimedOutRequests``) and send again on a new one, so a message
 never waits behind TCP's backed-off retransmission timer for longer than that."""
+
+
+SYN_RESENDS_MS = (1000, 3000, 7000, 15000, 31000, 63000)
+"""When the kernel sends a connection attempt's SYN again, from the first: Linux's initial
+retransmission timeout of 1 s (``TCP_TIMEOUT_INIT``), doubling (``tcp_syn_retries`` 6). An
+attempt across a link that drops packets gets through at the first of these after the heal."""
+
+
+def syn_checks(timeout_ms: int) -> list[int]:
+    """When a connection attempt that gives up after ``timeout_ms`` (a Kafka client's
+    ``socket.connection.setup.timeout.ms``) looks again, from its start: at each SYN resend
+    before the timeout, then at the timeout."""
+    return [r for r in SYN_RESENDS_MS if r < timeout_ms] + [timeout_ms]
 
 
 @dataclass(slots=True)

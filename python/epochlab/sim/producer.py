@@ -121,6 +121,7 @@ from epochlab.sim.backoff import RETRY_BACKOFF_MAX_MS, ExponentialBackoff, Metad
 from epochlab.sim.config import ProducerConfig
 from epochlab.sim.kernel import Timer
 from epochlab.sim.messages import ClientDisconnect, ProduceRequest, ProduceResponse
+from epochlab.sim.network import syn_checks
 from epochlab.sim.producer_txn import FENCING_ERRORS, TransactionalMixin, Txn
 
 if TYPE_CHECKING:
@@ -139,9 +140,6 @@ _RETRIABLE = {"NOT_LEADER_OR_FOLLOWER", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLI
 _REFRESH = {"NOT_LEADER_OR_FOLLOWER", "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION",
             "UNKNOWN_LEADER_EPOCH", "FENCED_LEADER_EPOCH"}
 _INDETERMINATE = {"REQUEST_TIMED_OUT", "NOT_ENOUGH_REPLICAS_AFTER_APPEND", "NOT_LEADER_OR_FOLLOWER"}
-#: When the kernel sends a connection's SYN again, from the first: Linux's initial
-#: retransmission timeout of 1 s (``TCP_TIMEOUT_INIT``), doubling (``tcp_syn_retries`` 6).
-SYN_RESENDS_MS = (1000, 3000, 7000, 15000, 31000, 63000)
 #: The Java client's ``reconnect.backoff.max.ms`` by default
 #: (``CommonClientConfigs.DEFAULT_RECONNECT_BACKOFF_MAX_MS``): how often a client that finds no
 #: broker available tries again.
@@ -524,7 +522,7 @@ class Producer(TransactionalMixin):
         session, attempt = self.session, self._connect_attempts
         timeout = self._setup.backoff(self._connect_failures.get(broker, 0))
         self._connecting[broker] = (attempt, self.ctx.now_ms + timeout)
-        for wait in [r for r in SYN_RESENDS_MS if r < timeout] + [timeout]:
+        for wait in syn_checks(timeout):
             self.ctx.kernel.schedule(wait, lambda: self._connect_check(session, broker, attempt))
         self.ctx.log_event("client", f"producer {self.name}: connecting to broker {broker} across a link "
                            f"that drops packets (set-up timeout {timeout} ms)")
