@@ -791,15 +791,20 @@ class Producer(TransactionalMixin):
             return
         dst = next((d for d, q in self._order.items() if request_id in q), None)
         self._dequeue(request_id)
-        others = list(self._order.pop(dst, [])) if dst is not None else []
-        if dst is not None:
-            self.ctx.post(self.name, dst, "on_client_disconnect",
-                          ClientDisconnect(self.name, self.ctx.now_ms))
-            self._connected.discard(dst)  # type: ignore[arg-type]
-            self._metadata_lost(dst)  # a metadata request on that connection fails with it
+        others = self._disconnect(dst) if dst is not None else []
         self._on_error(entry[0], "REQUEST_TIMED_OUT")
         self._fail_disconnected(others)
         self._release_early()
+
+    def _disconnect(self, broker: int) -> list[int]:
+        """The client closes its connection to ``broker`` (a request on it timed out): the
+        broker learns it, a metadata request on it fails with it; returns the ids of the
+        produce requests that were in flight on it (:meth:`_fail_disconnected`)."""
+        others = list(self._order.pop(broker, []))
+        self.ctx.post(self.name, broker, "on_client_disconnect", ClientDisconnect(self.name, self.ctx.now_ms))
+        self._connected.discard(broker)
+        self._metadata_lost(broker)
+        return others
 
     def _fail_disconnected(self, request_ids: list[int]) -> None:
         """The requests ``request_ids`` were in flight on a connection the client closed: each
@@ -1000,13 +1005,9 @@ class Producer(TransactionalMixin):
             return
         node = self._metadata_node
         assert node is not None
-        self._metadata_lost(node)
         self.ctx.log_event("client", f"producer {self.name}: disconnects from broker {node}: its "
                            "metadata request timed out")
-        others = list(self._order.pop(node, []))
-        self.ctx.post(self.name, node, "on_client_disconnect", ClientDisconnect(self.name, self.ctx.now_ms))
-        self._connected.discard(node)
-        self._fail_disconnected(others)
+        self._fail_disconnected(self._disconnect(node))
         self._release_early()
         self._drain()
 
