@@ -131,6 +131,57 @@ def test_the_model_is_asked_with_the_steps_at_their_real_times() -> None:
     assert at_real_times(scenario, []) is scenario
 
 
+def test_the_model_cuts_a_partitions_links_in_the_order_the_harness_did() -> None:
+    """A partition whose step kept the time each node's rules took effect cuts the model's
+    links in that order: a pair from the first of its two ends to cut it (a client's links
+    from the broker's, where the harness enforces them), the partition itself once the last
+    node's rules are in, the per-link cuts lifted then; a heal lets a pair through from the
+    last of its two ends. Without the times, or with ``link_by_link=False``, the step runs at
+    its start as before, and the model runs either scenario."""
+    from epochlab.fuzz.schedule import Schedule
+    from epochlab.kafka.runs.fuzz import at_real_times, schedule_scenario
+    from epochlab.scenarios.runner import run_scenario
+
+    schedule = Schedule.from_dict({
+        "format": "epochlab-schedule", "version": 1, "generation": "strict-min-isr", "seed": 3,
+        "cluster": {"brokers": [1, 2, 3]}, "producers": {"p1": {"acks": "all"}}, "consumers": {},
+        "actions": [{"at_ms": 1000, "op": "partition", "groups": [[1, 2], [3, "controller", "p1"]]},
+                    {"at_ms": 1010, "op": "produce", "producer": "p1", "count": 1},
+                    {"at_ms": 5000, "op": "heal"}]})
+    scenario = schedule_scenario(schedule, "staged")
+    real_steps = [{"index": 0, "action": "partition", "at_ms": 1000, "executed_at_ms": 1001,
+                   "applied_ms": {"1": 1020, "2": 1100, "3": 1050, "100": 1080}},
+                  {"index": 1, "action": "produce", "at_ms": 1010, "executed_at_ms": 1110},
+                  {"index": 2, "action": "heal", "at_ms": 5000, "executed_at_ms": 5000,
+                   "applied_ms": {"1": 5010, "2": 5090, "3": 5030, "100": 5060}}]
+    staged = at_real_times(scenario, real_steps)
+
+    def shown(step):  # type: ignore[no-untyped-def]
+        if step.action == "set_link":
+            return (step.at_ms, "cut" if step.params["drop"] == 1.0 else "lift", step.params["a"], step.params["b"])
+        return (step.at_ms, step.action)
+
+    assert [shown(s) for s in staged.steps if s.index == 0] == [
+        (1020, "cut", 1, 3), (1020, "cut", 1, "controller"), (1020, "cut", 1, "p1"),
+        (1050, "cut", 2, 3), (1080, "cut", 2, "controller"),
+        (1100, "partition"),
+        (1100, "lift", 1, 3), (1100, "lift", 1, "controller"), (1100, "lift", 1, "p1"),
+        (1100, "lift", 2, 3), (1100, "lift", 2, "controller")]
+    assert [shown(s) for s in staged.steps if s.index == 2] == [
+        # broker 1's rules go first: its link to the client is through at once, the rest held
+        (5010, "cut", 1, 3), (5010, "cut", 1, "controller"), (5010, "cut", 2, 3),
+        (5010, "cut", 2, "controller"), (5010, "cut", 2, "p1"), (5010, "heal"),
+        (5030, "lift", 1, 3), (5060, "lift", 1, "controller"),
+        (5090, "heal"), (5090, "lift", 2, 3), (5090, "lift", 2, "controller"), (5090, "lift", 2, "p1")]
+    assert [s.at_ms for s in staged.steps if s.index == 1] == [1110]
+    plain = at_real_times(scenario, real_steps, link_by_link=False)
+    assert [(s.action, s.at_ms) for s in plain.steps[:3]] == [("partition", 1001), ("produce", 1110), ("heal", 5000)]
+    untimed = [{k: v for k, v in s.items() if k != "applied_ms"} for s in real_steps]
+    assert [s.action for s in at_real_times(scenario, untimed).steps] == [s.action for s in plain.steps]
+    for sc in (staged, plain):
+        assert run_scenario(sc, "strict-min-isr", write=False).records
+
+
 #: what ``BrokerLifecycleManager`` writes to a KRaft broker's server.log with the harness's
 #: layout (``%d{UNIX_MILLIS} %p [%c] %m``)
 UNFENCED = "{t} INFO [kafka.server.BrokerLifecycleManager] [BrokerLifecycleManager id={b}] The broker has been " \

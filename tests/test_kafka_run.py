@@ -215,6 +215,15 @@ def test_the_java_producer_waits_on_a_connection_to_a_cut_leader_as_the_model_do
     log = (tmp_path / "run" / "client.log").read_text()
     timeouts = re.findall(r"Disconnecting from node 1 due to socket connection setup timeout. The timeout value is (\d+) ms", log)
     assert timeouts and 8000 <= int(timeouts[0]) <= 12_000, timeouts
+    # the isolation and the heal keep when each node's rules took effect (the model is given
+    # them in that order: epochlab.kafka.runs.fuzz.at_real_times), each within the step
+    steps = json.loads((tmp_path / "run" / "steps.json").read_text())
+    changed = {s["action"]: s for s in steps if s.get("applied_ms")}
+    assert set(changed) == {"isolate", "heal"}, [(s["action"], s.get("applied_ms")) for s in steps]
+    for s in changed.values():
+        times = {int(n): ms for n, ms in s["applied_ms"].items()}
+        assert set(times) <= set(cluster.nodes) and 1 in times, times
+        assert all(s["executed_at_ms"] <= ms <= s["executed_at_ms"] + 5000 for ms in times.values()), (s, times)
 
 
 def test_the_java_producer_rebootstraps_with_every_broker_down_as_the_model_does(cluster: LocalCluster,

@@ -82,6 +82,11 @@ class Faults:
         #: the run's proxied links (:class:`epochlab.kafka.live.proxy.LinkProxies`): their
         #: connections carry the proxy's address, so the cuts are enforced there too
         self.proxies: LinkProxies | None = None
+        #: ``time.monotonic()`` at which each node's rules last took effect (:meth:`_apply`,
+        #: which rewrites them one namespace after another, tens of milliseconds each: the
+        #: links of one partition are cut node by node); the caller empties it when it wants
+        #: the times of one change
+        self.applied: dict[int, float] = {}
 
     # -- processes --------------------------------------------------------------------------
     def kill(self, node_id: int) -> int:
@@ -232,6 +237,7 @@ class Faults:
             if done.returncode != 0:
                 raise ConfigError(f"nft in {netns} failed: {done.stderr.strip()}", where="nft",
                                   field="network", expected="exit 0", got=done.returncode)
+            self.applied[node_id] = time.monotonic()
             self._tables.add(node_id)
         if self.proxies is not None:
             self.proxies.apply_cuts(self.cuts)

@@ -31,7 +31,7 @@ from epochlab.scenarios.runner import state_conditions
 from epochlab.sim.config import ClusterConfig, ConsumerConfig, ProducerConfig
 from epochlab.steps import STEPS
 
-__all__ = ["ACTIONS", "SAMPLE_INTERVAL_S", "Driver"]
+__all__ = ["ACTIONS", "SAMPLE_INTERVAL_S", "Driver", "LiveStepRecord"]
 
 #: How often the cluster is sampled while time passes (Admin requests + data directory reads).
 SAMPLE_INTERVAL_S = 0.25
@@ -51,6 +51,19 @@ ADMIN_SAMPLE_S = 3.2
 #: can miss it, a read every 20 ms does not. The Admin state (leader, ISR, HW) is still
 #: taken at :data:`SAMPLE_INTERVAL_S`.
 WATCH_INTERVAL_S = 0.02
+
+
+@dataclasses.dataclass
+class LiveStepRecord(StepRecord):
+    """A live step's row. ``applied_ms``, for a step that changed the network's cuts: node id
+    -> the run clock's ms at which that node's rules took effect. The harness rewrites them one
+    namespace after another (:meth:`~epochlab.kafka.live.faults.Faults._apply`), tens of
+    milliseconds each, so one partition cuts its links node by node over up to a few hundred
+    milliseconds after ``executed_at_ms``, and a broker whose rules come last can still take
+    and acknowledge writes meanwhile (:func:`~epochlab.kafka.runs.fuzz.at_real_times` gives the
+    model the same order)."""
+
+    applied_ms: dict[int, int] | None = None
 
 
 class Driver:
@@ -218,11 +231,15 @@ class Driver:
             # next step, due at 3,000 ms, to 3,525 ms: `epochlab kafka fuzz` run 2,
             # docs/kafka-run.md); without a cut it asks the Admin API too (milliseconds).
             self.records[-1].snapshot = self.sample(admin=not self.cuts())
-            record = StepRecord(step, self.now_ms())
+            record = LiveStepRecord(step, self.now_ms())
+            self.faults.applied = {}
             try:
                 record.outcome = ACTIONS[step.action](self, dict(step.params)) or ""
             except Exception as exc:  # noqa: BLE001 - any failure of a real operation is the step's result
                 record.error = f"{type(exc).__name__}: {exc}"
+            if self.faults.applied:
+                started = self.history.started
+                record.applied_ms = {n: int((t - started) * 1000) for n, t in sorted(self.faults.applied.items())}
             self.pump()
             self.records.append(record)
             cursor = self.now_ms()

@@ -289,7 +289,8 @@ def data_outcome(summary: dict[str, Any]) -> tuple[Any, ...]:
 _CLOSING_TIMED = frozenset({"heal", "restart"})
 
 
-def at_real_times(scenario: Any, steps: list[dict[str, Any]], startups: dict[str, int] | None = None) -> Any:
+def at_real_times(scenario: Any, steps: list[dict[str, Any]], startups: dict[str, int] | None = None,
+                  link_by_link: bool = True) -> Any:
     """``scenario`` with every timed step at the moment the real run executed it (a run's
     ``steps.json``: ``executed_at_ms`` by step index). The harness starts a step late when the
     one before it took time (a partition's nft rules in every namespace take 80-300 ms here), so
@@ -304,37 +305,130 @@ def at_real_times(scenario: Any, steps: list[dict[str, Any]], startups: dict[str
     from the restart to the broker unfenced, :func:`~epochlab.kafka.runs.compare.restart_startups`)
     each of those restarts takes that startup time instead of a draw from
     ``broker_startup_ms`` (2.0-3.8 s; 106 restarts of a live campaign here were unfenced
-    1.9-18.4 s after the restart step, median 3.4 s)."""
+    1.9-18.4 s after the restart step, median 3.4 s).
+
+    With ``link_by_link`` (the default), a partition, isolation or heal whose step kept the
+    time each node's rules took effect (``applied_ms``,
+    :class:`~epochlab.kafka.runs.driver.LiveStepRecord`) changes the model's links in that
+    order (:func:`_link_by_link`), not all at the step's start."""
     executed = {s["index"]: int(s["executed_at_ms"]) for s in steps
                 if s.get("index") is not None and s.get("executed_at_ms") is not None
                 and (s.get("at_ms") is not None or s.get("action") in _CLOSING_TIMED)}
+    applied: dict[int, dict[int, int]] = {
+        s["index"]: {int(n): int(ms) for n, ms in s["applied_ms"].items()} for s in steps
+        if link_by_link and s.get("index") is not None and s.get("applied_ms")}
     startups = {int(k): int(v) for k, v in (startups or {}).items()}
-    if not executed and not startups:
+    if not executed and not startups and not applied:
         return scenario
+    brokers = [int(b) for b in scenario.cluster.get("brokers", [1, 2, 3])]
+    nodes: list[Any] = [*brokers, "controller", *sorted(scenario.producers), *sorted(scenario.consumers)]
+    cut: frozenset[frozenset[Any]] = frozenset()
     moved = []
     for step in scenario.steps:
         if step.at_ms is not None or step.action in _CLOSING_TIMED:
             step = replace(step, at_ms=executed.get(step.index, step.at_ms))
         if step.action == "restart" and step.index in startups:
             step = replace(step, params={**step.params, "startup_ms": startups[step.index]})
-        moved.append(step)
+        after = _cut_after(step, nodes, cut)
+        if after is not None and step.index in applied and step.at_ms is not None:
+            moved += _link_by_link(step, cut, after, applied[step.index], brokers)
+        else:
+            moved.append(step)
+        cut = cut if after is None else after
     return replace(scenario, steps=type(scenario.steps)(moved))
+
+
+def _cut_after(step: Any, nodes: list[Any], cut: frozenset[frozenset[Any]]) -> frozenset[frozenset[Any]] | None:
+    """The pairs of ``nodes`` the model's network has cut after ``step`` (``None``: the step
+    changes no cut). A partition cuts every pair on different sides, its unlisted nodes being
+    one more side (``Network.partition``); an isolation cuts the broker from every other node;
+    a heal cuts nothing."""
+    if step.action == "heal":
+        return frozenset()
+    if step.action == "isolate":
+        b = int(step.params["broker"])
+        return frozenset(frozenset((b, n)) for n in nodes if n != b)
+    if step.action != "partition":
+        return None
+    side = {n: i for i, g in enumerate(step.params["groups"]) for n in g}
+    return frozenset(frozenset((a, b)) for i, a in enumerate(nodes) for b in nodes[i + 1:]
+                     if side.get(a, -1) != side.get(b, -1))
+
+
+def _link_by_link(step: Any, before: frozenset[frozenset[Any]], after: frozenset[frozenset[Any]],
+                  applied: dict[int, int], brokers: list[int]) -> list[Any]:
+    """A cut-changing ``step`` as the harness made it: node by node, at the times of
+    ``applied`` (node id -> run ms at which its rules took effect).
+
+    A cut from ``a`` to ``b`` is enforced in ``a``'s namespace, one to or from the clients
+    (which share the harness's address) in the broker's (``Faults.rules``). The model's links
+    are cut both ways, and a request and its answer need both directions, so a pair is cut
+    from the first of its two ends that cut it and usable again from the last that lets it
+    through. Until the last change, the cuts are per link (``set_link`` with ``drop=1``, the
+    partition lifted); at the last, the step itself, at that time, and the per-link cuts
+    lifted. The controller is the one node of ``applied`` that is not a broker; with none or
+    several, or a node without a time (its rules unchanged), the change counts at the step's
+    start."""
+    start = int(step.at_ms)
+    controllers = [n for n in applied if n not in brokers]
+    namespace: dict[Any, int] = {b: b for b in brokers}
+    if len(controllers) == 1:
+        namespace["controller"] = controllers[0]
+
+    def when(node: Any) -> int | None:
+        ns = namespace.get(node)
+        return None if ns is None else applied.get(ns)
+
+    changes: dict[frozenset[Any], int] = {}
+    for pair in before ^ after:
+        times = [t for t in (when(n) for n in pair) if t is not None] or [start]
+        changes[pair] = min(times) if pair in after else max(times)
+    if not changes:
+        return [step]
+    last = max(changes.values())
+    moments = sorted({t for t in changes.values() if t < last})
+    if not moments:
+        return [replace(step, at_ms=last)]
+
+    def link(pair: frozenset[Any], drop: float, at_ms: int) -> Any:
+        a, b = sorted(pair, key=str)
+        return replace(step, action="set_link", at_ms=at_ms, label=None,
+                       params={"a": a, "b": b, "delay_ms": None, "drop": drop, "duplicate": 0.0, "reorder": False})
+
+    out: list[Any] = []
+    dropped: set[frozenset[Any]] = set()
+    for i, t in enumerate(moments):
+        now = {p for p in before | after if (p in after if p in changes and changes[p] <= t else p in before)}
+        out += [link(p, 1.0, t) for p in sorted(now - dropped, key=_pair_key)]
+        if i == 0 and before:
+            out.append(replace(step, action="heal", params={}, at_ms=t, label=None))
+        out += [link(p, 0.0, t) for p in sorted(dropped - now, key=_pair_key)]
+        dropped = now
+    out.append(replace(step, at_ms=last))
+    out += [link(p, 0.0, last) for p in sorted(dropped, key=_pair_key)]
+    return out
+
+
+def _pair_key(pair: frozenset[Any]) -> list[str]:
+    return sorted(map(str, pair))
 
 
 def model_seeds_matching(scenario: Any, real: dict[str, Any], settings: dict[str, int], seeds: int,
                          client: str = "librdkafka", steps: list[dict[str, Any]] | None = None,
-                         measured_startups: bool = False) -> int:
+                         measured_startups: bool = False, link_by_link: bool = True) -> int:
     """Of model seeds ``1..seeds``, how many give ``real``'s :func:`data_outcome`, each step at
     the time the real run executed it when ``steps`` (its ``steps.json``) is given; with
     ``measured_startups``, each restart also takes the startup time the real run measured
     (``real["restart_startup_ms"]``). Not by default: on 60 live runs that input changed
     whether the model reproduces the run for one run only, for the worse (``docs/kafka-run.md``:
     there the model's broker, up at the measured time, rejoined the ISR before a crash that
-    Kafka's did not)."""
+    Kafka's did not). ``link_by_link``: a partition's or heal's links cut or let through in
+    the order the real run's nodes took them (:func:`at_real_times`)."""
     from epochlab.kafka.runs.compare import model_run, summarize_model
 
     if steps is not None:
-        scenario = at_real_times(scenario, steps, real.get("restart_startup_ms") if measured_startups else None)
+        scenario = at_real_times(scenario, steps, real.get("restart_startup_ms") if measured_startups else None,
+                                 link_by_link)
     want = data_outcome(real)
     return sum(data_outcome(summarize_model(model_run(replace(scenario, seed=seed), GENERATION, settings,
                                                       client))) == want
@@ -342,14 +436,15 @@ def model_seeds_matching(scenario: Any, real: dict[str, Any], settings: dict[str
 
 
 def reexamine(directory: Path, client: str, cluster: dict[str, Any] | None = None, seeds: int = MODEL_SEEDS,
-              measured_startups: bool = False) -> int:
+              measured_startups: bool = False, link_by_link: bool = True) -> int:
     """Of model seeds ``1..seeds``, how many give the real data outcome kept in a run
     ``directory`` (``real.json``, ``schedule.json``), the model standing for ``client`` with the
     cluster's settings as the run had them plus ``cluster`` (scenario names: for instance the
     broker start time this machine showed, ``{"broker_startup_ms": [9000, 16000]}``): whether a
     timing the model's defaults do not reach explains a run no default seed reproduces; with
     ``measured_startups``, each restart's startup time as the run measured it
-    (:func:`model_seeds_matching`)."""
+    (:func:`model_seeds_matching`); without ``link_by_link``, each partition and heal at its
+    step's start, as runs kept before the harness timed each node's rules have it."""
     from epochlab.fuzz.schedule import load_schedule
 
     real = json.loads((directory / "real.json").read_text())
@@ -358,7 +453,8 @@ def reexamine(directory: Path, client: str, cluster: dict[str, Any] | None = Non
         scenario = replace(scenario, cluster={**scenario.cluster, **cluster})
     steps_file = directory / "steps.json"
     steps = json.loads(steps_file.read_text()) if steps_file.exists() else None
-    return model_seeds_matching(scenario, real, real["settings"], seeds, client, steps, measured_startups)
+    return model_seeds_matching(scenario, real, real["settings"], seeds, client, steps, measured_startups,
+                                link_by_link)
 
 
 def _write_summary(out: Path, seed: int, profile: FuzzProfile, done: list[KafkaFuzzRun], seconds: float,

@@ -116,7 +116,9 @@ def write_run_dir(path: Path, scenario: Any, real: Any, payload: dict[str, Any],
 
     def fill(d: Path) -> None:
         (d / "steps.md").write_text(table_markdown(rows))
-        steps = [{**r.step.to_dict(), "executed_at_ms": r.executed_at_ms, "outcome": r.outcome, "error": r.error}
+        steps = [{**r.step.to_dict(), "executed_at_ms": r.executed_at_ms, "outcome": r.outcome, "error": r.error,
+                  **({"applied_ms": {str(n): ms for n, ms in r.applied_ms.items()}}
+                     if getattr(r, "applied_ms", None) else {})}
                  for r in real.records[1:]]
         (d / "steps.json").write_text(dump(steps))
         (d / "history.jsonl").write_text(real.history.to_jsonl())
