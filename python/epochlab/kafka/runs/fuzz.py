@@ -368,7 +368,8 @@ def _link_by_link(step: Any, before: frozenset[frozenset[Any]], after: frozenset
     partition lifted); at the last, the step itself, at that time, and the per-link cuts
     lifted. The controller is the one node of ``applied`` that is not a broker; with none or
     several, or a node without a time (its rules unchanged), the change counts at the step's
-    start."""
+    start. The group coordinator, which the model hosts beside the controller, changes with
+    the step itself, at the last change."""
     start = int(step.at_ms)
     controllers = [n for n in applied if n not in brokers]
     namespace: dict[Any, int] = {b: b for b in brokers}
