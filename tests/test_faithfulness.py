@@ -95,6 +95,41 @@ def test_kip903_a_stale_fetch_does_not_put_an_empty_restarted_broker_back_in_the
         assert set(range(10)) <= set(state.replicas[state.leader].values())
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_restarted_kraft_broker_follows_before_the_controller_registers_it(backend, seed):
+    """A KRaft broker restarted while its old registration's session lives cannot register
+    (DuplicateBrokerRegistration) but reads the metadata log and follows the leader named
+    there (``BrokerServer.startup`` installs the metadata publishers before it waits for the
+    controller; ``ReplicaManager.applyDelta``): its fetches, accepted by the leader, move the HW
+    while its old incarnation is in the ISR, so acks=all writes are acknowledged before it
+    registers. Kafka 4.3.1 here (``epochlab kafka fuzz`` campaign seed 3, run 16): broker 2,
+    killed at 0.02 s and restarted at 0.7 s, started following at 2.7 s, m1-m3 sent at 0.8 s
+    were acknowledged at 2.6 s, and the controller registered it only at 6.1 s. Before, the
+    model's restarted broker followed nothing until registered, and the writes waited for
+    the old session to expire."""
+    c = Cluster(ClusterConfig(broker_startup_ms=(2000, 2000), min_insync_replicas=2, session_timeout_ms=9000),
+                Generation.STRICT_MIN_ISR, seed=seed, backend=backend)
+    c.run_for(1000)
+    leader = c.state().leader
+    follower = next(b for b in (1, 2, 3) if b != leader)
+    c.crash(follower)
+    c.run_for(700)
+    c.restart(follower)
+    c.run_for(100)
+    assert follower in c.state().controller["isr"]   # the old incarnation: its session lives
+    p = c.producer("p", ProducerConfig(acks="all"))
+    p.send_many(range(3))
+    assert p.flush(5000)
+    acked_ms = c.now_ms
+    c.run_for(15_000)
+    registered = [e.time_ms for e in c.events
+                  if e.kind == "controller" and e.message == f"controller: broker {follower} registered"]
+    assert registered and registered[-1] > acked_ms, (registered, acked_ms)
+    assert any("registration waits for the old session to expire" in e.message for e in c.events)
+    assert c.state().replicas[follower].values() == [0, 1, 2]
+
+
 def test_the_controller_channel_is_ordered_and_reliable():
     # AlterPartition travels on one ordered connection (NodeToControllerChannelManager), one
     # request at a time (AlterPartitionManager): duplication and reordering cannot happen there.

@@ -530,17 +530,31 @@ class Broker:
         incarnation (``BrokerServer.startup`` opens its endpoints only after
         ``lifecycleManager.setReadyToUnfence()``; the controller refuses a new incarnation's
         registration while the old one's session lives, ``ClusterControlManager.registerBroker``:
-        DuplicateBrokerRegistrationException). Until a state lists this incarnation, a
-        restarted broker ignores partition states, which still name its previous incarnation.
-        ZooKeeper era from 2.2 alike: a broker starts processing requests only once registered
+        DuplicateBrokerRegistrationException). But it follows before that: its replica manager
+        applies the metadata image once the broker has read the metadata log up to the
+        quorum's high watermark, which it reads as an observer, registered or not
+        (``BrokerServer.startup`` installs the metadata publishers before it waits for the
+        controller's acknowledgement; ``ReplicaManager.applyDelta`` makes it a follower of the
+        leader named there and starts its fetcher). Its fetches carry broker epoch -1 until it
+        registers (``BrokerLifecycleManager.brokerEpoch``), which the leader accepts
+        (``Replica.updateFetchStateOrThrow`` fences only an older epoch), so while its old
+        incarnation is still in the ISR, its fetches move the leader's HW. So until a state
+        lists this incarnation, a restarted KRaft broker applies only states that name another
+        broker leader; one naming it leader is ignored (Kafka's would lead, serving nothing
+        until unfenced). The model's fetch carries the incarnation instead of -1: the leader
+        takes either, and counts neither ISR-eligible, where Kafka's lets a -1 fetch join the
+        ISR of an unfenced old registration (``Partition.isBrokerEpochIsrEligible``).
+        ZooKeeper era from 2.2: a broker starts processing requests only once registered
         (``KafkaServer.startup``: ``registerBroker`` before ``startProcessingRequests``), and
         rejects controller requests carrying another registration's broker epoch
-        (``KafkaApis.isBrokerEpochStale``, KIP-380)."""
+        (``KafkaApis.isBrokerEpochStale``, KIP-380): it ignores partition states until a
+        state lists its incarnation."""
         self._hb_sent = None  # the controller's word: the heartbeat in flight is answered
         if not self.registered:
-            if (self.broker_id, self.incarnation) not in {(b, e) for b, e, _ in msg.brokers}:
+            if (self.broker_id, self.incarnation) in {(b, e) for b, e, _ in msg.brokers}:
+                self.registered = True
+            elif not (self.ctx.generation.kraft and msg.leader is not None and msg.leader != self.broker_id):
                 return
-            self.registered = True
         if not self.ctx.generation.kraft:
             # ReplicaManager.becomeLeaderOrFollower: a request of an older controller than
             # one already heard is refused whole (STALE_CONTROLLER_EPOCH); else its epoch is

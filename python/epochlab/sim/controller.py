@@ -441,6 +441,11 @@ class Controller:
                     "its ZooKeeper registration of the old session still exists"
                 self.ctx.log_event("controller", f"controller: broker {b} restarted; its "
                                    f"registration waits for the old session to expire ({why})")
+            if self.generation.kraft:
+                # a KRaft broker reads the metadata log as an observer of the quorum whether
+                # registered or not: the state reaches it (and, unregistered, it follows the
+                # leader named there: Broker.on_leader_and_isr)
+                self._answer(lambda: self._send_state(b, self.state()))
             return
         self._refused.discard(b)
         if not self.live[b] or known != hb.incarnation:
