@@ -414,3 +414,17 @@ def test_a_process_age_is_read_from_proc() -> None:
     age = process_age_s(os.getpid())
     assert age is not None and 0 <= age < 24 * 3600
     assert process_age_s(None) is None and process_age_s(2 ** 22 + 12345) is None
+
+
+def test_a_new_leader_sampled_with_its_predecessors_epoch_is_not_a_leadership() -> None:
+    """A live sample paired leader 2 with epoch 0, its predecessor's (its election not yet
+    applied where the epoch was read), between leader 1 in epoch 0 and leader 2 in epoch 1
+    (``tests/test_kafka_run.py``'s Java cut-leader scenario, 2026-12-02): two leaders never
+    share an epoch, so the sample is left out, as an epoch below one already seen is."""
+    from epochlab.kafka.runs.compare import leader_runs
+
+    pt = lambda t, leader, epoch: (t, leader, epoch, (1, 2, 3), leader is None)  # noqa: E731
+    assert leader_runs([pt(0, 1, 0), pt(5, 2, 0), pt(9, 2, 1)]) == [[1, 0], [2, 1]]
+    assert leader_runs([pt(0, 1, 0), pt(5, 2, 1), pt(7, 1, 0), pt(9, None, None), pt(12, 1, 2)]) == \
+        [[1, 0], [2, 1], [None, None], [1, 2]]
+    assert leader_runs([pt(0, 1, 0), pt(3, 3, None), pt(9, 2, 1)]) == [[1, 0], [2, 1]]

@@ -158,19 +158,7 @@ def _summary(history: list[dict[str, Any]], final: Snapshot, epochs: dict[int, l
     all_acked = {v for a in acked.values() for v in a}
     survivors = _surviving(final)
     counts = Counter(survivors)
-    leaders: list[list[Any]] = []
-    top = -1
-    for _t, leader, epoch, _isr, _off in points:
-        if epoch is None and leader is not None:
-            continue  # a dead leader's epoch is unknown: not a new leadership
-        if epoch is not None and epoch < top:
-            # the controller's epochs only grow: an older one is a broker's stale answer (a
-            # leader that has not yet applied its re-election still reports its old epoch)
-            continue
-        top = max(top, epoch if epoch is not None else -1)
-        entry = [leader, epoch if leader is not None else None]  # no epoch shows while offline
-        if not leaders or leaders[-1] != entry:
-            leaders.append(entry)
+    leaders = leader_runs(points)
     return {
         "acked": {p: {str(v): o for v, o in sorted(a.items())} for p, a in sorted(acked.items())},
         "not_acked": {p: [v for v in vs if v not in acked.get(p, {})] for p, vs in sorted(sent.items())},
@@ -187,6 +175,29 @@ def _summary(history: list[dict[str, Any]], final: Snapshot, epochs: dict[int, l
         "isr_returns": isr_returns(points, steps),
         "expectations": {str(c.index if c.index is not None else f"step:{c.description}"): c.status for c in checks},
     }
+
+
+def leader_runs(points: list[tuple[int, int | None, int | None, tuple[int, ...], bool]]) -> list[list[Any]]:
+    """The run's leaderships in order, ``[leader, epoch]`` (``[None, None]`` while offline),
+    from its sampled ``points``. A sample can pair a broker's stale epoch with the new leader
+    (a new leader that has not yet applied its election reports the epoch before it): an
+    epoch below one already seen, or a new leader with its predecessor's epoch (each election
+    bumps the epoch, so two leaders never share one), is left out; so is a leader whose epoch
+    is unknown (dead)."""
+    leaders: list[list[Any]] = []
+    top = -1
+    for _t, leader, epoch, _isr, _off in points:
+        if epoch is None and leader is not None:
+            continue  # a dead leader's epoch is unknown: not a new leadership
+        if epoch is not None and epoch < top:
+            continue  # the controller's epochs only grow: an older one is a stale answer
+        if leaders and leader is not None and leaders[-1][0] not in (None, leader) and epoch == leaders[-1][1]:
+            continue  # a new leader with its predecessor's epoch: not yet applied
+        top = max(top, epoch if epoch is not None else -1)
+        entry = [leader, epoch if leader is not None else None]  # no epoch shows while offline
+        if not leaders or leaders[-1] != entry:
+            leaders.append(entry)
+    return leaders
 
 
 def _times(points: list[tuple[int, int | None, int | None, tuple[int, ...], bool]],
