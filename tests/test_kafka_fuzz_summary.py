@@ -204,6 +204,46 @@ def test_each_restarts_startup_is_read_from_the_brokers_unfencing() -> None:
     assert restart_startups([], restarts, t0) == {}
 
 
+#: ``Partition.makeFollower`` / ``makeLeader``'s state-change lines of Kafka 4.3.1, with the
+#: harness's layout, and the line before them on a restarted broker
+FOLLOWER = "{t} INFO [state.change.logger] [Broker id={b}] Follower T-0 starts at leader epoch 0 from offset 1 " \
+           "with partition epoch 0 and high watermark 0. Current leader is 1. Previous leader None and previous " \
+           "leader epoch was -1."
+LEADER = "{t} INFO [state.change.logger] [Broker id={b}] Leader T-0 with topic id Some(UQXh) starts at leader " \
+         "epoch 2 from offset 2 with partition epoch 4, high watermark 1, ISR [1,2,3], adding replicas [] and " \
+         "removing replicas [] . Previous leader Some(1) and previous leader epoch was 0."
+CREATING = "{t} INFO [state.change.logger] [Broker id={b}] Creating new partition T-0 with topic id UQXh."
+
+
+def test_each_restarts_first_role_is_read_from_the_state_change_log(tmp_path: Path) -> None:
+    """A restart's first role is the time from the restart step to the broker's first line
+    taking a role in the partition (follower or leader) after it: the broker's lines before the
+    restart, another broker's, and a line that takes no role do not count, and a restart with
+    no role after it is left out. A kept run without them in ``real.json`` has them read from
+    its ``state-change.log`` and ``steps.json``; one that holds them keeps its own."""
+    from epochlab.kafka.runs.compare import restart_roles
+    from epochlab.kafka.runs.fuzz import kept_restart_roles
+
+    t0 = 1_796_215_788_000
+    lines = [FOLLOWER.format(t=t0 - 50_000, b=3), CREATING.format(t=t0 + 6_110, b=3),
+             FOLLOWER.format(t=t0 + 6_111, b=2), FOLLOWER.format(t=t0 + 6_120, b=3),
+             LEADER.format(t=t0 + 9_000, b=3), LEADER.format(t=t0 + 30_400, b=1)]
+    restarts = [(4, 4_672, 3), (8, 28_900, 1), (9, 29_000, 2)]
+    assert restart_roles(lines, restarts, t0 + 0.4) == {"4": 1_448, "8": 1_500}
+    assert restart_roles([CREATING.format(t=t0 + 6_110, b=3)], restarts, t0) == {}
+
+    (tmp_path / "state-change.log").write_text("\n".join(lines) + "\n")
+    (tmp_path / "steps.json").write_text(json.dumps([
+        {"index": 3, "action": "crash", "params": {"broker": 3}, "executed_at_ms": 4_606, "error": None},
+        {"index": 4, "action": "restart", "params": {"broker": 3}, "executed_at_ms": 4_672, "error": None,
+         "outcome": "started, pid 9959"},
+        {"index": 8, "action": "restart", "params": {"broker": 1}, "executed_at_ms": 28_900, "error": None,
+         "outcome": "already running"}]))
+    assert kept_restart_roles(tmp_path, {"clock_epoch_ms": t0}) == {"4": 1_448}
+    assert kept_restart_roles(tmp_path, {"clock_epoch_ms": t0, "restart_role_ms": {"4": 900}}) == {"4": 900}
+    assert kept_restart_roles(tmp_path, {}) == {}
+
+
 def test_the_model_takes_each_restarts_measured_startup_time() -> None:
     """``at_real_times`` gives a restart the startup time the real run measured; the model's
     broker is then down for exactly that long, and the run's other draws are the same."""

@@ -44,8 +44,8 @@ from epochlab.fuzz.generator import FAULT_CLASSES, FuzzProfile, generate_schedul
 from epochlab.fuzz.schedule import Action, Schedule
 from epochlab.kafka.runs.scenario import GENERATION
 
-__all__ = ["FUZZ_CLIENTS", "REAL_FAULT_CLASSES", "KafkaFuzzRun", "live_schedule", "real_profile", "reexamine",
-           "reproduced", "schedule_scenario", "fuzz_cluster"]
+__all__ = ["FUZZ_CLIENTS", "REAL_FAULT_CLASSES", "KafkaFuzzRun", "kept_restart_roles", "live_schedule", "real_profile",
+           "reexamine", "reproduced", "schedule_scenario", "fuzz_cluster"]
 
 #: ``--client`` choices: one client family, or each schedule with both.
 FUZZ_CLIENTS = ("librdkafka", "java", "both")
@@ -293,19 +293,19 @@ def at_real_times(scenario: Any, steps: list[dict[str, Any]], startups: dict[str
                   link_by_link: bool = True) -> Any:
     """``scenario`` with every timed step at the moment the real run executed it (a run's
     ``steps.json``: ``executed_at_ms`` by step index). The harness starts a step late when the
-    one before it took time (a partition's nft rules in every namespace take 80-300 ms here), so
-    a produce due with a fault, or right after it, went out up to a few hundred milliseconds
-    late; the model asked whether it gives the real outcome is given the same inputs at the same
-    times. So are the closing heal and restarts, which have no time of their own: the harness
+    one before it took time (a partition's nft rules in every namespace took 30-60 ms here on an
+    idle machine, up to 1 s under load), so a produce due with a fault, or right after it, went
+    out up to a few hundred milliseconds late; the model asked whether it gives the real
+    outcome is given the same inputs at the same times. So are the closing heal and restarts, which have no time of their own: the harness
     starts each when the one before it returned, and with every broker down that took about
     1.5 s a step here (``epochlab kafka fuzz`` schedule 29, librdkafka: the restarts at 38.8,
     40.3 and 41.6 s, 4.8 s after the last produce, where the model, running them at once, had
     brokers back before records sent at 28.6 s expired). The closing wait and read stay as they
-    are. With ``startups`` (``real.json``'s ``restart_startup_ms``: step index -> ms
-    from the restart to the broker unfenced, :func:`~epochlab.kafka.runs.compare.restart_startups`)
-    each of those restarts takes that startup time instead of a draw from
-    ``broker_startup_ms`` (2.0-3.8 s; 106 restarts of a live campaign here were unfenced
-    1.9-18.4 s after the restart step, median 3.4 s).
+    are. With ``startups`` (``real.json``'s ``restart_role_ms``: step index -> ms from the
+    restart to the broker's first role in the partition,
+    :func:`~epochlab.kafka.runs.compare.restart_roles`) each restart takes that startup time
+    instead of a draw from ``broker_startup_ms`` (2.0-3.8 s; 63 restarts here took 1.35-9.26 s,
+    median 2.04 s).
 
     With ``link_by_link`` (the default), a partition, isolation or heal whose step kept the
     time each node's rules took effect (``applied_ms``,
@@ -416,19 +416,19 @@ def _pair_key(pair: frozenset[Any]) -> list[str]:
 
 def model_seeds_matching(scenario: Any, real: dict[str, Any], settings: dict[str, int], seeds: int,
                          client: str = "librdkafka", steps: list[dict[str, Any]] | None = None,
-                         measured_startups: bool = False, link_by_link: bool = True) -> int:
+                         measured_startups: bool = True, link_by_link: bool = True) -> int:
     """Of model seeds ``1..seeds``, how many give ``real``'s :func:`data_outcome`, each step at
     the time the real run executed it when ``steps`` (its ``steps.json``) is given; with
-    ``measured_startups``, each restart also takes the startup time the real run measured
-    (``real["restart_startup_ms"]``). Not by default: on 60 live runs that input changed
-    whether the model reproduces the run for one run only, for the worse (``docs/kafka-run.md``:
-    there the model's broker, up at the measured time, rejoined the ISR before a crash that
-    Kafka's did not). ``link_by_link``: a partition's or heal's links cut or let through in
+    ``measured_startups`` (the default), each restart also takes the startup time the real
+    run measured, from the restart to the broker's first role in the partition
+    (``real["restart_role_ms"]``, :func:`~epochlab.kafka.runs.compare.restart_roles`): the
+    broker's start is an input of the run, as the steps' times are (``docs/kafka-run.md``,
+    "Seeds 6 and 7"). ``link_by_link``: a partition's or heal's links cut or let through in
     the order the real run's nodes took them (:func:`at_real_times`)."""
     from epochlab.kafka.runs.compare import model_run, summarize_model
 
     if steps is not None:
-        scenario = at_real_times(scenario, steps, real.get("restart_startup_ms") if measured_startups else None,
+        scenario = at_real_times(scenario, steps, real.get("restart_role_ms") if measured_startups else None,
                                  link_by_link)
     want = data_outcome(real)
     return sum(data_outcome(summarize_model(model_run(replace(scenario, seed=seed), GENERATION, settings,
@@ -437,18 +437,20 @@ def model_seeds_matching(scenario: Any, real: dict[str, Any], settings: dict[str
 
 
 def reexamine(directory: Path, client: str, cluster: dict[str, Any] | None = None, seeds: int = MODEL_SEEDS,
-              measured_startups: bool = False, link_by_link: bool = True) -> int:
+              measured_startups: bool = True, link_by_link: bool = True) -> int:
     """Of model seeds ``1..seeds``, how many give the real data outcome kept in a run
     ``directory`` (``real.json``, ``schedule.json``), the model standing for ``client`` with the
     cluster's settings as the run had them plus ``cluster`` (scenario names: for instance the
     broker start time this machine showed, ``{"broker_startup_ms": [9000, 16000]}``): whether a
     timing the model's defaults do not reach explains a run no default seed reproduces; with
-    ``measured_startups``, each restart's startup time as the run measured it
-    (:func:`model_seeds_matching`); without ``link_by_link``, each partition and heal at its
+    ``measured_startups`` (the default), each restart's startup time as the run measured it
+    (:func:`model_seeds_matching`; read from the kept ``state-change.log`` for a run kept
+    before ``real.json`` held it); without ``link_by_link``, each partition and heal at its
     step's start, as runs kept before the harness timed each node's rules have it."""
     from epochlab.fuzz.schedule import load_schedule
 
     real = json.loads((directory / "real.json").read_text())
+    real["restart_role_ms"] = kept_restart_roles(directory, real)
     scenario = schedule_scenario(load_schedule(directory / "schedule.json"), directory.name)
     if cluster:
         scenario = replace(scenario, cluster={**scenario.cluster, **cluster})
@@ -456,6 +458,27 @@ def reexamine(directory: Path, client: str, cluster: dict[str, Any] | None = Non
     steps = json.loads(steps_file.read_text()) if steps_file.exists() else None
     return model_seeds_matching(scenario, real, real["settings"], seeds, client, steps, measured_startups,
                                 link_by_link)
+
+
+def kept_restart_roles(directory: Path, real: dict[str, Any]) -> dict[str, int]:
+    """The ms from each restart to the broker's first role in the partition
+    (:func:`~epochlab.kafka.runs.compare.restart_roles`) of the run kept in ``directory``, whose
+    ``real.json`` is ``real``: as it holds them (``restart_role_ms``), or for a run kept before
+    it did, read from its ``state-change.log``, ``steps.json`` and clock (``clock_epoch_ms``);
+    none when those are missing (every restart then draws its startup)."""
+    from epochlab.kafka.runs.compare import restart_roles
+
+    if "restart_role_ms" in real:
+        return {str(k): int(v) for k, v in real["restart_role_ms"].items()}
+    changes, steps = directory / "state-change.log", directory / "steps.json"
+    if not changes.exists() or not steps.exists() or "clock_epoch_ms" not in real:
+        return {}
+    restarts = [(s["index"], int(s["executed_at_ms"]), int(s["params"]["broker"]))
+                for s in json.loads(steps.read_text())
+                if s.get("action") == "restart" and s.get("index") is not None
+                and s.get("executed_at_ms") is not None and not s.get("error")
+                and not str(s.get("outcome") or "").startswith("already")]
+    return restart_roles(changes.read_text(errors="replace").splitlines(), restarts, real["clock_epoch_ms"])
 
 
 def _write_summary(out: Path, seed: int, profile: FuzzProfile, done: list[KafkaFuzzRun], seconds: float,
