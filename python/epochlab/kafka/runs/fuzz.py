@@ -296,11 +296,12 @@ def at_real_times(scenario: Any, steps: list[dict[str, Any]], startups: dict[str
     one before it took time (a partition's nft rules in every namespace took 30-60 ms here on an
     idle machine, up to 1 s under load), so a produce due with a fault, or right after it, went
     out up to a few hundred milliseconds late; the model asked whether it gives the real
-    outcome is given the same inputs at the same times. So are the closing heal and restarts, which have no time of their own: the harness
-    starts each when the one before it returned, and with every broker down that took about
-    1.5 s a step here (``epochlab kafka fuzz`` schedule 29, librdkafka: the restarts at 38.8,
-    40.3 and 41.6 s, 4.8 s after the last produce, where the model, running them at once, had
-    brokers back before records sent at 28.6 s expired). The closing wait and read stay as they
+    outcome is given the same inputs at the same times. So are the closing heal and restarts,
+    which have no time of their own: the harness starts each when the one before it returned,
+    and with every broker down that took about 1.5 s a step here (``epochlab kafka fuzz``
+    schedule 29, librdkafka: the restarts at 38.8, 40.3 and 41.6 s, 4.8 s after the last
+    produce, where the model, running them at once, had brokers back before records sent at
+    28.6 s expired). The closing wait and read stay as they
     are. With ``startups`` (``real.json``'s ``restart_role_ms``: step index -> ms from the
     restart to the broker's first role in the partition,
     :func:`~epochlab.kafka.runs.compare.restart_roles`) each restart takes that startup time
