@@ -461,6 +461,16 @@ def real_fences(lines: list[str], clock_epoch_ms: float) -> list[tuple[int, int]
 _ROLE = re.compile(r"^(\d+) .*\[Broker id=(\d+)\] (?:Leader|Follower) \S+ .*?starts at leader epoch")
 
 
+def restarted(steps: list[dict[str, Any]]) -> list[tuple[int, int, int]]:
+    """``(step index, run-clock ms it was executed at, broker)`` of each restart in ``steps``
+    (a run's ``steps.json`` rows) that started a broker: executed, without error, and not of a
+    broker already running."""
+    return [(int(s["index"]), int(s["executed_at_ms"]), int(s["params"]["broker"])) for s in steps
+            if s.get("action") == "restart" and s.get("index") is not None
+            and s.get("executed_at_ms") is not None and not s.get("error")
+            and not str(s.get("outcome") or "").startswith("already")]
+
+
 def restart_roles(lines: list[str], restarts: list[tuple[int, int, int]],
                   clock_epoch_ms: float) -> dict[str, int]:
     """For each restart ``(step index, run-clock ms it was executed at, broker)``, the ms from

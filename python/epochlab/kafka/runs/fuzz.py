@@ -467,19 +467,15 @@ def kept_restart_roles(directory: Path, real: dict[str, Any]) -> dict[str, int]:
     ``real.json`` is ``real``: as it holds them (``restart_role_ms``), or for a run kept before
     it did, read from its ``state-change.log``, ``steps.json`` and clock (``clock_epoch_ms``);
     none when those are missing (every restart then draws its startup)."""
-    from epochlab.kafka.runs.compare import restart_roles
+    from epochlab.kafka.runs.compare import restart_roles, restarted
 
     if "restart_role_ms" in real:
         return {str(k): int(v) for k, v in real["restart_role_ms"].items()}
     changes, steps = directory / "state-change.log", directory / "steps.json"
     if not changes.exists() or not steps.exists() or "clock_epoch_ms" not in real:
         return {}
-    restarts = [(s["index"], int(s["executed_at_ms"]), int(s["params"]["broker"]))
-                for s in json.loads(steps.read_text())
-                if s.get("action") == "restart" and s.get("index") is not None
-                and s.get("executed_at_ms") is not None and not s.get("error")
-                and not str(s.get("outcome") or "").startswith("already")]
-    return restart_roles(changes.read_text(errors="replace").splitlines(), restarts, real["clock_epoch_ms"])
+    return restart_roles(changes.read_text(errors="replace").splitlines(), restarted(json.loads(steps.read_text())),
+                         real["clock_epoch_ms"])
 
 
 def _write_summary(out: Path, seed: int, profile: FuzzProfile, done: list[KafkaFuzzRun], seconds: float,

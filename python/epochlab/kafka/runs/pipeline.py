@@ -35,8 +35,8 @@ from typing import Any
 from epochlab.errors import ConfigError
 from epochlab.kafka.runs.compare import compare as compare_runs
 from epochlab.kafka.runs.compare import (fence_lines, model_epoch_skips, model_run, model_scenario,
-                                         real_epoch_skips, real_fences, restart_roles, restart_startups, silence_fences,
-                                         state_change_lines, summarize_model,
+                                         real_epoch_skips, real_fences, restart_roles, restart_startups, restarted,
+                                         silence_fences, state_change_lines, summarize_model,
                                          summarize_real, unfenced_lines)
 from epochlab.kafka.runs.era import era_refusals, live_generation
 from epochlab.kafka.runs.scenario import cluster_settings, run_on_cluster, unmappable
@@ -66,9 +66,7 @@ def execute(scenario: Any, cluster: Any, compare: bool, out: Path | None,
     real_summary = summarize_real(real)
     state_changes = state_change_lines(cluster, real.topic)
     real_summary["epoch_skips"] = real_epoch_skips(state_changes) if state_changes else None
-    restarts = [(r.step.index, r.executed_at_ms, int(r.step.params["broker"])) for r in real.records[1:]
-                if r.step.action == "restart" and r.step.index is not None and r.executed_at_ms is not None
-                and r.error is None and not r.outcome.startswith("already")]  # a broker restarted
+    restarts = restarted(step_dicts(real.records))
     real_summary["clock_epoch_ms"] = round(real.history.clock_epoch_ms)
     real_summary["restart_startup_ms"] = restart_startups(unfenced_lines(cluster), restarts,
                                                           real.history.clock_epoch_ms)
@@ -106,6 +104,16 @@ def execute(scenario: Any, cluster: Any, compare: bool, out: Path | None,
     return (0 if ok else 1), payload
 
 
+def step_dicts(records: list[Any]) -> list[dict[str, Any]]:
+    """A live run's steps as ``steps.json`` keeps them: each step with the time it was
+    executed, its outcome or error, and for a cut-changing step when each node's rules took
+    effect (``applied_ms``); the run's opening record left out."""
+    return [{**r.step.to_dict(), "executed_at_ms": r.executed_at_ms, "outcome": r.outcome, "error": r.error,
+             **({"applied_ms": {str(n): ms for n, ms in r.applied_ms.items()}}
+                if getattr(r, "applied_ms", None) else {})}
+            for r in records[1:]]
+
+
 def write_run_dir(path: Path, scenario: Any, real: Any, payload: dict[str, Any],
                   state_changes: list[str] | None = None, model: Any = None) -> None:
     """Write the run directory of a real run (and the model's, with ``--compare``) at ``path``
@@ -117,11 +125,7 @@ def write_run_dir(path: Path, scenario: Any, real: Any, payload: dict[str, Any],
 
     def fill(d: Path) -> None:
         (d / "steps.md").write_text(table_markdown(rows))
-        steps = [{**r.step.to_dict(), "executed_at_ms": r.executed_at_ms, "outcome": r.outcome, "error": r.error,
-                  **({"applied_ms": {str(n): ms for n, ms in r.applied_ms.items()}}
-                     if getattr(r, "applied_ms", None) else {})}
-                 for r in real.records[1:]]
-        (d / "steps.json").write_text(dump(steps))
+        (d / "steps.json").write_text(dump(step_dicts(real.records)))
         (d / "history.jsonl").write_text(real.history.to_jsonl())
         (d / "real.json").write_text(dump(payload["real"]))
         if "model" in payload:
