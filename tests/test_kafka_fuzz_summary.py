@@ -244,19 +244,54 @@ def test_each_restarts_first_role_is_read_from_the_state_change_log(tmp_path: Pa
     assert kept_restart_roles(tmp_path, {}) == {}
 
 
-def test_the_model_takes_each_restarts_measured_startup_time() -> None:
-    """``at_real_times`` gives a restart the startup time the real run measured; the model's
-    broker is then down for exactly that long, and the run's other draws are the same."""
+def _crash_and_restart(name: str) -> Any:
+    """A scenario of a fuzz schedule that kills broker 2 at 1 s and restarts it at 9 s."""
     from epochlab.fuzz.schedule import Schedule
-    from epochlab.kafka.runs.fuzz import at_real_times, schedule_scenario
-    from epochlab.scenarios.runner import run_scenario
+    from epochlab.kafka.runs.fuzz import schedule_scenario
 
-    schedule = Schedule.from_dict({
+    return schedule_scenario(Schedule.from_dict({
         "format": "epochlab-schedule", "version": 1, "generation": "strict-min-isr", "seed": 3,
         "cluster": {"brokers": [1, 2, 3]}, "producers": {"p1": {"acks": "all"}}, "consumers": {},
         "actions": [{"at_ms": 1000, "op": "crash", "broker": 2},
-                    {"at_ms": 9000, "op": "restart", "broker": 2}]})
-    scenario = schedule_scenario(schedule, "slow-start")
+                    {"at_ms": 9000, "op": "restart", "broker": 2}]}), name)
+
+
+def test_the_model_seeds_take_the_restarts_first_roles_unless_told_not_to(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``model_seeds_matching`` (and so ``reexamine``) gives each restart the time to its first
+    role the run measured (``restart_role_ms``), not the time to its unfencing; with
+    ``measured_startups=False`` every restart draws its startup. Read from the model runs' own
+    events: the restarted broker is up after exactly the measured time."""
+    from epochlab.kafka.runs import compare
+    from epochlab.kafka.runs.fuzz import model_seeds_matching
+
+    scenario = _crash_and_restart("measured-roles")
+    restart = next(s for s in scenario.steps if s.action == "restart")
+    steps = [{"index": restart.index, "at_ms": 9000, "executed_at_ms": 9000}]
+    real = {"acked": {}, "lost": [], "duplicated": [], "restart_role_ms": {str(restart.index): 4_321},
+            "restart_startup_ms": {str(restart.index): 12_345}}
+    ups: list[str] = []
+    model_run = compare.model_run
+
+    def observed(*args, **kwargs):  # type: ignore[no-untyped-def]
+        result = model_run(*args, **kwargs)
+        ups.extend(e for e in result.events if "broker 2 restarts" in e)
+        return result
+
+    monkeypatch.setattr(compare, "model_run", observed)
+    model_seeds_matching(scenario, real, {}, 1, "java", steps)
+    model_seeds_matching(scenario, real, {}, 1, "java", steps, measured_startups=False)
+    assert len(ups) == 2
+    assert "up after 4321 ms" in ups[0]
+    assert "up after 4321 ms" not in ups[1] and "up after 12345 ms" not in ups[1]
+
+
+def test_the_model_takes_each_restarts_measured_startup_time() -> None:
+    """``at_real_times`` gives a restart the startup time the real run measured; the model's
+    broker is then down for exactly that long, and the run's other draws are the same."""
+    from epochlab.kafka.runs.fuzz import at_real_times
+    from epochlab.scenarios.runner import run_scenario
+
+    scenario = _crash_and_restart("slow-start")
     restart = next(s for s in scenario.steps if s.action == "restart")
     assert restart.params["startup_ms"] is None
     steps = [{"index": restart.index, "at_ms": 9000, "executed_at_ms": 9000}]

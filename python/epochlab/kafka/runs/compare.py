@@ -500,10 +500,11 @@ def restart_startups(lines: list[str], restarts: list[tuple[int, int, int]],
     """For each restart ``(step index, run-clock ms it was executed at, broker)``, the ms from
     it to the broker's first unfencing after it (``lines``: :func:`unfenced_lines`; the run
     clock starts at ``clock_epoch_ms``, wall-clock ms): how long the real broker took to start,
-    load its logs and be let back in, the model's ``startup_ms`` for that restart
-    (``epochlab.kafka.runs.fuzz.at_real_times``). A restart with no unfencing after it (the
-    broker never came back, or a ZooKeeper-mode cluster, which has no such line) is left out,
-    and the model draws its time."""
+    load its logs and be let back in, kept in ``real.json`` (``restart_startup_ms``) beside
+    the first role (:func:`restart_roles`). The model's ``startup_ms`` is the first role, not
+    this: the unfencing adds the wait for the old registration's session, which the model's
+    controller decides itself. A restart with no unfencing after it (the broker never came
+    back, or a ZooKeeper-mode cluster, which has no such line) is left out."""
     return _first_after([(int(m.group(1)), int(m.group(2))) for m in map(_UNFENCED.match, lines) if m],
                         restarts, clock_epoch_ms)
 

@@ -301,12 +301,11 @@ def at_real_times(scenario: Any, steps: list[dict[str, Any]], startups: dict[str
     and with every broker down that took about 1.5 s a step here (``epochlab kafka fuzz``
     schedule 29, librdkafka: the restarts at 38.8, 40.3 and 41.6 s, 4.8 s after the last
     produce, where the model, running them at once, had brokers back before records sent at
-    28.6 s expired). The closing wait and read stay as they
-    are. With ``startups`` (``real.json``'s ``restart_role_ms``: step index -> ms from the
-    restart to the broker's first role in the partition,
-    :func:`~epochlab.kafka.runs.compare.restart_roles`) each restart takes that startup time
-    instead of a draw from ``broker_startup_ms`` (2.0-3.8 s; 63 restarts here took 1.35-9.26 s,
-    median 2.04 s).
+    28.6 s expired). The closing wait and read stay as they are. With ``startups``
+    (``real.json``'s ``restart_role_ms``: step index -> ms from the restart to the broker's
+    first role in the partition, :func:`~epochlab.kafka.runs.compare.restart_roles`) each
+    restart takes that startup time instead of a draw from ``broker_startup_ms`` (2.0-3.8 s;
+    63 restarts here took 1.35-9.26 s, median 2.04 s).
 
     With ``link_by_link`` (the default), a partition, isolation or heal whose step kept the
     time each node's rules took effect (``applied_ms``,
