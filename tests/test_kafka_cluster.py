@@ -140,8 +140,12 @@ def test_leader_crash_failover_restart_rejoin(cluster: LocalCluster, admin: Kafk
     assert before.leader is not None and len(before.isr) == 3 and before.leader_epoch is not None
     old = before.leader
 
+    signalled = time.monotonic()
     faults.kill(old)
+    returned = time.monotonic()
     history.event("crash", f"SIGKILL broker {old}")
+    # the moment its JVM exited (its sockets closed), which the model's crash is given
+    assert set(faults.applied) == {old} and signalled <= faults.applied[old] <= returned
     t0 = time.monotonic()
     during = SENDER.send(producer, 100)
     after = admin.wait_for(TOPIC, 0, lambda s: s.leader not in (None, old) and s.leader_epoch is not None, 30)

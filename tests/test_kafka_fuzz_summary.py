@@ -306,6 +306,45 @@ def test_the_model_takes_each_restarts_measured_startup_time() -> None:
     assert "up after 14000 ms" not in up_after(scenario)[0]
 
 
+def test_a_crash_happens_in_the_model_when_the_brokers_jvm_exited() -> None:
+    """A crash step that kept when the broker's JVM exited (``applied_ms``, measured by
+    ``Faults.kill``): the model's broker is cut off from the step's start (SIGKILL stops it;
+    what is sent to it waits unread) and crashes at the exit, when its peers see their
+    connections close; its links are usable again then, except one a partition had cut
+    already, which stays cut. Without the time, or with ``link_by_link=False`` (the older
+    runs' reading), the crash is at the step's start."""
+    from dataclasses import replace
+
+    from epochlab.kafka.runs.fuzz import at_real_times
+    from epochlab.scenarios.runner import run_scenario
+
+    scenario = _crash_and_restart("late-exit")
+    crash = next(s for s in scenario.steps if s.action == "crash")
+    broker = int(crash.params["broker"])
+    steps = [{"index": crash.index, "action": "crash", "at_ms": crash.at_ms, "executed_at_ms": 1_004,
+              "applied_ms": {str(broker): 1_049}}]
+    exited = at_real_times(scenario, steps)
+    assert next(s for s in exited.steps if s.action == "crash").at_ms == 1_049
+    around = [(s.at_ms, s.action, s.params.get("drop"), sorted(map(str, (s.params.get("a"), s.params.get("b")))))
+              for s in exited.steps if s.index == crash.index and s.action == "set_link"]
+    others = [["1", "2"], ["2", "3"], ["2", "controller"], ["2", "p1"]]
+    assert around == [(1_004, "set_link", 1.0, p) for p in others] + [(1_049, "set_link", 0.0, p) for p in others]
+    # a link a partition had cut stays cut: no set_link touches it
+    cut_first = [{"index": 99, "action": "partition", "at_ms": 500, "executed_at_ms": 500}]
+    split = replace(scenario, steps=type(scenario.steps)([
+        replace(crash, index=99, action="partition", at_ms=500, params={"groups": [[2, 3], [1, "controller", "p1"]]}),
+        *scenario.steps]))
+    kept = at_real_times(split, cut_first + steps)
+    assert sorted(sorted(map(str, (s.params["a"], s.params["b"]))) for s in kept.steps
+                  if s.action == "set_link" and s.params["drop"] == 1.0) == [["2", "3"]]
+    assert next(s for s in at_real_times(scenario, steps, link_by_link=False).steps
+                if s.action == "crash").at_ms == 1_004
+    untimed = [{k: v for k, v in steps[0].items() if k != "applied_ms"}]
+    assert next(s for s in at_real_times(scenario, untimed).steps if s.action == "crash").at_ms == 1_004
+    events = run_scenario(exited, "strict-min-isr", write=False).events
+    assert f"1049 ms: broker {broker} crashed" in events, [e for e in events if "crashed" in e]
+
+
 def test_the_kind_of_a_difference_in_the_data() -> None:
     from epochlab.kafka.runs.fuzz import outcome_kind
 

@@ -458,6 +458,45 @@ def test_a_connection_is_handled_one_request_at_a_time() -> None:
         assert sorted(acked(c)) == [1, 2, 3]
 
 
+def test_a_wake_in_a_deadlines_millisecond_is_a_draw_the_polls_own_is_not() -> None:
+    """The Java client gives a request up when more than ``request.timeout.ms`` whole
+    milliseconds have passed since its send (``InFlightRequests.hasExpiredRequest``). m1 goes
+    out to a leader that cannot answer (acks=all, a follower cut off) at about 1,000 ms (after
+    the producer's metadata). When the poll's own sleep of the timeout ends at m1's deadline
+    (its last turn was m1's send), m1 is given up there in every seed. When m2, 500 ms later,
+    moved that sleep's end 500 ms past the deadline and m3's send wakes the client in the
+    deadline's millisecond, whether m1 is past its timeout is a draw: some seeds give it up
+    at once, the others at the poll's own wake 500 ms later."""
+    def run(seed: int, wake_at_deadline: bool) -> tuple[bool, bool]:
+        c = Cluster(ClusterConfig(min_insync_replicas=2, broker_startup_ms=INSTANT), LATEST, seed=seed)
+        p = c.producer("p", ProducerConfig(acks="all", request_timeout_ms=3000))
+        c.run_for(1000)
+        c.partition([[2]])
+        p.send(1)
+        while not p._in_flight:
+            c.run_for(1)
+        first = min(p._in_flight)
+        deadline = p._deadline[first]
+        assert deadline == c.now_ms + 3000
+        if wake_at_deadline:
+            c.run_for(500)
+            p.send(2)
+            c.run_for(deadline - 1 - c.now_ms)
+            assert first in p._in_flight
+            c.run_for(1)
+            p.send(3)
+        else:
+            c.run_for(deadline - c.now_ms)
+        assert c.now_ms == deadline
+        at_deadline = first in p._in_flight
+        c.run_for(500)
+        return at_deadline, first in p._in_flight
+
+    assert {run(seed, False) for seed in range(1, 11)} == {(False, False)}
+    drawn = [run(seed, True) for seed in range(1, 21)]
+    assert set(drawn) == {(False, False), (True, False)}, drawn
+
+
 def test_a_closed_connection_is_read_until_a_write_fails() -> None:
     """What the broker model assumes of a connection its client closed, on this machine's
     loopback with plain sockets: the requests sent before the close wait in the receive buffer,

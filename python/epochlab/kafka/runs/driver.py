@@ -61,7 +61,8 @@ class LiveStepRecord(StepRecord):
     milliseconds each, so one partition cuts its links node by node over up to a few hundred
     milliseconds after ``executed_at_ms``, and a broker whose rules come last can still take
     and acknowledge writes meanwhile (:func:`~epochlab.kafka.runs.fuzz.at_real_times` gives the
-    model the same order)."""
+    model the same order). For a crash: the broker's id -> the ms at which its JVM exited and
+    its connections closed (:meth:`~epochlab.kafka.live.faults.Faults.kill`)."""
 
     applied_ms: dict[int, int] | None = None
 

@@ -107,7 +107,8 @@ def execute(scenario: Any, cluster: Any, compare: bool, out: Path | None,
 def step_dicts(records: list[Any]) -> list[dict[str, Any]]:
     """A live run's steps as ``steps.json`` keeps them: each step with the time it was
     executed, its outcome or error, and for a cut-changing step when each node's rules took
-    effect (``applied_ms``); the run's opening record left out."""
+    effect, for a crash when the broker's JVM exited (``applied_ms``); the run's opening
+    record left out."""
     return [{**r.step.to_dict(), "executed_at_ms": r.executed_at_ms, "outcome": r.outcome, "error": r.error,
              **({"applied_ms": {str(n): ms for n, ms in r.applied_ms.items()}}
                 if getattr(r, "applied_ms", None) else {})}
