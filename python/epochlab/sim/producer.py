@@ -209,7 +209,6 @@ class Producer(TransactionalMixin):
         # with the connection rule, metadata goes to the least loaded broker (module doc): the
         # rotation of the broker list drawn for each choice, and the backoff after a refusal
         self._nodes_rng = ctx.kernel.rng(f"{name}:nodes") if setup is not None else None
-        self._own_wake = False  # the poll's own sleep has ended (_poll_due), not another wake
         self._reconnect = (None if setup is None else
                            ExponentialBackoff(RECONNECT_BACKOFF_MS, RECONNECT_BACKOFF_MAX_MS,
                                               ctx.kernel.rng(f"{name}:reconnect")))
@@ -469,10 +468,11 @@ class Producer(TransactionalMixin):
                 self._enqueue(send_id, value, txn)
 
     # -- batching and sending ---------------------------------------------------------------
-    def _drain(self) -> None:
-        """One turn of the client's sender: :meth:`_drain_now`, then :meth:`_poll`."""
+    def _drain(self, own_wake: bool = False) -> None:
+        """One turn of the client's sender: :meth:`_drain_now`, then :meth:`_poll` (``own_wake``:
+        the turn is the end of the poll's own sleep, :meth:`_poll_due`)."""
         self._drain_now()
-        self._poll()
+        self._poll(own_wake)
 
     def _drain_now(self) -> None:
         """Move blocked sends into free buffer space, close batches, send what may be sent."""
@@ -739,7 +739,7 @@ class Producer(TransactionalMixin):
                 self._take_response(self._early.pop(queue[0]))
                 return
 
-    def _poll(self) -> None:
+    def _poll(self, own_wake: bool = False) -> None:
         """The end of a turn of the Java client's network poll (``NetworkClient.poll``): after
         the answers that woke it (``handleCompletedReceives``), the requests past their
         ``request.timeout.ms`` (``handleTimedOutRequests``: the oldest of a connection closes
@@ -757,8 +757,8 @@ class Producer(TransactionalMixin):
         if self._deadline:  # (no request in flight has a deadline: none is due)
             for dst in sorted(self._order):
                 queue = self._order.get(dst)
-                deadline = self._deadline.get(queue[0], now + 1) if queue else now + 1
-                if deadline < now or deadline == now and (self._own_wake or self._past_timeout()):
+                deadline = self._deadline.get(queue[0]) if queue else None
+                if deadline is not None and (deadline < now or deadline == now and (own_wake or self._past_timeout())):
                     self._request_timeout(session, queue[0])
         self._last_poll = now
         if self._in_flight and self._poll_timer is None:
@@ -779,7 +779,7 @@ class Producer(TransactionalMixin):
         was taken before the requests behind it were given up. So it is a fair draw, each
         wake its own, from the producer's stream for it. The poll's own sleep of
         ``request.timeout.ms`` (:meth:`_poll_due`) ends past the deadline instead: it began
-        in the turn of the send or later and oversleeps a little (``_own_wake``): of the nine
+        in the turn of the send or later and oversleeps a little (``own_wake``): of the nine
         requests the Java client gave up in seed 9's campaign, seven had waited 3,002-3,011 ms
         of a 3,000 ms timeout, none 3,001, and none the second timeout a miss at that wake
         would have cost."""
@@ -796,11 +796,7 @@ class Producer(TransactionalMixin):
             if self._in_flight:
                 self._poll_timer = self.ctx.kernel.schedule_at(due, lambda: self._poll_due(session))
             return
-        self._own_wake = True
-        try:
-            self._drain()
-        finally:
-            self._own_wake = False
+        self._drain(own_wake=True)
 
     def _request_timeout(self, session: int, request_id: int) -> None:
         """A request unanswered after ``request.timeout.ms`` (librdkafka: ``socket.timeout.ms``,
