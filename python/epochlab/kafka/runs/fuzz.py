@@ -312,7 +312,7 @@ def at_real_times(scenario: Any, steps: list[dict[str, Any]], startups: dict[str
     :class:`~epochlab.kafka.runs.driver.LiveStepRecord`) changes the model's links in that
     order (:func:`_link_by_link`), not all at the step's start; and a crash whose step kept
     when the broker's JVM exited (its ``applied_ms``; 1-75 ms after the step began, median
-    41 ms, over 38 crashes here) holds the broker's links from the step's start and crashes
+    38 ms, over 90 crashes here) holds the broker's links from the step's start and crashes
     it at the exit (:func:`_frozen_until_exit`)."""
     executed = {s["index"]: int(s["executed_at_ms"]) for s in steps
                 if s.get("index") is not None and s.get("executed_at_ms") is not None
