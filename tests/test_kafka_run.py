@@ -226,6 +226,15 @@ def test_the_java_producer_waits_on_a_connection_to_a_cut_leader_as_the_model_do
         assert all(s["executed_at_ms"] <= ms <= s["executed_at_ms"] + 5000 for ms in times.values()), (s, times)
 
 
+def _epochs_in_state_change_log(text: str) -> tuple[set[int], set[int]]:
+    """The leader epochs the brokers' state-change log shows: ``(leaderless, led)``, a follower
+    starting at an epoch whose current leader is -1, and a leader starting at an epoch."""
+    leaderless = {int(m.group(1)) for m in re.finditer(
+        r"Follower \S+ starts at leader epoch (\d+) .* Current leader is -1\.", text)}
+    led = {int(m.group(1)) for m in re.finditer(r"Leader \S+ with topic id .* starts at leader epoch (\d+) ", text)}
+    return leaderless, led
+
+
 def test_the_java_producer_rebootstraps_with_every_broker_down_as_the_model_does(cluster: LocalCluster,
                                                                                  tmp_path: Path) -> None:
     """``tests/fixtures/scenarios/java-rebootstrap-with-every-broker-down.toml`` with Kafka's
@@ -251,8 +260,20 @@ def test_the_java_producer_rebootstraps_with_every_broker_down_as_the_model_does
     # every write, read and log agrees; the leaders may not: with every broker down the
     # harness has no broker to read the partition from, so the real run never sees the
     # leaderless epoch the model shows between the last shutdown and the restart
-    outcome = [d["text"] for d in payload["differences"] if d["kind"] == "outcome" and d["what"] != "leaders"]
-    assert not outcome, outcome
+    outcome = [d for d in payload["differences"] if d["kind"] == "outcome" and d["what"] != "leaders"]
+    # nor, on a loaded machine, the epoch numbers: brokers 2 and 3 start together right after
+    # broker 1 is back, and broker 1 may miss its 3 s broker session meanwhile; the controller
+    # fences it (a leaderless epoch) and elects it again. Such epochs are tolerated only when
+    # the brokers' state-change log shows each of them, and the logs' offsets and values agree.
+    leaderless, led = _epochs_in_state_change_log((tmp_path / "run" / "state-change.log").read_text())
+    model_epoch = payload["model"]["final"]["epoch"]
+    extra = sorted(e for e in leaderless | led if e > model_epoch)
+    explained = bool(extra) and all(e in leaderless or e - 1 in leaderless for e in extra)
+    if explained:
+        outcome = [d for d in outcome if d["what"] != "final" and not d["what"].endswith("final log record epochs")
+                   and not d["what"].endswith("leader-epoch cache")]
+    assert not outcome, ([d["text"] for d in outcome], {"leaderless_epochs": sorted(leaderless),
+                                                        "led_epochs": sorted(led)})
     assert re.search(r"\[Producer clientId=p1\] Rebootstrapping with", log)
     assert rebootstraps and rebootstraps[0] < m2_sent, (rebootstraps, m2_sent)
 

@@ -216,6 +216,28 @@ def test_retransmission_after_a_hold_doubles_from_200_ms_and_ends_at_a_reconnect
     assert {now: retransmission_after(1000, 1000 + now) - 1000 for now in cases} == cases
 
 
+@pytest.mark.parametrize("cut_again", [False, True])
+def test_a_retransmission_lost_to_a_new_cut_keeps_the_backed_off_timer(cut_again: bool) -> None:
+    """A held message released at TCP's next resend and cut off again on its way is held with
+    its connection's first hold time: the resends go on doubling from there (Linux resets the
+    backoff only when an acknowledgement arrives), not from 200 ms after the lost resend."""
+    kernel, net, got = network()
+    net.set_retransmission_backoff(True)
+    kernel.run_until(1000)
+    net.partition([[1], [2, "p", "controller"]])
+    send(kernel, net, got, 1, 2, "m")   # held from 1000: resends at 1200, 1600, 2400, 4000, 7200
+    kernel.run_until(3500)
+    net.heal()                          # released to the resend at 4000
+    kernel.run_until(3900)
+    if cut_again:
+        net.partition([[1], [2, "p", "controller"]])  # the resend at 4000 is lost
+        kernel.run_until(5000)
+        net.heal()                      # a fresh timer would resend at 5405; the backed-off one at 7200
+    kernel.run_until(20_000)
+    [(at, label)] = got
+    assert label == "m" and (7200 < at <= 7205 if cut_again else 4000 < at <= 4005), got
+
+
 @pytest.mark.parametrize("backend", ["reference", "rust"])
 def test_a_follower_cut_off_for_one_and_a_half_seconds_catches_up_three_seconds_after_the_cut(backend: str) -> None:
     """``tcp_retransmission_backoff``: the follower's fetch held by a 1.5 s isolation goes at

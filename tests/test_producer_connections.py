@@ -200,3 +200,51 @@ def test_a_broker_cut_off_from_the_controller_still_names_the_leader_it_last_hea
     c.heal()
     c.run_for(10_000)
     assert c.brokers[3].metadata_image == (2, 1)
+
+
+def _first_send_with_a_broker_cut(seed: int, at_start: bool) -> tuple[int, list[str]]:
+    """A Java-timed producer made at 0 ms, broker 2 (a follower) cut off at 1 s and m1 sent
+    (acks=1, so the follower is not waited for); returns how long m1 took and the producer's
+    events."""
+    c = Cluster(ClusterConfig(min_insync_replicas=1, broker_startup_ms=(0, 0)), Generation.STRICT_MIN_ISR, seed=seed)
+    p = c.producer("p", ProducerConfig(acks="1", request_timeout_ms=3000, delivery_timeout_ms=60_000,
+                                       socket_connection_setup_timeout_ms=10_000, metadata_at_start=at_start))
+    c.run_for(1000)
+    c.partition([[2]])
+    p.send(1)
+    c.run_for(30_000)
+    [ack] = [op.time_ms for op in c.history if op.f == "send" and op.type == "ok"]
+    return ack - 1000, [e.message for e in c.events if e.message.startswith("producer p")]
+
+
+@pytest.mark.parametrize("seed", range(1, 9))
+def test_a_producer_that_looks_the_topic_up_at_start_sends_its_first_record_to_the_leader(seed: int) -> None:
+    """``metadata_at_start`` (what the live harness's Java producer does with ``partitionsFor``):
+    the leader is known before the first send, so a broker cut off later does not hold it up;
+    a producer that asks at its first send may ask the cut-off broker and wait on the
+    connection until its set-up timeout (``_first_send_with_a_broker_cut``)."""
+    took, events = _first_send_with_a_broker_cut(seed, True)
+    assert took < 100 and events == [], (took, events)
+
+
+def test_a_producer_that_asks_at_its_first_send_may_wait_on_a_cut_off_broker() -> None:
+    waits = [seed for seed in range(1, 9) if _first_send_with_a_broker_cut(seed, False)[0] > 8000]
+    assert waits, "no seed asked the cut-off broker first"
+
+
+def test_the_model_of_a_live_java_run_looks_the_topic_up_at_start() -> None:
+    """The harness's Java producer calls ``partitionsFor`` as it is made, whatever the scenario
+    says; librdkafka's does not look the topic up first."""
+    scenario = load_builtin("seed-002-mid-replication-retry-duplicates")
+    name = next(iter(scenario.producers))
+    java, replaced = model_scenario(scenario, {}, client="java")
+    assert java.producers[name]["metadata_at_start"] is True
+    assert replaced[f"producer {name}: metadata_at_start"] == [False, True]
+    told = dataclasses.replace(scenario, producers={name: {**scenario.producers[name], "metadata.at.start": False}})
+    java, replaced = model_scenario(told, {}, client="java")
+    assert java.producers[name]["metadata_at_start"] is True and "metadata.at.start" not in java.producers[name]
+    librdkafka, replaced = model_scenario(told, {}, client="librdkafka")
+    assert "metadata.at.start" not in librdkafka.producers[name]
+    assert replaced[f"producer {name}: metadata_at_start"] == [False, False]
+    with pytest.raises(ConfigError, match="metadata_at_start"):
+        ProducerConfig.from_dict({"metadata.at.start": "yes"})

@@ -18,7 +18,9 @@
 //!   only the newest of each `coalesce` key on one), and die with either end of their
 //!   connection (a node going down, or up again as a new incarnation). With
 //!   [`Network::set_retransmission_backoff`] they go at TCP's next retransmission after the
-//!   path is usable again ([`retransmission_after`]), not at once, on links between brokers.
+//!   path is usable again ([`retransmission_after`]), not at once, on links between brokers;
+//!   a retransmission that meets a cut again is held with its connection's first hold time
+//!   (the timer's backoff goes on, as Linux resets it only when an acknowledgement arrives).
 //! * The controller channel (a link with [`CONTROLLER`] at one end) neither duplicates nor
 //!   reorders.
 //!
@@ -123,6 +125,9 @@ pub struct Message<M> {
     pub coalesce: Option<String>,
     /// The destination's events are quiet (`epochlab.sim.kernel`).
     pub quiet: bool,
+    /// A retransmission: when its connection began to hold it ([`Network::release`]), so
+    /// that a cut it meets on its way keeps TCP's backed-off timer instead of a new one.
+    pub held_since: Option<i64>,
     pub payload: M,
 }
 
@@ -397,6 +402,7 @@ impl<M> Network<M> {
             extra_ms: if options.fetch { self.nodes[src].slow_ms } else { 0 },
             coalesce: options.coalesce,
             quiet: options.quiet,
+            held_since: None,
             payload,
         };
         let direction = message.direction();
@@ -519,7 +525,10 @@ impl<M> Network<M> {
 
     fn hold(&mut self, now: i64, direction: Direction, message: Message<M>) {
         if !self.held.contains_key(&direction) {
-            self.held_since.insert(direction, now);
+            // a retransmission lost again keeps its connection's timer: TCP's backoff goes on
+            // doubling until an acknowledgement comes back (tcp_retransmit_timer), it does not
+            // start again from 200 ms
+            self.held_since.insert(direction, message.held_since.unwrap_or(now));
         }
         let queue = self.held.entry(direction).or_default();
         let mut index = queue.len();
@@ -625,7 +634,8 @@ impl<M> Network<M> {
             // only between brokers: clients and the controller channel time their requests
             // out and reconnect within seconds (module doc), so what they held goes at once
             let brokers = self.nodes[src].key.starts_with('b') && self.nodes[dst].key.starts_with('b');
-            let at = if self.retransmission_backoff && brokers { retransmission_after(since, now) } else { now };
+            let backoff = self.retransmission_backoff && brokers;
+            let at = if backoff { retransmission_after(since, now) } else { now };
             let mut newest: HashMap<&str, u64> = HashMap::default();
             for m in &queue {
                 if let Some(c) = &m.coalesce {
@@ -635,13 +645,16 @@ impl<M> Network<M> {
             let keep: Vec<bool> = queue.iter().map(|m| m.coalesce.as_deref().is_none_or(|c| newest[c] == m.seq)).collect();
             let link = self.link(src, dst);
             let mut rest = queue.into_iter().zip(keep);
-            while let Some((m, keep)) = rest.next() {
+            while let Some((mut m, keep)) = rest.next() {
                 if !keep {
                     self.dropped += 1;
                     self.discarded.push(m.payload);
                     continue;
                 }
                 let seq = m.seq;
+                if backoff {
+                    m.held_since = Some(since);
+                }
                 if let Err(e) = self.schedule(at, d, m, link, deliver_at) {
                     self.discarded.extend(rest.map(|(m, _)| m.payload));
                     return Err(e);
@@ -845,6 +858,33 @@ mod tests {
         let at = |log: &[(i64, u32)], label| log.iter().find(|&&(_, l)| l == label).map(|&(t, _)| t).unwrap();
         assert!((4000..4011).contains(&at(&backoff, 2)), "{backoff:?}");
         assert!((4100..4111).contains(&at(&backoff, 0)) && at(&backoff, 0) <= at(&backoff, 1), "{backoff:?}");
+    }
+
+    #[test]
+    fn a_retransmission_lost_to_a_new_cut_keeps_the_backed_off_timer() {
+        let run = |cut_again: bool| {
+            let mut s = Sim::new();
+            s.net.set_retransmission_backoff(true);
+            s.run_until(1000);
+            s.partition(&[&["1"], &["2", CONTROLLER_NAME]]);
+            s.send("1", "2", 0); // held from 1000: resends at 1200, 1600, 2400, 4000, 7200
+            s.run_until(3500);
+            s.heal(); // released to the resend at 4000
+            s.run_until(3900);
+            if cut_again {
+                s.partition(&[&["1"], &["2", CONTROLLER_NAME]]); // the resend at 4000 is lost
+                s.run_until(5000);
+                s.heal();
+            }
+            s.run_until(20_000);
+            s.log
+        };
+        let once = run(false);
+        assert!(once.len() == 1 && (4001..4011).contains(&once[0].0), "{once:?}");
+        // the timer went on doubling from the first hold (not 200 ms from the lost resend,
+        // which would have sent it at 4205, 4605 and 5405)
+        let twice = run(true);
+        assert!(twice.len() == 1 && (7201..7211).contains(&twice[0].0), "{twice:?}");
     }
 
     #[test]

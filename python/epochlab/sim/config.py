@@ -292,7 +292,12 @@ class ProducerConfig:
     runs with its release's default): with ``"rebootstrap"`` a producer that finds no broker
     available forgets the topic's partitions, and a send then waits up to ``max_block_ms`` for
     metadata before its record enters the accumulator (:mod:`epochlab.sim.producer`); a Java
-    client setting, so not with ``socket_timeout_ms``."""
+    client setting, so not with ``socket_timeout_ms``. ``metadata_at_start`` (an epochlab
+    setting, no Kafka one): the producer asks for the topic's metadata (and an idempotent one
+    for its producer id) as soon as it starts, and again when it is restarted, as an
+    application that looks the topic up before it sends does (``KafkaProducer.partitionsFor``:
+    the live harness's Java producer does, ``epochlab.kafka.live.java_clients``); unset, it
+    asks at its first send."""
 
     acks: str = "1"
     retries: int = 2147483647
@@ -311,6 +316,7 @@ class ProducerConfig:
     socket_connection_setup_timeout_ms: int | None = None
     socket_connection_setup_timeout_max_ms: int = 30000
     metadata_recovery_strategy: str | None = None
+    metadata_at_start: bool = False
     _where: dataclasses.InitVar[str] = "ProducerConfig"
 
     def __post_init__(self, _where: str) -> None:
@@ -343,6 +349,7 @@ class ProducerConfig:
                         '"none" with socket_timeout_ms (a Java client setting; socket_timeout_ms makes '
                         'the producer librdkafka)', self.metadata_recovery_strategy)
         _bool(w, "enable_idempotence", self.enable_idempotence)
+        _bool(w, "metadata_at_start", self.metadata_at_start)
         if self.transactional_id is not None:
             if not isinstance(self.transactional_id, str) or not self.transactional_id:
                 raise _fail(w, "transactional_id", "a non-empty string", self.transactional_id)

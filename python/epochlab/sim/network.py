@@ -22,7 +22,12 @@ held messages between brokers go when TCP would send them again, not at once: it
 retransmission timer runs from the connection's hold (200 ms, doubling), so a cut of 1.5 s
 releases them 3.0 s after it began (:func:`retransmission_after`). Measured on Kafka 4.3.1
 here (``epochlab kafka fuzz`` schedule 10): a follower cut off for 1.52 s caught up 3.0 s
-after the cut began, 1.5 s after the heal.
+after the cut began, 1.5 s after the heal. A retransmission that meets a cut again on its way
+is held with its connection's first hold time: the timer's backoff goes on doubling from
+there (Linux resets it only when an acknowledgement arrives), so a fetch response held at
+6.6 s, sent again at 9.6 s into a new cut, goes next at 12.8 s, not 200 ms doubling from
+9.6 s (``epochlab kafka fuzz`` campaign seed 10, schedule 1, Java: the follower was back at
+12.8 s, as this rule has it, where a fresh timer had it at 15.8 s).
 Only on links between brokers, where a follower's fetch waits up to
 ``replica.socket.timeout.ms`` (30 s) on its connection. A KRaft broker's requests to the
 controller (its metadata fetch, its heartbeat) time out after
@@ -143,6 +148,9 @@ class _Message:
     extra_ms: int
     coalesce: str | None
     quiet: bool = False  # the destination is a node whose events are quiet (Kernel)
+    # a retransmission: when its connection began to hold it (Network._release), so that a
+    # cut it meets on its way keeps TCP's backed-off timer instead of starting a new one
+    held_since: int | None = None
 
 
 def retransmission_after(since: int, now: int) -> int:
@@ -336,7 +344,10 @@ class Network:
 
     def _hold(self, direction: tuple[str, str], msg: _Message) -> None:
         if direction not in self._held:
-            self._held_since[direction] = self._kernel.now_ms
+            # a retransmission lost again keeps its connection's timer: TCP's backoff goes on
+            # doubling until an acknowledgement comes back (tcp_retransmit_timer), it does not
+            # start again from 200 ms (module doc)
+            self._held_since[direction] = self._kernel.now_ms if msg.held_since is None else msg.held_since
         _insert_in_send_order(self._held.setdefault(direction, []), msg)
         self.held += 1
 
@@ -427,7 +438,8 @@ class Network:
             # only between brokers: clients and the controller channel time their requests
             # out and reconnect within seconds (module doc), so what they held goes at once
             brokers = isinstance(first.src, int) and isinstance(first.dst, int)
-            resent = retransmission_after(since, now) if self._retransmission_backoff and brokers else now
+            backoff = self._retransmission_backoff and brokers
+            resent = retransmission_after(since, now) if backoff else now
             newest: dict[str, int] = {}
             for msg in queue:
                 if msg.coalesce is not None:
@@ -437,6 +449,8 @@ class Network:
                 if msg.coalesce is not None and newest[msg.coalesce] != msg.seq:
                     self.dropped += 1
                     continue
+                if backoff:
+                    msg.held_since = since
                 self._schedule(direction, msg, link, resent)
                 if not link.reorder:
                     self._on_way.setdefault(direction, []).append(msg.seq)

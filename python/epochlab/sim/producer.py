@@ -334,6 +334,17 @@ class Producer(TransactionalMixin):
         self._backoff_until = 0
         self.producer_id = self.producer_epoch = None
         self._reset_transactions()
+        if self.config.metadata_at_start:
+            session = self.session
+            self.ctx.kernel.schedule(0, lambda: self._look_up_topic(session))
+
+    def _look_up_topic(self, session: int) -> None:
+        """The application looks the topic up as the producer starts
+        (``ProducerConfig.metadata_at_start``: ``KafkaProducer.partitionsFor`` asks for the
+        topic's metadata); the answer turns the sender, which then asks an idempotent
+        producer's id as at a send."""
+        if session == self.session and self._leader is None:
+            self._refresh_metadata()
 
     def _next_id(self) -> int:
         self._ids += 1

@@ -161,7 +161,9 @@ class JavaRecordingProducer:
         # The topic's metadata now: the first send() of a producer that has none blocks the
         # caller until a broker gives it (KafkaProducer.waitOnMetadata, up to max.block.ms),
         # 8.9 s in a kafka fuzz run whose leader was cut off, while the model's producer asks
-        # for it without holding up the sends.
+        # for it without holding up the sends. The model of a Java run is told so
+        # (ProducerConfig.metadata_at_start, set by epochlab.kafka.runs.compare.model_scenario),
+        # so that its first send, too, finds the leader known.
         self._producer.partitionsFor(topic)
         if self.config.transactional_id is not None:
             self._producer.initTransactions()
