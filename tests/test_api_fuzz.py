@@ -165,7 +165,7 @@ METHODS = {
     "StateScan": {"replica": 3, "log_matching": 2, "leaders": 3, "strong_isr": 3, "check": 3},
     "ProtocolCoverage": {"observe": 7, "features": 0, "first_steps": 0, "first_times": 0, "first_brokers": 0},
     "FetchPlane": {"attach": 2, "start_fetcher": 1, "answer_parked_fetches": 1,
-                   "clear_parked_fetches": 1, "stop_fetcher": 1, "fetch_timeout": 2,
+                   "clear_parked_fetches": 1, "stop_fetcher": 1, "abandon_fetcher": 1, "fetch_timeout": 2,
                    "answers_in_flight": 2, "fetch_state": 1},
     "FetchPlaneHandler": {}, "FetchPlaneTimer": {},
     "LogAppendInfo": {}, "TruncationOutcome": {}, "FetchCheck": {},

@@ -450,6 +450,11 @@ impl PyFetchPlane {
         Ok(())
     }
 
+    /// `Broker._stop_fetching`: the request in flight is given up, nothing sent in its place.
+    fn abandon_fetcher(me: &Bound<'_, Self>, b: i64) -> PyResult<()> {
+        Self::step(me, b, |e| e.abandon())
+    }
+
     /// The fetcher stops (`Broker._halt`): no request in flight, its timer cancelled.
     fn stop_fetcher(me: &Bound<'_, Self>, b: i64) -> PyResult<()> {
         Self::step(me, b, |e| e.stop())

@@ -353,6 +353,18 @@ impl<R: PartialEq, T> Fetcher<R, T> {
         effects
     }
 
+    /// Give up the request in flight without sending another (the partition left the
+    /// thread that fetched it and waits to join another's next fetch): a new token, so
+    /// neither its answer nor its timer does anything; the timer cancelled.
+    pub fn abandon(&mut self) -> Vec<Effect<R, T>> {
+        self.token += 1;
+        self.sent = None;
+        self.dst = None;
+        let mut effects = Vec::with_capacity(1);
+        self.cancel_timer(&mut effects);
+        effects
+    }
+
     /// The fetcher stops (the broker halts): nothing in flight, its timer cancelled.
     pub fn stop(&mut self) -> Vec<Effect<R, T>> {
         self.dst = None;

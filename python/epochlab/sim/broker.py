@@ -109,6 +109,12 @@ REPLICA_REQUEST_TIMEOUT_MS = 30000
 ALTER_PARTITION_TIMEOUT_MS = 30000  # the controller channel's request timeout
 CONTROLLED_SHUTDOWN_TIMEOUT_MS = 5000
 MARKER_TIMEOUT_MS = 30000
+#: On an established cluster (``ClusterConfig.established``), how long before the run's clock
+#: began its partition's followers took it on their fetcher threads: the live harness makes the
+#: run's topic and then starts the clock; the followers' "Follower ... starts at leader epoch 0"
+#: lines came 29-2,549 ms before it, median 204 ms, in the 40 runs of ``epochlab kafka fuzz``
+#: campaign seed 12 (docs/measurements.md).
+ESTABLISHED_PARTITION_LEAD_MS = 200
 #: ``socket.connection.setup.timeout.ms`` and ``.max.ms`` by default: how long the heartbeat
 #: channel's connection attempt waits, growing with failed attempts in a row.
 CONNECTION_SETUP_TIMEOUT_MS = (10_000, 30_000)
@@ -179,6 +185,11 @@ class Broker:
                                              ctx.kernel.rng(f"broker-{broker_id}-controller-connect"))
                           if self._hb_channel else None)
         self.heartbeat_phase_ms = 0   # when this boot's first periodic heartbeat is due
+        # an established cluster's brokers follow other partitions too (ClusterConfig.established):
+        # whether this incarnation's fetcher threads already run, and the partition's start on
+        # one of them waiting for its long poll to end (_start_fetcher)
+        self._fetchers_running = False
+        self._fetcher_join: Timer | None = None
         self._fetch_dst: tuple[int, int] | None = None  # (leader, token) of the fetch in flight
         self._fetch_sent: object | None = None  # that request itself (answers echo it)
         self._parked_fetches: list[tuple[int, FetchRequest, Timer]] = []
@@ -254,6 +265,10 @@ class Broker:
         # different times. Phase-aligned timers made two brokers failing within one interval
         # expire in the order of link jitter rather than of their failures (docs/kafka-run.md).
         phase = self.ctx.kernel.rng(f"broker-{self.broker_id}-heartbeat").randrange(c.heartbeat_interval_ms) + 1
+        # a restarted broker makes its fetcher threads anew, for every partition it follows at once;
+        # an established one took the run's partition on its threads before the run's clock began
+        self._fetchers_running = established
+        self._partition_added_before_ms = ESTABLISHED_PARTITION_LEAD_MS if established else 0
         if established:
             self.registered = True
             self._last_heartbeat_ms = phase - c.heartbeat_interval_ms
@@ -334,6 +349,7 @@ class Broker:
         for the fetcher thread that called ``System.exit``, KAFKA-4039, fixed in 0.11.0.0: the
         process hangs with its ZooKeeper session open until killed. The model stops it, as
         0.11-2.0 do; either way it serves nothing until restarted.)"""
+        self._cancel_fetcher_join()
         if self._plane is not None:
             self._plane.stop_fetcher(self.broker_id)
         else:
@@ -665,6 +681,53 @@ class Broker:
             self._parked_fetches.clear()
 
     def _start_fetcher(self) -> None:
+        """Fetch from the (new) leader. On an established cluster (``ClusterConfig.established``:
+        the live cluster holds other runs' partitions, led by every broker) a running broker
+        already has a fetcher thread to that leader, blocked in its long poll for the other
+        partitions; ``AbstractFetcherThread.addPartitions`` only adds the partition to the
+        thread's map, and ``doWork`` sends it at the thread's next fetch, when that poll ends
+        (``replica.fetch.wait.max.ms`` after it was sent: at a phase drawn uniformly here). The
+        fetch to the previous leader is abandoned at once (the partition left that thread,
+        ``removeFetcherForPartitions``). A broker's first start of an incarnation makes its
+        threads (``ReplicaFetcherManager.addFetcherForPartitions`` with none running), which
+        fetch at once. The run's own partition joined the threads before the run's clock began
+        (:data:`ESTABLISHED_PARTITION_LEAD_MS`), so the first wait of a run is that much
+        shorter."""
+        self._cancel_fetcher_join()
+        if not self._fetchers_running:
+            self._fetchers_running = self.config.established
+            self._start_fetching()
+            return
+        wait = self.ctx.kernel.rng(f"broker-{self.broker_id}-fetcher-poll").randint(
+            0, self.config.replica_fetch_wait_max_ms) - self._partition_added_before_ms
+        self._partition_added_before_ms = 0
+        if wait <= 0:  # the thread's poll ended before the run's clock began
+            self._start_fetching()
+            return
+        self._stop_fetching()
+        inc = self.incarnation
+
+        def join() -> None:
+            self._fetcher_join = None
+            self._if_alive(inc, self._start_fetching)
+        self._fetcher_join = self.ctx.kernel.schedule(wait, join)
+
+    def _cancel_fetcher_join(self) -> None:
+        if self._fetcher_join is not None:
+            self._fetcher_join.cancel()
+            self._fetcher_join = None
+
+    def _stop_fetching(self) -> None:
+        """No request in flight and no timer: what is in flight is abandoned."""
+        if self._plane is not None:
+            self._plane.abandon_fetcher(self.broker_id)
+            return
+        self._fetch_token += 1
+        self._fetch_dst = self._fetch_sent = None
+        if self._fetch_timer is not None:
+            self._fetch_timer.cancel()
+
+    def _start_fetching(self) -> None:
         if self._plane is not None:
             self._plane.start_fetcher(self.broker_id)
             return

@@ -137,8 +137,15 @@ class ClusterConfig:
     cluster that serves one run after another): no broker registers at time 0, each one's last
     heartbeat was up to one ``heartbeat_interval_ms`` before (its phase, drawn per boot), so a
     broker cut off at once is fenced ``session_timeout_ms`` after that heartbeat (in KRaft from
-    Kafka 4.0, at the controller's next periodic check after it), not after 0;
-    ``False`` (the default): every broker starts and registers at time 0.
+    Kafka 4.0, at the controller's next periodic check after it), not after 0; and its
+    brokers follow the earlier runs' partitions, led by every broker, so each broker's fetcher
+    thread to each other one already runs, blocked in its long poll: a follower that starts
+    fetching from a leader joins that thread's next fetch, a phase drawn in
+    ``0..replica_fetch_wait_max_ms`` later (:meth:`epochlab.sim.broker.Broker._start_fetcher`),
+    except on its first start after a restart, which makes the threads anew and fetches at once
+    (at the run's start the wait is shortened by how long before time 0 the harness made the
+    run's topic, :data:`epochlab.sim.broker.ESTABLISHED_PARTITION_LEAD_MS`);
+    ``False`` (the default): every broker starts and registers at time 0 and fetches at once.
     ``tcp_retransmission_backoff`` (``tcp.retransmission.backoff``): messages a partition or a
     cut link held between brokers go at TCP's next retransmission after the path is usable
     again (200 ms after the hold began, doubling:

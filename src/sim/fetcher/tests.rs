@@ -321,3 +321,16 @@ fn a_stopped_fetcher_has_nothing_in_flight_and_no_timer() {
     assert_eq!(f.reset(Some(LEADER), true), vec![]);
     assert_eq!(f.timers().count(), 0);
 }
+
+#[test]
+fn an_abandoned_request_is_neither_answered_nor_timed_out_and_nothing_replaces_it() {
+    let mut f = Engine::new(CONFIG);
+    let live = Liveness { alive: true, incarnation: 1 };
+    send(&mut f, 1, 10);
+    let token = f.token();
+    assert_eq!(f.abandon(), vec![Effect::Cancel(10)]);
+    assert!(f.token() > token);
+    assert!(!f.take_answer(Some(&1)));
+    assert_eq!(f.fire(&Due::Timeout(token), 1, live), vec![]);
+    assert_eq!(f.timers().count(), 0);
+}
