@@ -88,3 +88,23 @@ def test_at_the_runs_start_the_wait_is_shortened_by_the_partitions_lead() -> Non
         firsts.append(c.now_ms)
     assert max(firsts) <= latest + 20 and max(firsts) > 50, firsts  # a link delay or two on top
     assert min(firsts) < 20, firsts
+
+
+def test_a_broker_that_led_from_the_start_waits_the_full_phase_when_it_follows() -> None:
+    """The lead is the topic's, made before the run: broker 1, leader at the start, took the
+    partition on no fetcher thread then, so when it follows broker 2 after a controlled
+    shutdown its wait is a whole phase, not one shortened by the lead."""
+    from epochlab.sim.broker import ESTABLISHED_PARTITION_LEAD_MS
+
+    waits = []
+    for seed in range(1, 13):
+        c = _cluster(True, seed)
+        c.run_for(3000)
+        c.controlled_shutdown(1)
+        assert c.run_until(lambda c: c.brokers[1].replica.leader_id == 2, 5000)
+        became = c.now_ms
+        assert c.run_until(lambda c: c.brokers[1].fetch_state()[1] is not None, 5000)
+        waits.append(c.now_ms - became)
+    wait_max = ClusterConfig().replica_fetch_wait_max_ms
+    assert all(0 <= w <= wait_max for w in waits), waits
+    assert max(waits) > wait_max - ESTABLISHED_PARTITION_LEAD_MS, waits

@@ -265,10 +265,8 @@ class Broker:
         # different times. Phase-aligned timers made two brokers failing within one interval
         # expire in the order of link jitter rather than of their failures (docs/kafka-run.md).
         phase = self.ctx.kernel.rng(f"broker-{self.broker_id}-heartbeat").randrange(c.heartbeat_interval_ms) + 1
-        # a restarted broker makes its fetcher threads anew, for every partition it follows at once;
-        # an established one took the run's partition on its threads before the run's clock began
+        # a restarted broker makes its fetcher threads anew, for every partition it follows at once
         self._fetchers_running = established
-        self._partition_added_before_ms = ESTABLISHED_PARTITION_LEAD_MS if established else 0
         if established:
             self.registered = True
             self._last_heartbeat_ms = phase - c.heartbeat_interval_ms
@@ -691,16 +689,18 @@ class Broker:
         ``removeFetcherForPartitions``). A broker's first start of an incarnation makes its
         threads (``ReplicaFetcherManager.addFetcherForPartitions`` with none running), which
         fetch at once. The run's own partition joined the threads before the run's clock began
-        (:data:`ESTABLISHED_PARTITION_LEAD_MS`), so the first wait of a run is that much
-        shorter."""
+        (:data:`ESTABLISHED_PARTITION_LEAD_MS`), so a start in its first leader epoch (the
+        topic as made) waits that much less."""
         self._cancel_fetcher_join()
         if not self._fetchers_running:
             self._fetchers_running = self.config.established
             self._start_fetching()
             return
         wait = self.ctx.kernel.rng(f"broker-{self.broker_id}-fetcher-poll").randint(
-            0, self.config.replica_fetch_wait_max_ms) - self._partition_added_before_ms
-        self._partition_added_before_ms = 0
+            0, self.config.replica_fetch_wait_max_ms)
+        if self.replica.leader_epoch == 0:
+            # the partition's first leadership: the topic was made before the run's clock began
+            wait -= ESTABLISHED_PARTITION_LEAD_MS
         if wait <= 0:  # the thread's poll ended before the run's clock began
             self._start_fetching()
             return
