@@ -542,3 +542,60 @@ def test_a_new_leader_sampled_with_its_predecessors_epoch_is_not_a_leadership() 
     assert leader_runs([pt(0, 1, 0), pt(5, 2, 1), pt(7, 1, 0), pt(9, None, None), pt(12, 1, 2)]) == \
         [[1, 0], [2, 1], [None, None], [1, 2]]
     assert leader_runs([pt(0, 1, 0), pt(3, 3, None), pt(9, 2, 1)]) == [[1, 0], [2, 1]]
+
+
+#: ``Partition.makeLeader``'s line as a topic is made (leader epoch 0), Kafka 4.3.1
+FIRST_LEADER = "{t} INFO [state.change.logger] [Broker id={b}] Leader T-0 with topic id Some(UQXh) starts at " \
+               "leader epoch 0 from offset 0 with partition epoch 0, high watermark 0, ISR [1,2,3], adding " \
+               "replicas [] and removing replicas [] . Previous leader None and previous leader epoch was -1."
+
+
+def test_each_brokers_first_role_as_the_topic_was_made_is_read_from_the_state_change_log(tmp_path: Path) -> None:
+    """A broker's first role in leader epoch 0 (either role) counts, on the run's clock; a later
+    epoch's role, a second epoch-0 line and the role of a broker restarted before it do not. A
+    kept run without them in ``real.json`` has them read from its log and steps."""
+    from epochlab.kafka.runs.compare import first_roles
+    from epochlab.kafka.runs.fuzz import kept_first_roles
+
+    t0 = 1_796_279_894_382
+    lines = [CREATING.format(t=t0 - 180, b=2), FOLLOWER.format(t=t0 - 168, b=2),
+             FOLLOWER.format(t=t0 - 137, b=3), FIRST_LEADER.format(t=t0 - 101, b=1),
+             FOLLOWER.format(t=t0 + 40, b=2), LEADER.format(t=t0 + 9_000, b=3)]
+    assert first_roles(lines, [], t0) == {"2": -168, "3": -137, "1": -101}
+    # broker 3 down at the making and restarted: its epoch-0 line is the restart's
+    late = [FOLLOWER.format(t=t0 - 168, b=2), FIRST_LEADER.format(t=t0 - 101, b=1), FOLLOWER.format(t=t0 + 5_000, b=3)]
+    assert first_roles(late, [(6, 4_000, 3)], t0) == {"2": -168, "1": -101}
+    assert first_roles([LEADER.format(t=t0, b=1)], [], t0) == {}
+
+    (tmp_path / "state-change.log").write_text("\n".join(lines) + "\n")
+    (tmp_path / "steps.json").write_text("[]")
+    assert kept_first_roles(tmp_path, {"clock_epoch_ms": t0}) == {"2": -168, "3": -137, "1": -101}
+    assert kept_first_roles(tmp_path, {"clock_epoch_ms": t0, "first_role_ms": {"2": -5}}) == {"2": -5}
+    assert kept_first_roles(tmp_path, {}) == {}
+
+
+def test_the_model_seeds_take_the_first_roles_on_an_established_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``model_seeds_matching`` gives an established cluster's model the brokers' first roles
+    the run measured (``first_role_ms``), and no other cluster's; ``measured_startups=False``
+    leaves them out too."""
+    from dataclasses import replace
+
+    from epochlab.kafka.runs import compare
+    from epochlab.kafka.runs.fuzz import model_seeds_matching
+
+    seen: list[Any] = []
+    model_run = compare.model_run
+
+    def observed(scenario, *args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(scenario.cluster.get("first_role_ms"))
+        return model_run(scenario, *args, **kwargs)
+
+    monkeypatch.setattr(compare, "model_run", observed)
+    real = {"acked": {}, "lost": [], "duplicated": [], "first_role_ms": {"1": -101, "2": -168, "3": -137}}
+    established = _crash_and_restart("first-roles")
+    assert established.cluster["established"] is True  # every kafka fuzz schedule's
+    plain = replace(established, cluster={k: v for k, v in established.cluster.items() if k != "established"})
+    model_seeds_matching(established, real, {}, 1, "java", [])
+    model_seeds_matching(established, real, {}, 1, "java", [], measured_startups=False)
+    model_seeds_matching(plain, real, {}, 1, "java", [])
+    assert seen == [{"1": -101, "2": -168, "3": -137}, None, None]

@@ -115,6 +115,12 @@ MARKER_TIMEOUT_MS = 30000
 #: lines came 29-2,549 ms before it, median 204 ms, in the 40 runs of ``epochlab kafka fuzz``
 #: campaign seed 12 (docs/measurements.md).
 ESTABLISHED_PARTITION_LEAD_MS = 200
+#: On an established cluster, how much later than a follower the partition's first leader made
+#: itself leader: deciles of the 76 measured gaps between a leader's "Leader ... starts at
+#: leader epoch 0" line and each follower's "Follower ... starts at leader epoch 0" line (the
+#: brokers apply the topic's creation each at its own pace), same campaign; negative when the
+#: leader came first. A draw interpolates between two deciles (:meth:`Broker._first_start`).
+FIRST_LEADER_LAG_MS = (-48, -18, -11, -7, -3, 4, 13, 20, 35, 49, 112)
 #: ``socket.connection.setup.timeout.ms`` and ``.max.ms`` by default: how long the heartbeat
 #: channel's connection attempt waits, growing with failed attempts in a row.
 CONNECTION_SETUP_TIMEOUT_MS = (10_000, 30_000)
@@ -690,7 +696,15 @@ class Broker:
         threads (``ReplicaFetcherManager.addFetcherForPartitions`` with none running), which
         fetch at once. The run's own partition joined the threads before the run's clock began
         (:data:`ESTABLISHED_PARTITION_LEAD_MS`), so a start in its first leader epoch (the
-        topic as made) waits that much less."""
+        topic as made) waits that much less; and when that thread's fetch reached the leader
+        before the leader had made itself leader (:meth:`_first_start`), the leader
+        refused it, and the partition waits ``replica.fetch.backoff.ms`` more (and again,
+        while the leader is not one yet): a new
+        partition's leader epoch is -1 until ``Partition.makeLeader``, so a fetch in epoch 0
+        gets UNKNOWN_LEADER_EPOCH (``Partition.checkCurrentLeaderEpoch``; UNKNOWN_TOPIC_ID or
+        UNKNOWN_TOPIC_OR_PARTITION before the leader knows the topic), and
+        ``AbstractFetcherThread.processFetchRequest`` delays a partition with any such error by
+        the backoff (``handlePartitionsWithErrors``, ``delayPartitions``)."""
         self._cancel_fetcher_join()
         if not self._fetchers_running:
             self._fetchers_running = self.config.established
@@ -700,7 +714,10 @@ class Broker:
             0, self.config.replica_fetch_wait_max_ms)
         if self.replica.leader_epoch == 0:
             # the partition's first leadership: the topic was made before the run's clock began
-            wait -= ESTABLISHED_PARTITION_LEAD_MS
+            start, lag = self._first_start()
+            while wait < lag:  # refused, the leader not yet one: again after the backoff
+                wait += self.config.replica_fetch_backoff_ms
+            wait += start
         if wait <= 0:  # the thread's poll ended before the run's clock began
             self._start_fetching()
             return
@@ -711,6 +728,21 @@ class Broker:
             self._fetcher_join = None
             self._if_alive(inc, self._start_fetching)
         self._fetcher_join = self.ctx.kernel.schedule(wait, join)
+
+    def _first_start(self) -> tuple[int, int]:
+        """``(start, lag)``: when, on the run's clock, this follower took the partition as the
+        topic was made, and how much later its first leader made itself leader: the run's own
+        (``ClusterConfig.first_role_ms``), or :data:`ESTABLISHED_PARTITION_LEAD_MS` before
+        time 0 and a lag drawn in a stream of its own (:data:`FIRST_LEADER_LAG_MS`, linear
+        between two deciles)."""
+        roles = dict(self.config.first_role_ms)
+        start = roles.get(self.broker_id, -ESTABLISHED_PARTITION_LEAD_MS)
+        leader = self.replica.leader_id
+        if self.broker_id in roles and leader in roles:
+            return start, roles[leader] - start
+        u = self.ctx.kernel.rng(f"broker-{self.broker_id}-first-leader-lag").randrange(1000)
+        low, high = FIRST_LEADER_LAG_MS[u // 100], FIRST_LEADER_LAG_MS[u // 100 + 1]
+        return start, low + (high - low) * (u % 100) // 100
 
     def _cancel_fetcher_join(self) -> None:
         if self._fetcher_join is not None:

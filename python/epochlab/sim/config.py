@@ -121,6 +121,26 @@ def _from_dict(cls: type[_T], mapping: Mapping[str, Any], where: str) -> _T:
         raise _fail(where, cls.__name__, "valid keys", str(exc)) from exc
 
 
+def _by_broker_ms(where: str, name: str, value: Any, brokers: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+    """A mapping (or pairs) of broker id -> ms (negative allowed), as pairs sorted by broker."""
+    expected = "a mapping of broker id to milliseconds (an integer, negative allowed)"
+    if isinstance(value, Mapping):
+        items = list(value.items())
+    elif isinstance(value, (list, tuple)) and all(isinstance(p, (list, tuple)) and len(p) == 2 for p in value):
+        items = [tuple(p) for p in value]
+    else:
+        raise _fail(where, name, expected, value)
+    out: dict[int, int] = {}
+    for key, ms in items:
+        broker = int(key) if isinstance(key, str) and key.lstrip("-").isdigit() else key
+        if isinstance(broker, bool) or not isinstance(broker, int) or broker not in brokers:
+            raise _fail(where, name, "keys among the brokers' ids", key)
+        if isinstance(ms, bool) or not isinstance(ms, int):
+            raise _fail(where, name, expected, ms)
+        out[broker] = ms
+    return tuple(sorted(out.items()))
+
+
 @dataclasses.dataclass(frozen=True)
 class ClusterConfig:
     """Brokers, replica assignment and broker/controller settings (``docs/core-semantics.md`` rules 1.5-1.10).
@@ -146,6 +166,15 @@ class ClusterConfig:
     (at the run's start the wait is shortened by how long before time 0 the harness made the
     run's topic, :data:`epochlab.sim.broker.ESTABLISHED_PARTITION_LEAD_MS`);
     ``False`` (the default): every broker starts and registers at time 0 and fetches at once.
+    ``first_role_ms`` (established clusters only): broker id -> the run-clock ms (negative:
+    before time 0) at which that broker took its first role in the partition as the topic was
+    made: a follower then joined its fetcher thread, and if that thread's fetch reached the
+    leader before the leader's own first role, it was refused and waits
+    ``replica_fetch_backoff_ms`` (:meth:`epochlab.sim.broker.Broker._start_fetcher`). A live
+    run's own, read from its brokers' state-change log, is given to the model asked to
+    reproduce it; without it a follower's start is
+    :data:`epochlab.sim.broker.ESTABLISHED_PARTITION_LEAD_MS` before time 0 and the leader's
+    lag behind it a draw from :data:`epochlab.sim.broker.FIRST_LEADER_LAG_MS`.
     ``tcp_retransmission_backoff`` (``tcp.retransmission.backoff``): messages a partition or a
     cut link held between brokers go at TCP's next retransmission after the path is usable
     again (200 ms after the hold began, doubling:
@@ -192,6 +221,7 @@ class ClusterConfig:
     controller_delay_ms: tuple[int, int] = (1, 10)
     controller_quorum_append_linger_ms: int = 25
     established: bool = False
+    first_role_ms: tuple[tuple[int, int], ...] = ()
     tcp_retransmission_backoff: bool = False
     transaction_pre_kip890: bool | None = None
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10000
@@ -224,6 +254,7 @@ class ClusterConfig:
         _int(w, "replica_fetch_wait_max_ms", self.replica_fetch_wait_max_ms, 0)
         _int(w, "controller_quorum_append_linger_ms", self.controller_quorum_append_linger_ms, 0)
         _bool(w, "established", self.established)
+        object.__setattr__(self, "first_role_ms", _by_broker_ms(w, "first_role_ms", self.first_role_ms, ids))
         _bool(w, "tcp_retransmission_backoff", self.tcp_retransmission_backoff)
         if self.flush_interval_ms is not None:
             _int(w, "flush_interval_ms", self.flush_interval_ms, 1)

@@ -449,13 +449,18 @@ def model_seeds_matching(scenario: Any, real: dict[str, Any], settings: dict[str
     run measured, from the restart to the broker's first role in the partition
     (``real["restart_role_ms"]``, :func:`~epochlab.kafka.runs.compare.restart_roles`): the
     broker's start is an input of the run, as the steps' times are (``docs/kafka-run.md``,
-    "Seeds 6 and 7"). ``link_by_link``: a partition's or heal's links cut or let through in
-    the order the real run's nodes took them (:func:`at_real_times`)."""
+    "Seeds 6 and 7"); and so is each broker's first role as the topic was made
+    (``real["first_role_ms"]``, :func:`~epochlab.kafka.runs.compare.first_roles`), the
+    model's ``first_role_ms`` on an established cluster. ``link_by_link``: a partition's or
+    heal's links cut or let through in the order the real run's nodes took them
+    (:func:`at_real_times`)."""
     from epochlab.kafka.runs.compare import model_run, summarize_model
 
     if steps is not None:
         scenario = at_real_times(scenario, steps, real.get("restart_role_ms") if measured_startups else None,
                                  link_by_link)
+    if measured_startups and real.get("first_role_ms") and scenario.cluster.get("established"):
+        scenario = replace(scenario, cluster={**scenario.cluster, "first_role_ms": dict(real["first_role_ms"])})
     want = data_outcome(real)
     return sum(data_outcome(summarize_model(model_run(replace(scenario, seed=seed), GENERATION, settings,
                                                       client))) == want
@@ -477,6 +482,7 @@ def reexamine(directory: Path, client: str, cluster: dict[str, Any] | None = Non
 
     real = json.loads((directory / "real.json").read_text())
     real["restart_role_ms"] = kept_restart_roles(directory, real)
+    real["first_role_ms"] = kept_first_roles(directory, real)
     scenario = schedule_scenario(load_schedule(directory / "schedule.json"), directory.name)
     if cluster:
         scenario = replace(scenario, cluster={**scenario.cluster, **cluster})
@@ -492,15 +498,30 @@ def kept_restart_roles(directory: Path, real: dict[str, Any]) -> dict[str, int]:
     ``real.json`` is ``real``: as it holds them (``restart_role_ms``), or for a run kept before
     it did, read from its ``state-change.log``, ``steps.json`` and clock (``clock_epoch_ms``);
     none when those are missing (every restart then draws its startup)."""
-    from epochlab.kafka.runs.compare import restart_roles, restarted
+    from epochlab.kafka.runs.compare import restart_roles
 
-    if "restart_role_ms" in real:
-        return {str(k): int(v) for k, v in real["restart_role_ms"].items()}
+    return _kept(directory, real, "restart_role_ms", restart_roles)
+
+
+def kept_first_roles(directory: Path, real: dict[str, Any]) -> dict[str, int]:
+    """Each broker's first role as the topic was made (:func:`~epochlab.kafka.runs.compare.first_roles`)
+    in the run kept in ``directory``: as ``real`` holds them (``first_role_ms``), or read from
+    its ``state-change.log``, ``steps.json`` and clock; none when those are missing."""
+    from epochlab.kafka.runs.compare import first_roles
+
+    return _kept(directory, real, "first_role_ms", first_roles)
+
+
+def _kept(directory: Path, real: dict[str, Any], key: str, read: Any) -> dict[str, int]:
+    from epochlab.kafka.runs.compare import restarted
+
+    if key in real:
+        return {str(k): int(v) for k, v in real[key].items()}
     changes, steps = directory / "state-change.log", directory / "steps.json"
     if not changes.exists() or not steps.exists() or "clock_epoch_ms" not in real:
         return {}
-    return restart_roles(changes.read_text(errors="replace").splitlines(), restarted(json.loads(steps.read_text())),
-                         real["clock_epoch_ms"])
+    return dict(read(changes.read_text(errors="replace").splitlines(), restarted(json.loads(steps.read_text())),
+                     real["clock_epoch_ms"]))
 
 
 def _write_summary(out: Path, seed: int, profile: FuzzProfile, done: list[KafkaFuzzRun], seconds: float,

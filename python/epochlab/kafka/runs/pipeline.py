@@ -34,7 +34,7 @@ from typing import Any
 
 from epochlab.errors import ConfigError
 from epochlab.kafka.runs.compare import compare as compare_runs
-from epochlab.kafka.runs.compare import (fence_lines, model_epoch_skips, model_run, model_scenario,
+from epochlab.kafka.runs.compare import (fence_lines, first_roles, model_epoch_skips, model_run, model_scenario,
                                          real_epoch_skips, real_fences, restart_roles, restart_startups, restarted,
                                          silence_fences, state_change_lines, summarize_model,
                                          summarize_real, unfenced_lines)
@@ -71,6 +71,7 @@ def execute(scenario: Any, cluster: Any, compare: bool, out: Path | None,
     real_summary["restart_startup_ms"] = restart_startups(unfenced_lines(cluster), restarts,
                                                           real.history.clock_epoch_ms)
     real_summary["restart_role_ms"] = restart_roles(state_changes, restarts, real.history.clock_epoch_ms)
+    real_summary["first_role_ms"] = first_roles(state_changes, restarts, real.history.clock_epoch_ms)
     settings = cluster_settings(cluster)
     session_ms = int(settings.get("session_timeout_ms", ClusterConfig.session_timeout_ms))
     steps = [(r.executed_at_ms, r.step.action, dict(r.step.params)) for r in real.records[1:]
