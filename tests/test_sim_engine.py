@@ -458,6 +458,32 @@ def test_a_connection_is_handled_one_request_at_a_time() -> None:
         assert sorted(acked(c)) == [1, 2, 3]
 
 
+@pytest.mark.parametrize("backend", ["rust", "reference"])
+def test_a_restarted_producers_requests_come_on_new_connections(backend: str) -> None:
+    """A producer restart closes the old process's connections (the Java client's
+    ``close(0)``, librdkafka's destroy, or the process's exit) and the new session opens its
+    own, whose requests the broker reads at once, not behind the old session's request held in
+    the purgatory of its muted channel. m1 waits for an ISR that cannot shrink; after the
+    restart m2 is written at once, then m1's old connection is read no further (its response
+    is the first write after the close; nothing was queued behind it). Seen on Kafka 4.3.1
+    here (``epochlab kafka fuzz`` campaign seed 13, Java run 3): each producer session's first
+    record was written while the previous one's still waited."""
+    for seed in (1, 2, 3, 4):
+        c = Cluster(ClusterConfig(min_insync_replicas=2, broker_startup_ms=INSTANT), LATEST, seed=seed,
+                    backend=backend)
+        p = c.producer("p", ProducerConfig(acks="all", request_timeout_ms=3000))
+        c.run_for(1000)
+        c.partition([[2]])
+        p.send(1)
+        c.run_for(300)
+        assert leader_values(c) == [1], seed
+        p.restart()
+        p.send(2)
+        c.run_for(300)
+        assert leader_values(c) == [1, 2], (seed, leader_values(c))
+        assert not acked(c)
+
+
 def test_a_wake_in_a_deadlines_millisecond_is_a_draw_the_polls_own_is_not() -> None:
     """The Java client gives a request up when more than ``request.timeout.ms`` whole
     milliseconds have passed since its send (``InFlightRequests.hasExpiredRequest``). m1 goes

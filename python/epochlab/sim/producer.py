@@ -280,8 +280,15 @@ class Producer(TransactionalMixin):
             unknown = in_flight or (batch is not None and batch.indeterminate)
             self._finish(send_id, "info" if unknown else "fail", error="PRODUCER_RESTARTED")
         self._abandon_transactions()
+        # the process's sockets close with it (the Java client's close(0), librdkafka's destroy,
+        # or its exit): each broker it had a request in flight to learns of the close, and the
+        # new session's requests come on new connections (Broker.on_client_disconnect), not
+        # behind the old one's in the broker's muted channel
+        open_to = sorted(b for b, ids in self._order.items() if ids)
         self.ctx.network.set_alive(self.name, False)
         self._start_session()
+        for broker in open_to:
+            self.ctx.post(self.name, broker, "on_client_disconnect", ClientDisconnect(self.name, self.ctx.now_ms))
 
     # -- session ----------------------------------------------------------------------------
     def _start_session(self) -> None:
