@@ -235,24 +235,51 @@ def _epochs_in_state_change_log(text: str) -> tuple[set[int], set[int]]:
     return leaderless, led
 
 
+#: How many times the rebootstrap scenario is run for a real client that re-bootstraps before m2
+REBOOTSTRAP_ATTEMPTS = 3
+
+
 def test_the_java_producer_rebootstraps_with_every_broker_down_as_the_model_does(cluster: LocalCluster,
                                                                                  tmp_path: Path) -> None:
     """``tests/fixtures/scenarios/java-rebootstrap-with-every-broker-down.toml`` with Kafka's
     Java producer: with every broker killed, the client re-bootstraps (its log says so) before
     m2 is sent, so m2 waits for metadata and is acknowledged once the brokers are back, past
     its delivery timeout from the send, as the model of a 4.x Java run has it
-    (``tests/test_producer_rebootstrap.py`` shows the model without the rule expiring m2)."""
+    (``tests/test_producer_rebootstrap.py`` shows the model without the rule expiring m2).
+
+    Whether the real client re-bootstraps within the outage is a draw: it still knows two
+    brokers and re-bootstraps only when a metadata update finds both in their (jittered)
+    reconnect backoff at once; one run here alternated its attempts between them for 33 s and
+    never did. A run without a re-bootstrap before m2 must show the other branch of the rule
+    (m2 queued at once and expired, not acknowledged), and the scenario is run again, up to
+    :data:`REBOOTSTRAP_ATTEMPTS` times, for a run that re-bootstraps, which must then agree
+    with the model."""
     from epochlab.scenarios.loader import load_file
 
     scenario = load_file(Path(__file__).parent / "fixtures" / "scenarios" / "java-rebootstrap-with-every-broker-down.toml")
-    _, payload = execute(scenario, cluster, compare=True, out=tmp_path / "run", client="java")
-    log = (tmp_path / "run" / "client.log").read_text()
-    # when the client re-bootstrapped and when m2 was sent, on the run's clock: m2 is acknowledged
-    # only if it was sent after the re-bootstrap (the scenario's description)
-    epoch = payload["real"]["clock_epoch_ms"]
-    rebootstraps = [int(t) - epoch for t in re.findall(r"^(\d+) .*Rebootstrapping with", log, re.MULTILINE)]
-    steps = json.loads((tmp_path / "run" / "steps.json").read_text())
-    m2_sent = [s["executed_at_ms"] for s in steps if s["action"] == "produce"][-1]
+    without = []
+    for attempt in range(REBOOTSTRAP_ATTEMPTS):
+        run_dir = tmp_path / f"run-{attempt}"
+        _, payload = execute(scenario, cluster, compare=True, out=run_dir, client="java")
+        log = (run_dir / "client.log").read_text()
+        # when the client re-bootstrapped and when m2 was sent, on the run's clock: m2 is
+        # acknowledged only if it was sent after the re-bootstrap (the scenario's description)
+        epoch = payload["real"]["clock_epoch_ms"]
+        rebootstraps = [int(t) - epoch for t in re.findall(r"^(\d+) .*Rebootstrapping with", log, re.MULTILINE)]
+        steps = json.loads((run_dir / "steps.json").read_text())
+        m2_sent = [s["executed_at_ms"] for s in steps if s["action"] == "produce"][-1]
+        if rebootstraps and rebootstraps[0] < m2_sent:
+            break
+        # no re-bootstrap before m2: the client kept the topic, so m2 went to the accumulator
+        # and expired after its delivery timeout, never written
+        history = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
+        m2 = [h for h in history if h["f"] == "send" and h["value"] == 2 and h["type"] != "invoke"]
+        assert payload["real"]["not_acked"] == {"p1": [2]} and m2 and m2[0]["error"] == "DELIVERY_TIMEOUT", (
+            payload["real"]["not_acked"], m2, rebootstraps, m2_sent)
+        without.append((rebootstraps, m2_sent))
+    else:
+        raise AssertionError(f"the real client never re-bootstrapped before m2 in {REBOOTSTRAP_ATTEMPTS} runs: "
+                             f"(re-bootstraps, m2 sent) {without}")
     assert payload["real"]["expectations_hold"], (
         [c for c in payload["real"]["checks"] if c["status"] != "passed"],
         {"not_acked": payload["real"]["not_acked"], "rebootstraps_ms": rebootstraps, "m2_sent_ms": m2_sent})
@@ -265,7 +292,7 @@ def test_the_java_producer_rebootstraps_with_every_broker_down_as_the_model_does
     # broker 1 is back, and broker 1 may miss its 3 s broker session meanwhile; the controller
     # fences it (a leaderless epoch) and elects it again. Such epochs are tolerated only when
     # the brokers' state-change log shows each of them, and the logs' offsets and values agree.
-    leaderless, led = _epochs_in_state_change_log((tmp_path / "run" / "state-change.log").read_text())
+    leaderless, led = _epochs_in_state_change_log((run_dir / "state-change.log").read_text())
     model_epoch = payload["model"]["final"]["epoch"]
     extra = sorted(e for e in leaderless | led if e > model_epoch)
     explained = bool(extra) and all(e in leaderless or e - 1 in leaderless for e in extra)
@@ -275,7 +302,6 @@ def test_the_java_producer_rebootstraps_with_every_broker_down_as_the_model_does
     assert not outcome, ([d["text"] for d in outcome], {"leaderless_epochs": sorted(leaderless),
                                                         "led_epochs": sorted(led)})
     assert re.search(r"\[Producer clientId=p1\] Rebootstrapping with", log)
-    assert rebootstraps and rebootstraps[0] < m2_sent, (rebootstraps, m2_sent)
 
 
 def test_java_consumer_reads_commits_and_resumes_as_recorded(cluster: LocalCluster) -> None:

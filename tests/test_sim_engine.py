@@ -484,6 +484,31 @@ def test_a_restarted_producers_requests_come_on_new_connections(backend: str) ->
         assert not acked(c)
 
 
+@pytest.mark.parametrize("backend", ["rust", "reference"])
+def test_a_closed_idle_connection_makes_the_producer_ask_for_metadata(backend: str) -> None:
+    """A leader that shuts down closes its connections; a producer with nothing in flight asks
+    for metadata all the same (the Java client's ``handleServerDisconnect``, librdkafka's
+    "broker down" refresh), so its next send goes to the new leader at once. Before, the model's
+    producer kept the old leader and sent there first. Seen on Kafka 4.3.1 here (``epochlab
+    kafka fuzz`` campaign seed 13, Java run 18): m5-m7, sent 2.4 s after leader 1's controlled
+    shutdown, acknowledged by leader 2 within 42 ms."""
+    for seed in (1, 2, 3, 4):
+        c = Cluster(ClusterConfig(min_insync_replicas=2, broker_startup_ms=INSTANT), LATEST, seed=seed,
+                    backend=backend)
+        p = c.producer("p", ProducerConfig(acks="all"))
+        c.run_for(1000)
+        p.send(1)
+        c.run_for(500)
+        c.controlled_shutdown(1)
+        assert c.run_until(lambda c: not c.brokers[1].alive, 10_000)
+        c.run_for(1000)
+        sent = c.now_ms
+        p.send(2)
+        c.run_for(100)
+        done = [op for op in c.history if op.f == "send" and op.type == "ok" and op.value == 2]
+        assert done and done[0].time_ms - sent < 60, (seed, done)
+
+
 def test_a_wake_in_a_deadlines_millisecond_is_a_draw_the_polls_own_is_not() -> None:
     """The Java client gives a request up when more than ``request.timeout.ms`` whole
     milliseconds have passed since its send (``InFlightRequests.hasExpiredRequest``). m1 goes

@@ -862,7 +862,12 @@ class Producer(TransactionalMixin):
         """``broker``'s process died and its kernel closed the connection
         (``SimContext.reset_connections``): every request in flight on it fails at once as
         disconnected (``NetworkClient.handleDisconnections``: NETWORK_EXCEPTION, retried after a
-        metadata refresh), each possibly appended before the crash."""
+        metadata refresh), each possibly appended before the crash. With nothing in flight the
+        client asks for metadata all the same, keeping the leader it knows until the answer:
+        the disconnect may mean its metadata is stale (the Java client's
+        ``DefaultMetadataUpdater.handleServerDisconnect``: ``metadata.requestUpdate``;
+        librdkafka's ``rd_kafka_broker_fail``: a refresh of the known topics, "broker down"),
+        so a send after a leader's shutdown goes to the new leader, not to the old one first."""
         self._connected.discard(broker)  # type: ignore[arg-type]
         lost = self._metadata_lost(broker)
         for request_id in self._order.pop(broker, []):  # type: ignore[call-overload]
@@ -877,6 +882,7 @@ class Producer(TransactionalMixin):
         if lost:
             self._drain()  # ask again (its metadata request went with the connection)
         else:
+            self._refresh_metadata()
             self._poll()
 
     def _on_error(self, batch: _Batch, error: str) -> None:
