@@ -181,11 +181,12 @@ def test_the_checker_sees_a_leader_hw_rise_in_the_event_that_stops_it() -> None:
     answer carrying that state let broker 3 raise its HW, answer a consumer and stop, all in
     one event. Observing only after events, the checker never saw that HW and called the read
     uncommitted (Inv-ReadCommittedOnly); it now looks before a broker stops. The schedule's
-    run seed is the first from 0 whose run needs the look on the current model (0): later
+    run seed is the first from 0 whose run needs the look on the current model (3): later
     rules (the client-connection rules ``Broker.on_client_disconnect`` and ``Producer._poll``,
     the Java client's newest-first retries, a parked fetch's completion updating no follower
-    state, Kafka's order of the purgatories when a broker stops leading) moved the original run
-    (seed 1605743167, kept as the origin)."""
+    state, Kafka's order of the purgatories when a broker stops leading, a producer asking for
+    metadata when a broker closes its connection) moved the original run (seed 1605743167, kept
+    as the origin)."""
     import json
     from pathlib import Path
 
