@@ -197,3 +197,8 @@ def test_first_role_ms_is_checked() -> None:
     for bad in ({"4": 1}, {"x": 1}, {"1": 1.5}, {"1": True}, 7, [[1, 2, 3]]):
         with pytest.raises(ConfigError, match="first.role.ms|first_role_ms"):
             ClusterConfig.from_dict({"first_role_ms": bad})
+    # a leader that took its role an age after its followers: they wait, no loop per backoff
+    c = Cluster(ClusterConfig.from_dict({"established": True, "first_role_ms": {"1": 10**15, "2": -100, "3": -90}}),
+                "strict-min-isr", seed=1)
+    c.run_for(5000)
+    assert c.brokers[2].fetch_state()[1] is None and c.brokers[3].fetch_state()[1] is None

@@ -715,8 +715,9 @@ class Broker:
         if self.replica.leader_epoch == 0:
             # the partition's first leadership: the topic was made before the run's clock began
             start, lag = self._first_start()
-            while wait < lag:  # refused, the leader not yet one: again after the backoff
-                wait += self.config.replica_fetch_backoff_ms
+            if wait < lag:  # refused, the leader not yet one: again after each backoff
+                backoff = self.config.replica_fetch_backoff_ms
+                wait += -(-(lag - wait) // backoff) * backoff
             wait += start
         if wait <= 0:  # the thread's poll ended before the run's clock began
             self._start_fetching()
