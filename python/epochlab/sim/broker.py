@@ -511,8 +511,8 @@ class Broker:
 
     def _hb_connect(self) -> None:
         """Open the heartbeat channel's connection: at once across a usable link (then the
-        heartbeat goes), else an attempt whose SYN is resent 1, 3, 7, 15 and 31 s after the
-        first until the link is usable or the set-up timeout passes."""
+        heartbeat goes), else an attempt whose SYN is resent 1, 2, 3, 4, 5, 7, 11, 19 and 35 s
+        after the first (``SYN_RESENDS_MS``) until the link is usable or the set-up timeout passes."""
         if self._hb_connecting is not None:
             return
         if self.ctx.network.usable(self.broker_id, "controller"):

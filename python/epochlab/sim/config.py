@@ -324,7 +324,10 @@ class ProducerConfig:
     gives up on the broker and asks for metadata again (:mod:`epochlab.sim.producer`); its
     metadata requests go over those connections too, to the least loaded broker, which answers
     from its metadata cache; unset, a connection is there as soon as it is needed and the
-    controller answers metadata requests. ``metadata_recovery_strategy`` (the Java
+    controller answers metadata requests. Set together with ``socket_timeout_ms`` it is
+    librdkafka's setting of the same name (default 30,000): the connections with librdkafka's
+    timing (a fixed set-up timeout, its reconnect backoff; :mod:`epochlab.sim.producer`),
+    metadata still from the controller. ``metadata_recovery_strategy`` (the Java
     client's ``metadata.recovery.strategy``, 3.8+: ``"none"``, or ``"rebootstrap"``, its default
     from 4.0, KIP-1102; unset, the model's producer does not re-bootstrap and a live Java client
     runs with its release's default): with ``"rebootstrap"`` a producer that finds no broker
@@ -375,10 +378,6 @@ class ProducerConfig:
             _int(w, "socket_timeout_ms", self.socket_timeout_ms, 1)
         if self.socket_connection_setup_timeout_ms is not None:
             _int(w, "socket_connection_setup_timeout_ms", self.socket_connection_setup_timeout_ms, 1)
-            if self.socket_timeout_ms is not None:
-                raise _fail(w, "socket_connection_setup_timeout_ms",
-                            "unset with socket_timeout_ms (a Java client setting; socket_timeout_ms makes "
-                            "the producer librdkafka)", self.socket_connection_setup_timeout_ms)
         _int(w, "socket_connection_setup_timeout_max_ms", self.socket_connection_setup_timeout_max_ms, 1)
         if self.metadata_recovery_strategy not in (None, "none", "rebootstrap"):
             raise _fail(w, "metadata_recovery_strategy", '"none" or "rebootstrap"', self.metadata_recovery_strategy)

@@ -34,6 +34,8 @@ __all__ = ["compare", "java_rebootstraps", "model_run", "model_scenario", "summa
 #: (``CommonClientConfigs.DEFAULT_SOCKET_CONNECTION_SETUP_TIMEOUT_MS``), which the live Java
 #: producer runs with and the model's producer is given when it stands for that client.
 JAVA_CONNECTION_SETUP_TIMEOUT_MS = 10_000
+#: librdkafka's ``socket.connection.setup.timeout.ms`` by default (``CONFIGURATION.md``).
+LIBRDKAFKA_CONNECTION_SETUP_TIMEOUT_MS = 30_000
 
 #: Times within this many ms, or within half of the larger, are not listed as differences.
 TIME_SLACK_MS = 1000
@@ -66,8 +68,8 @@ def model_scenario(scenario: Scenario, settings: dict[str, int], client: str = "
     only at the broker; for Kafka's Java producer (``"java"``) the model's own producer, which
     is that client (:class:`~epochlab.sim.config.ProducerConfig`), with its connection set-up
     (``socket.connection.setup.timeout.ms`` = :data:`JAVA_CONNECTION_SETUP_TIMEOUT_MS`, Kafka's
-    default, where the scenario sets none; with librdkafka a scenario's own value goes to the
-    live client only), re-bootstrapping as that release's client does where the scenario does
+    default, where the scenario sets none; librdkafka's :data:`LIBRDKAFKA_CONNECTION_SETUP_TIMEOUT_MS`
+    for a librdkafka run, whose model then has librdkafka's connection timing), re-bootstrapping as that release's client does where the scenario does
     not say (``metadata.recovery.strategy``, :func:`java_rebootstraps`; a librdkafka run's model
     goes without a scenario's value), and without a scenario's ``socket.timeout.ms``, which is
     librdkafka's;
@@ -102,11 +104,16 @@ def model_scenario(scenario: Scenario, settings: dict[str, int], client: str = "
         if client != "java" and "socket_timeout_ms" not in own:
             producers[name]["socket.timeout.ms"] = SOCKET_TIMEOUT_MS
             replaced[f"producer {name}: socket_timeout_ms"] = [None, SOCKET_TIMEOUT_MS]
-        if client != "java" and "socket_connection_setup_timeout_ms" in own:
-            # librdkafka has a setting of that name (the live producer takes it), but the
-            # model's librdkafka timing has no connection set-up: the model runs without it
-            for key in [k for k in producers[name] if _setting(k).startswith("socket_connection_setup_timeout")]:
-                replaced[f"producer {name}: {_setting(key)}"] = [producers[name].pop(key), None]
+        if client != "java":
+            # librdkafka's connection set-up (its setting has the Java name; the live producer
+            # takes a scenario's value, else its default): the model's librdkafka timing has
+            # it too (epochlab.sim.producer); the maximum is a Java client setting
+            for key in [k for k in producers[name] if _setting(k) == "socket_connection_setup_timeout_max_ms"]:
+                replaced[f"producer {name}: socket_connection_setup_timeout_max_ms"] = [producers[name].pop(key), None]
+            if "socket_connection_setup_timeout_ms" not in own:
+                producers[name]["socket.connection.setup.timeout.ms"] = LIBRDKAFKA_CONNECTION_SETUP_TIMEOUT_MS
+                replaced[f"producer {name}: socket_connection_setup_timeout_ms"] = [
+                    None, LIBRDKAFKA_CONNECTION_SETUP_TIMEOUT_MS]
         if client == "java" and "socket_timeout_ms" in own:
             # librdkafka's own setting (a scenario sets it for librdkafka runs): Kafka's Java
             # client has none, so the model of a Java run goes without it (else it would time
