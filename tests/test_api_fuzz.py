@@ -160,7 +160,7 @@ METHODS = {
     "Timer": {"cancel": 0},
     "Network": {"set_alive": 2, "peers": 1, "is_alive": 1, "partition": 1, "heal": 0, "set_link": 2,
                 "set_retransmission_backoff": 1, "slow_node": 2, "connected": 2, "usable": 2, "send": 3,
-                "post": 5, "discard_held": 2},
+                "post": 5, "discard_held": 2, "close_connection": 2},
     "ChangeWatch": {"changes": 2, "forget": 1, "watching": 3}, "Watcher": {},
     "StateScan": {"replica": 3, "log_matching": 2, "leaders": 3, "strong_isr": 3, "check": 3},
     "ProtocolCoverage": {"observe": 7, "features": 0, "first_steps": 0, "first_times": 0, "first_brokers": 0},

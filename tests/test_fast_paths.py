@@ -591,7 +591,7 @@ def _drive(kernel_type: Any, network_type: Any, seed: int, ops: int = 160, backo
         net.set_alive(n, True)
     for i in range(ops):
         op = draw.choice(["send"] * 6 + ["run"] * 3 + ["alive", "partition", "heal", "link", "slow",
-                                                        "discard", "peers"])
+                                                        "discard", "peers", "close"])
         a, b = draw.sample(NODES, 2)
         if op == "send":
             kind = draw.choice(["", "", "fetch"])
@@ -627,6 +627,8 @@ def _drive(kernel_type: Any, network_type: Any, seed: int, ops: int = 160, backo
             net.slow_node(a, draw.choice([0, 50, 300]))
         elif op == "discard":
             seen.append(("discard", net.discard_held(a, b)))
+        elif op == "close":  # a client gave up on its connection: later sends go on a new one
+            net.close_connection(a, b)
         elif op == "peers":
             seen.append(("peers", a, list(net.peers(a)), net.is_alive(a), net.connected(a, b),
                          net.usable(a, b)))
@@ -652,8 +654,9 @@ def test_the_rust_network_is_the_python_network(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", range(20))
 def test_the_rust_network_is_the_python_network_with_retransmission_backoff(seed: int) -> None:
-    """The same with held messages between brokers released at TCP's next retransmission:
-    both implementations alike, draw for draw."""
+    """The same with held messages released at TCP's next retransmission (every link but the
+    controller's) and closed connections starting new ones: both implementations alike, draw
+    for draw."""
     from epochlab import _core
 
     rust = _drive(_core.Kernel, _core.Network, seed, backoff=True)

@@ -854,6 +854,17 @@ impl PyNetwork {
         }))
     }
 
+    /// The connection between `a` and `b` is closed (a client gave up on it): what either
+    /// end sends from now on goes on a new one (`Network.close_connection`).
+    fn close_connection(&self, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<()> {
+        let (a, b) = (node_arg(a)?, node_arg(b)?);
+        self.on(node_py(&a), |n| {
+            let (x, y) = (n.id(&a), n.id(&b));
+            n.net.close_connection(x, y)
+        });
+        Ok(())
+    }
+
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.kernel)
     }

@@ -8,7 +8,8 @@
 //!   draw) costs one retransmission timeout, [`RTO_MIN_MS`] doubling up to [`RTO_MAX_MS`], at
 //!   most [`RECONNECT_MS`] in all. A `duplicate` probability sends a second copy (one
 //!   `random()` draw per send).
-//! * One directed connection (the same incarnations of both ends) delivers in send order
+//! * One directed connection (the same incarnations of both ends, and the same connection
+//!   between them: [`Network::close_connection`] starts a new one) delivers in send order
 //!   unless its link reorders: an arrival is never before the previous one on it, and a
 //!   message that arrives while an earlier one, released after a hold, is still on its way
 //!   waits for it (TCP's receiver holds out-of-order segments until the retransmitted one
@@ -18,8 +19,8 @@
 //!   only the newest of each `coalesce` key on one), and die with either end of their
 //!   connection (a node going down, or up again as a new incarnation). With
 //!   [`Network::set_retransmission_backoff`] they go at TCP's next retransmission after the
-//!   path is usable again ([`retransmission_after`]), not at once, on links between brokers;
-//!   a retransmission that meets a cut again is held with its connection's first hold time
+//!   path is usable again ([`retransmission_after`]), not at once, on every link but the
+//!   controller channel's and the transaction coordinator's; a retransmission that meets a cut again is held with its connection's first hold time
 //!   (the timer's backoff goes on, as Linux resets it only when an acknowledgement arrives).
 //! * The controller channel (a link with [`CONTROLLER`] at one end) neither duplicates nor
 //!   reorders.
@@ -128,18 +129,21 @@ pub struct Message<M> {
     /// A retransmission: when its connection began to hold it ([`Network::release`]), so
     /// that a cut it meets on its way keeps TCP's backed-off timer instead of a new one.
     pub held_since: Option<i64>,
+    /// Which connection between its two ends it went on: 0, then one more each time the
+    /// pair's connection was closed ([`Network::close_connection`]).
+    pub conn: u64,
     pub payload: M,
 }
 
-/// A connection: `(src, its incarnation, dst, its incarnation)`.
-pub type Direction = (NodeId, u64, NodeId, u64);
+/// A connection: `(src, its incarnation, dst, its incarnation, the pair's connection)`.
+pub type Direction = (NodeId, u64, NodeId, u64, u64);
 
 /// Messages can be queued on a [`super::kernel::Kernel`] as they are (never cancelled).
 impl<M> super::kernel::Payload for Message<M> {}
 
 impl<M> Message<M> {
     fn direction(&self) -> Direction {
-        (self.src, self.src_incarnation, self.dst, self.dst_incarnation)
+        (self.src, self.src_incarnation, self.dst, self.dst_incarnation, self.conn)
     }
 }
 
@@ -183,6 +187,8 @@ pub struct Network<M> {
     /// Whether held messages go at TCP's next retransmission after the path is usable again
     /// ([`Network::set_retransmission_backoff`]) rather than at once.
     retransmission_backoff: bool,
+    /// Per ordered pair of nodes, the connection messages now go on ([`Network::close_connection`]).
+    conns: HashMap<(NodeId, NodeId), u64>,
     /// Per connection, the send-order places of released messages still on their way.
     on_way: HashMap<Direction, VecDeque<u64>>,
     /// Per connection, messages that arrived behind one of those, in send order.
@@ -211,6 +217,7 @@ impl<M> Network<M> {
             held: HashMap::default(),
             held_since: HashMap::default(),
             retransmission_backoff: false,
+            conns: HashMap::default(),
             on_way: HashMap::default(),
             behind: HashMap::default(),
             sent: 0,
@@ -403,6 +410,7 @@ impl<M> Network<M> {
             coalesce: options.coalesce,
             quiet: options.quiet,
             held_since: None,
+            conn: self.conns.get(&(src, dst)).copied().unwrap_or(0),
             payload,
         };
         let direction = message.direction();
@@ -493,6 +501,21 @@ impl<M> Network<M> {
         }
         self.dropped += count;
         count
+    }
+
+    /// The connection between `a` and `b` is closed (a client gave up on it): what either end
+    /// sends from now on goes on a new one, not behind what the old one still holds or has on
+    /// its way; the old one's messages go on as they would (a closed socket's kernel still
+    /// sends the data it had queued, then the FIN).
+    /// Without the retransmission timing ([`Network::set_retransmission_backoff`]) held
+    /// messages go at once and a pair keeps one connection: then this does nothing.
+    pub fn close_connection(&mut self, a: NodeId, b: NodeId) {
+        if !self.retransmission_backoff {
+            return;
+        }
+        for pair in [(a, b), (b, a)] {
+            *self.conns.entry(pair).or_insert(0) += 1;
+        }
     }
 
     /// The messages the network let go of, for the caller to drop.
@@ -606,7 +629,8 @@ impl<M> Network<M> {
 
     /// `"<key>#<incarnation>"` of both ends: the order in which held connections are released.
     fn direction_name(&self, d: &Direction) -> (String, String) {
-        (format!("{}#{}", self.nodes[d.0].key, d.1), format!("{}#{}", self.nodes[d.2].key, d.3))
+        let conn = if d.4 == 0 { String::new() } else { format!("/{}", d.4) };
+        (format!("{}#{}{conn}", self.nodes[d.0].key, d.1), format!("{}#{}", self.nodes[d.2].key, d.3))
     }
 
     /// Deliver, in order, what is held on every connection that is usable again.
@@ -631,10 +655,10 @@ impl<M> Network<M> {
             }
             let queue = self.held.remove(&d).unwrap_or_default();
             let since = self.held_since.remove(&d).unwrap_or(now);
-            // only between brokers: clients and the controller channel time their requests
-            // out and reconnect within seconds (module doc), so what they held goes at once
-            let brokers = self.nodes[src].key.starts_with('b') && self.nodes[dst].key.starts_with('b');
-            let backoff = self.retransmission_backoff && brokers;
+            // not on the controller channel, whose requests time out and go again on a new
+            // connection within seconds (module doc): what it held goes at once
+            let channel = |id: NodeId| [CONTROLLER, COORDINATOR].contains(&self.nodes[id].key.as_str());
+            let backoff = self.retransmission_backoff && !channel(src) && !channel(dst);
             let at = if backoff { retransmission_after(since, now) } else { now };
             let mut newest: HashMap<&str, u64> = HashMap::default();
             for m in &queue {
@@ -885,6 +909,34 @@ mod tests {
         // which would have sent it at 4205, 4605 and 5405)
         let twice = run(true);
         assert!(twice.len() == 1 && (7201..7211).contains(&twice[0].0), "{twice:?}");
+    }
+
+    #[test]
+    fn a_clients_held_requests_go_at_the_next_resend_and_its_new_connection_does_not_wait() {
+        let run = |backoff: bool| {
+            let mut s = Sim::new();
+            s.net.set_retransmission_backoff(backoff);
+            s.run_until(1000);
+            s.partition(&[&["1", CONTROLLER_NAME], &["p"]]);
+            s.send("p", "1", 0); // held from 1000: resends at 1200, 1600, 2400, 4000
+            s.run_until(3000);
+            let (p, b1) = (s.id("p"), s.id("1"));
+            s.net.close_connection(p, b1); // the client gave up on it at 3000
+            s.send("p", "1", 1); // on a new connection, held from 3000
+            s.send("p", CONTROLLER_NAME, 2); // the controller channel: at once after a heal
+            s.run_until(3500);
+            s.heal();
+            s.run_until(10_000);
+            s.log
+        };
+        let plain = run(false);
+        assert!(plain.iter().all(|&(t, _)| (3500..3600).contains(&t)) && plain.len() == 3, "{plain:?}");
+        let at = |log: &[(i64, u32)], label| log.iter().find(|&&(_, l)| l == label).map(|&(t, _)| t).unwrap();
+        let backoff = run(true);
+        assert!((4000..4011).contains(&at(&backoff, 0)), "{backoff:?}");
+        // the new connection's own timer: resends at 3200, 3600 (after the heal at 3500)
+        assert!((3600..3611).contains(&at(&backoff, 1)), "{backoff:?}");
+        assert!((3500..3511).contains(&at(&backoff, 2)), "{backoff:?}");
     }
 
     #[test]

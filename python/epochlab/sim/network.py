@@ -18,7 +18,7 @@ out-of-order segments until the missing one fills the gap). A ``drop`` probabili
 Linux's ``TCP_RTO_MIN`` and backoff), the message and everything behind it arrive later, but
 never more than ``request.timeout.ms`` (30 s) later: then Kafka reconnects and sends again.
 With :meth:`Network.set_retransmission_backoff` (``ClusterConfig.tcp_retransmission_backoff``)
-held messages between brokers go when TCP would send them again, not at once: its
+held messages go when TCP would send them again, not at once: its
 retransmission timer runs from the connection's hold (200 ms, doubling), so a cut of 1.5 s
 releases them 3.0 s after it began (:func:`retransmission_after`). Measured on Kafka 4.3.1
 here (``epochlab kafka fuzz`` schedule 10): a follower cut off for 1.52 s caught up 3.0 s
@@ -28,16 +28,24 @@ there (Linux resets it only when an acknowledgement arrives), so a fetch respons
 6.6 s, sent again at 9.6 s into a new cut, goes next at 12.8 s, not 200 ms doubling from
 9.6 s (``epochlab kafka fuzz`` campaign seed 10, schedule 1, Java: the follower was back at
 12.8 s, as this rule has it, where a fresh timer had it at 15.8 s).
-Only on links between brokers, where a follower's fetch waits up to
-``replica.socket.timeout.ms`` (30 s) on its connection. A KRaft broker's requests to the
-controller (its metadata fetch, its heartbeat) time out after
-``controller.quorum.request.timeout.ms`` (2 s), and clients' after their own request timeout,
-and go again on a new connection; after a longer cut what gets through first is then a new
-request on a new connection, which this network, whose connections are one per pair of
-incarnations, cannot tell from the held ones, so on those links a release goes at once, as
-without the rule (with the rule on every link, a 16 s cut of two brokers from the controller
-kept them out of the ISR until 30 s after the cut, where Kafka had them back 1.4 s after the
-heal).
+On every link but the controller channel (and the transaction coordinator's, which the
+model puts on the controller's side). A KRaft broker's requests to the controller (its
+metadata fetch, its heartbeat) time out after ``controller.quorum.request.timeout.ms`` (2 s)
+and go again on a new connection, which the model's controller channel does not tell from the
+held one, so there a release goes at once, as without the rule (with the rule on that channel
+too, a 16 s cut of two brokers from the controller kept them out of the ISR until 30 s after
+the cut, where Kafka had them back 1.4 s after the heal). A client's requests wait on their
+connection until the client's own request timeout, and then the client closes it
+(:meth:`Network.close_connection`): what the old connection held still goes at its
+retransmission (the closed socket's kernel sends the queued data, then the FIN), and what the
+client sends after goes on a new connection, not behind it. Measured on Kafka 4.3.1 here
+(``epochlab kafka fuzz`` seed 14, Java run 5): requests sent into a cut at 12.3 s, healed at
+14.1 s, reached the leader with the retransmission at 15.3 s (200 ms doubling from 12.3 s);
+m12 was acknowledged at 15.46 s, just after the client's 3 s request timeout had closed the
+connection and retried m13 and m14, which were then written twice. Without this rule the
+model delivered them at the heal and acknowledged all three at 14.2 s. Without the
+retransmission timing the network keeps one connection per pair of incarnations
+(``close_connection`` does nothing).
 Held messages are lost only with the connection: when either end dies or restarts (a new
 incarnation has new connections; late replies to the old one are lost). Requests already
 in flight from a node that crashed are still delivered (bytes on the wire arrive: zombie
@@ -157,6 +165,8 @@ class _Message:
     # a retransmission: when its connection began to hold it (Network._release), so that a
     # cut it meets on its way keeps TCP's backed-off timer instead of starting a new one
     held_since: int | None = None
+    # which connection between its two ends it went on (Network.close_connection)
+    conn: int = 0
 
 
 def retransmission_after(since: int, now: int) -> int:
@@ -207,6 +217,8 @@ class Network:
         # retransmission (set_retransmission_backoff)
         self._held_since: dict[tuple[str, str], int] = {}
         self._retransmission_backoff = False
+        # per ordered pair of node keys, the connection messages now go on (close_connection)
+        self._conns: dict[tuple[str, str], int] = {}
         # per connection: the seqs of released messages still on their way, and the messages
         # that arrived behind one of them (in send order)
         self._on_way: dict[tuple[str, str], list[int]] = {}
@@ -306,6 +318,7 @@ class Network:
         msg = _Message(self._seq, src, dst, src_key, incarnation.get(src_key, 0),
                        dst_key, incarnation.get(dst_key, 0), deliver,
                        self._slow.get(src_key, 0) if kind == "fetch" else 0, coalesce, quiet)
+        msg.conn = self._conns.get((src_key, dst_key), 0)
         direction = self._direction(msg)
         link = self._link(src, dst)
         if direction in self._held or not (self.connected(src, dst) and link.drop < 1.0):
@@ -329,7 +342,8 @@ class Network:
         return True
 
     def _direction(self, msg: _Message) -> tuple[str, str]:
-        return (f"{msg.src_key}#{msg.src_incarnation}", f"{msg.dst_key}#{msg.dst_incarnation}")
+        conn = f"/{msg.conn}" if msg.conn else ""
+        return (f"{msg.src_key}#{msg.src_incarnation}{conn}", f"{msg.dst_key}#{msg.dst_incarnation}")
 
     def _schedule(self, direction: tuple[str, str], msg: _Message, link: LinkConfig,
                   sent_ms: int | None = None) -> None:
@@ -419,6 +433,17 @@ class Network:
         self.dropped += gone
         return gone
 
+    def close_connection(self, a: Node, b: Node) -> None:
+        """The connection between ``a`` and ``b`` is closed (a client gave up on it): what
+        either end sends from now on goes on a new one, not behind what the old one still
+        holds or has on its way; the old one's messages go on as they would (a closed socket's
+        kernel still sends the data it had queued, then the FIN; module doc)."""
+        if not self._retransmission_backoff:
+            return  # without TCP's timing, held messages go at once and connections are one
+        ka, kb = _key(a), _key(b)
+        for pair in ((ka, kb), (kb, ka)):
+            self._conns[pair] = self._conns.get(pair, 0) + 1
+
     def _discard_dead(self) -> None:
         """Held messages die with either end of their connection."""
         for direction in list(self._held):
@@ -441,10 +466,10 @@ class Network:
             del self._held[direction]
             now = self._kernel.now_ms
             since = self._held_since.pop(direction, now)
-            # only between brokers: clients and the controller channel time their requests
-            # out and reconnect within seconds (module doc), so what they held goes at once
-            brokers = isinstance(first.src, int) and isinstance(first.dst, int)
-            backoff = self._retransmission_backoff and brokers
+            # not on the controller channel, whose requests time out and go again on a new
+            # connection within seconds (module doc): what it held goes at once
+            channel = {"controller", "coordinator"} & {first.src, first.dst}
+            backoff = self._retransmission_backoff and not channel
             resent = retransmission_after(since, now) if backoff else now
             newest: dict[str, int] = {}
             for msg in queue:

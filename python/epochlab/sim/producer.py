@@ -973,6 +973,9 @@ class Producer(TransactionalMixin):
         produce requests that were in flight on it (:meth:`_fail_disconnected`)."""
         others = list(self._order.pop(broker, []))
         self.ctx.post(self.name, broker, "on_client_disconnect", ClientDisconnect(self.name, self.ctx.now_ms))
+        # the close goes after what the connection holds (the FIN after the data); what the
+        # client sends from now on goes on a new connection (epochlab.sim.network)
+        self.ctx.network.close_connection(self.name, broker)
         self._connected.discard(broker)
         self._metadata_lost(broker)
         return others
