@@ -95,8 +95,9 @@ up); but while records wait for a leader whose connection is not up, librdkafka'
 timer asks for the leader again each second (``rd_kafka_topic_scan_all``: "broker is down:
 re-query"), so the producer moves to a new leader within a second of its election. A request
 that timed out or lost its connection leaves the partition with its leader, and the producer
-asks for metadata (``rd_kafka_toppar_leader_unavailable``); without the rule it forgets the
-leader until the answer. Metadata requests go to the controller as without the rule. Measured on Kafka 4.3.1 here
+asks for metadata (``rd_kafka_toppar_leader_unavailable``): so does every producer with
+librdkafka's timing, with these connections or without, where the model's Java client forgets
+the leader until the answer. Metadata requests go to the controller as without the rule. Measured on Kafka 4.3.1 here
 (``epochlab kafka fuzz`` seed 13, librdkafka run 4): requests to leader 1 timed out behind a
 cut ("Timed out 5 in-flight" at 11.1 s); librdkafka connected again across the cut at once, its
 SYN resent up to 7 s later and dropped; the cut ended at 18.4 s, between two resends, and the
