@@ -23,6 +23,7 @@ from epochlab.scenarios.loader import load_file
 from epochlab.scenarios.runner import run_scenario
 from epochlab.sim import Cluster, ClusterConfig, ProducerConfig
 from epochlab.sim.network import SYN_RESENDS_MS
+from epochlab.sim.producer import Producer
 
 SETUP = re.compile(r"producer p: connecting to broker 1 across a link that drops packets \(set-up timeout (\d+) ms\)")
 
@@ -277,7 +278,7 @@ def test_the_model_of_a_live_java_run_looks_the_topic_up_at_start() -> None:
         ProducerConfig.from_dict({"metadata.at.start": "yes"})
 
 
-def _librdkafka(c: Cluster, setup_ms: int | None = 30_000) -> object:
+def _librdkafka(c: Cluster, setup_ms: int | None = 30_000) -> Producer:
     """A producer with librdkafka's timing (``socket_timeout_ms`` set) and, unless ``setup_ms``
     is None, its connections (``socket.connection.setup.timeout.ms``, 30 s by default)."""
     return c.producer("p", ProducerConfig(acks="all", request_timeout_ms=3000, delivery_timeout_ms=60_000,
@@ -291,10 +292,10 @@ def _librdkafka_cut_then_healed(setup_ms: int | None, seed: int) -> tuple[Cluste
     c = Cluster(ClusterConfig(min_insync_replicas=1, broker_startup_ms=(0, 0)), Generation.STRICT_MIN_ISR, seed=seed)
     p = _librdkafka(c, setup_ms)
     c.run_for(1000)
-    p.send(1)  # type: ignore[attr-defined]
+    p.send(1)
     c.run_for(1000)
     c.partition([[1, 2, 3, "controller"]])
-    p.send(2)  # type: ignore[attr-defined]
+    p.send(2)
     started = None
     while c.now_ms < 14_500 and started is None:
         c.run_for(10)
@@ -332,10 +333,10 @@ def test_librdkafka_backs_off_reconnects_to_a_broker_that_refuses() -> None:
     c = Cluster(ClusterConfig(min_insync_replicas=1, broker_startup_ms=(0, 0)), Generation.STRICT_MIN_ISR, seed=4)
     p = _librdkafka(c)
     c.run_for(1000)
-    p.send(1)  # type: ignore[attr-defined]
+    p.send(1)
     c.run_for(1000)
     c.crash(1)
-    p.send(2)  # type: ignore[attr-defined]
+    p.send(2)
     c.run_for(30_000)
     refused = [(e.time_ms, int(m.group(1))) for e in c.events
                if (m := re.search(r"producer p: connection to broker 1 refused \(next attempt in (\d+) ms\)", e.message))]
