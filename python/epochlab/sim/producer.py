@@ -587,15 +587,19 @@ class Producer(TransactionalMixin):
         if self._syn_answered(broker):
             return True
         assert self._setup is not None
+        self._attempt_across_cut(broker, self._setup.backoff(self._connect_failures.get(broker, 0)))
+        return False
+
+    def _attempt_across_cut(self, broker: int, timeout: int) -> None:
+        """A connection attempt to ``broker`` whose SYN a cut drops: checked at each of the
+        SYN's resends and given up at ``timeout`` (:meth:`_connect_check`)."""
         self._connect_attempts += 1
         session, attempt = self.session, self._connect_attempts
-        timeout = self._setup.backoff(self._connect_failures.get(broker, 0))
         self._connecting[broker] = (attempt, self.ctx.now_ms + timeout)
         for wait in syn_checks(timeout):
             self.ctx.kernel.schedule(wait, lambda: self._connect_check(session, broker, attempt))
         self.ctx.log_event("client", f"producer {self.name}: connecting to broker {broker} across a link "
                            f"that drops packets (set-up timeout {timeout} ms)")
-        return False
 
     def _rd_connect(self, broker: int) -> bool:
         """librdkafka's connection attempt to ``broker`` (module doc): not before its reconnect
@@ -624,14 +628,7 @@ class Producer(TransactionalMixin):
             self._rd_wake(broker, now + wait)
             self._rd_requery()
             return False
-        self._connect_attempts += 1
-        session, attempt = self.session, self._connect_attempts
-        timeout = self._setup.backoff(0)
-        self._connecting[broker] = (attempt, now + timeout)
-        for check in syn_checks(timeout):
-            self.ctx.kernel.schedule(check, lambda: self._connect_check(session, broker, attempt))
-        self.ctx.log_event("client", f"producer {self.name}: connecting to broker {broker} across a link "
-                           f"that drops packets (set-up timeout {timeout} ms)")
+        self._attempt_across_cut(broker, self._setup.backoff(0))
         self._rd_requery()
         return False
 
