@@ -166,7 +166,9 @@ METHODS = {
     "ProtocolCoverage": {"observe": 7, "features": 0, "first_steps": 0, "first_times": 0, "first_brokers": 0},
     "FetchPlane": {"attach": 2, "start_fetcher": 1, "answer_parked_fetches": 1,
                    "clear_parked_fetches": 1, "stop_fetcher": 1, "abandon_fetcher": 1, "fetch_timeout": 2,
-                   "answers_in_flight": 2, "fetch_state": 1},
+                   "answers_in_flight": 2, "fetch_state": 1, "try_complete_delayed": 1,
+                   "answer_parked_produces": 2, "append_produce": 2, "answer_produce": 3,
+                   "forget_produces": 1, "reset_produce_connections": 1, "parked_produces": 1},
     "FetchPlaneHandler": {}, "FetchPlaneTimer": {},
     "LogAppendInfo": {}, "TruncationOutcome": {}, "FetchCheck": {},
     # Messages are the simulator's dataclasses; junk in their place must still fail cleanly.
@@ -322,6 +324,13 @@ class _PlaneBroker:
         self._note_state()
 
     def _check_parked_reads(self) -> None: ...
+
+    def _answer_parked_markers(self, force_error: str | None) -> None: ...
+
+    def _needs_verification(self, req: Any) -> bool:
+        return False
+
+    def _verify(self, req: Any) -> None: ...
 
     def _send_alter_partition(self, proposal: Any) -> None: ...
 

@@ -820,11 +820,13 @@ class Watcher:
 
 @final
 class FetchPlane:
-    """The replication traffic of brokers with Rust replicas, run without Python frames: the
-    follower's fetcher and the leader's fetch serving of ``epochlab.sim.broker.Broker``, step
-    for step (``Broker.use_plane``; the engine is ``src/sim/fetcher.rs``, which
-    ``src/bindings/plane.rs`` drives). A broker id not attached, or an attached object without
-    a broker's attributes, is a ``TypeError``."""
+    """The replication traffic and the produce path of brokers with Rust replicas, run without
+    Python frames: the follower's fetcher, the leader's fetch serving, and the leader's
+    produce handling (client connections, acks, the acks=all purgatory) of
+    ``epochlab.sim.broker.Broker``, step for step (``Broker.use_plane``; the engines are
+    ``src/sim/fetcher.rs`` and ``src/sim/produce.rs``, which ``src/bindings/plane.rs``
+    drives). A broker id not attached, or an attached object without a broker's attributes,
+    is a ``TypeError``."""
     def __new__(cls, kernel: Kernel, network: Network, nodes: dict[Any, Any],
                 request_timeout_ms: int, backoff_ms: int, wait_max_ms: int,
                 kraft: bool) -> FetchPlane: ...
@@ -839,6 +841,21 @@ class FetchPlane:
     def answers_in_flight(self, b: int, response: Any) -> bool: ...
     def fetch_state(self, b: int) -> tuple[int, Any | None, int]:
         """``(fetch token, the request in flight or None, parked follower fetches)``."""
+    def try_complete_delayed(self, b: int) -> None:
+        """Every purgatory (produce here, then the broker's markers and consumer reads), then
+        the broker's ``_note_state``."""
+    def answer_parked_produces(self, b: int, force_error: str | None = None) -> None:
+        """Answer the parked produce requests that are done; with ``force_error`` (a Kafka
+        error name) every one, with that error."""
+    def append_produce(self, b: int, request: Any) -> None:
+        """Append a produce request that passed its KIP-890 verification."""
+    def answer_produce(self, b: int, request: Any, response: Any | None) -> None:
+        """Send a response the broker made and read the connection's next request."""
+    def forget_produces(self, b: int) -> None:
+        """A crash: the parked produce requests and the open connections are forgotten."""
+    def reset_produce_connections(self, b: int) -> None: ...
+    def parked_produces(self, b: int) -> int:
+        """How many produce requests wait in broker ``b``'s purgatory."""
 
 @final
 class FetchPlaneHandler:

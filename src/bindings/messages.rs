@@ -51,14 +51,15 @@ pub(crate) use field;
 /// A message field extracted as `T` (inferred, or the third argument).
 macro_rules! attr {
     ($obj:expr, $name:literal) => {
-        field!($obj, $name).and_then(extract)
+        $crate::bindings::messages::field!($obj, $name).and_then($crate::bindings::messages::extract)
     };
     ($obj:expr, $name:literal, $t:ty) => {
-        field!($obj, $name).and_then(extract::<$t>)
+        $crate::bindings::messages::field!($obj, $name).and_then($crate::bindings::messages::extract::<$t>)
     };
 }
+pub(crate) use attr;
 
-fn extract<'py, T: for<'a> FromPyObject<'a, 'py, Error = PyErr>>(value: Bound<'py, PyAny>) -> PyResult<T> {
+pub(crate) fn extract<'py, T: for<'a> FromPyObject<'a, 'py, Error = PyErr>>(value: Bound<'py, PyAny>) -> PyResult<T> {
     value.extract::<T>()
 }
 

@@ -36,12 +36,15 @@ use pyo3::PyTraverseError;
 use rustc_hash::FxHashMap;
 
 use super::args::lock;
+use super::errors::IntoPyResult;
 use super::messages::{self as msg, Builder};
 use super::replica::PyReplica;
 use super::sim::{PyKernel, PyNetwork, PyTimer};
 use crate::replica::follower::FollowerRequest;
+use crate::replica::messages::{Acks, KafkaError};
 use crate::sim::fetcher::{Due, Effect, FetchConfig, Fetcher, FollowerView, Liveness};
-use crate::types::BrokerId;
+use crate::sim::produce::{self, Head, ProducePath, Reply};
+use crate::types::{BrokerId, Offset};
 
 /// A Python message object as the engine holds it: equal only to itself (answers echo their
 /// request object, so identity tells which request an answer is for).
@@ -55,6 +58,14 @@ impl PartialEq for Obj {
 
 type Engine = Fetcher<Obj, Py<PyTimer>>;
 type Effects = Vec<Effect<Obj, Py<PyTimer>>>;
+type Produce = ProducePath<Obj, Py<PyTimer>, Obj>;
+type ProduceEffects = Vec<produce::Effect<Obj, Py<PyTimer>, Obj>>;
+
+/// What a plane timer does: one of the two engines' [`Due`]s.
+enum PlaneDue {
+    Fetch(Due<Obj>),
+    Produce(produce::Due<Obj>),
+}
 
 /// One attached broker: its Python objects and its engine.
 struct Attached {
@@ -63,6 +74,7 @@ struct Attached {
     /// The broker's node name (its id, a Python int).
     name: Py<PyAny>,
     engine: Engine,
+    produce: Produce,
 }
 
 /// The Python objects of one broker, cloned out of the lock for a run of effects.
@@ -89,14 +101,18 @@ enum Handler {
     Offsets,
     OffsetsResponse,
     ConnectionReset,
+    Produce,
+    ClientDisconnect,
 }
 
-const HANDLERS: [(&str, Handler); 5] = [
+const HANDLERS: [(&str, Handler); 7] = [
     ("on_fetch", Handler::Fetch),
     ("on_fetch_response", Handler::FetchResponse),
     ("on_offsets_for_leader_epoch", Handler::Offsets),
     ("on_offsets_for_leader_epoch_response", Handler::OffsetsResponse),
     ("on_connection_reset", Handler::ConnectionReset),
+    ("on_produce", Handler::Produce),
+    ("on_client_disconnect", Handler::ClientDisconnect),
 ];
 
 /// A broker id that was not attached: the caller's mistake, a `TypeError` as for any argument
@@ -157,17 +173,6 @@ fn note_state(p: &Parts<'_>) -> PyResult<()> {
     Ok(())
 }
 
-/// `Broker._try_complete_delayed()`: the purgatories, then `_note_state()`.
-fn try_complete_delayed(p: &Parts<'_>) -> PyResult<()> {
-    let py = p.broker.py();
-    for name in [intern!(py, "_parked_produces"), intern!(py, "_parked_markers"), intern!(py, "_parked_reads")] {
-        if attr(&p.broker, name)?.is_truthy()? {
-            return call(&p.broker, intern!(py, "_try_complete_delayed"), ());
-        }
-    }
-    note_state(p)
-}
-
 /// `Broker._check_parked_reads()`, when reads are held.
 fn check_parked_reads(p: &Parts<'_>) -> PyResult<()> {
     let py = p.broker.py();
@@ -196,12 +201,18 @@ impl PyFetchPlane {
         Ok(f(&mut brokers.get_mut(&b).ok_or_else(|| unknown(b))?.engine))
     }
 
+    /// Broker `b`'s produce path, under the lock (no Python runs in `f`).
+    fn edit_produce<T>(&self, b: i64, f: impl FnOnce(&mut Produce) -> T) -> PyResult<T> {
+        let mut brokers = lock(&self.brokers);
+        Ok(f(&mut brokers.get_mut(&b).ok_or_else(|| unknown(b))?.produce))
+    }
+
     fn now(&self, py: Python<'_>) -> u64 {
         u64::try_from(self.kernel.bind(py).get().now()).unwrap_or(0)
     }
 
     /// A `FetchPlaneTimer` of broker `b` carrying `due`, armed `delay_ms` from now.
-    fn schedule(me: &Bound<'_, Self>, b: i64, delay_ms: i64, incarnation: i64, due: Due<Obj>) -> PyResult<Py<PyTimer>> {
+    fn schedule(me: &Bound<'_, Self>, b: i64, delay_ms: i64, incarnation: i64, due: PlaneDue) -> PyResult<Py<PyTimer>> {
         let py = me.py();
         let timer = PlaneTimer { plane: me.clone().unbind(), broker: b, incarnation, due: Mutex::new(Some(due)) };
         let callback = Py::new(py, timer)?.into_any();
@@ -265,12 +276,12 @@ impl PyFetchPlane {
                         request
                     }
                 };
-                let timer = Self::schedule(me, b, timeout_ms, incarnation, Due::Timeout(token))?;
+                let timer = Self::schedule(me, b, timeout_ms, incarnation, PlaneDue::Fetch(Due::Timeout(token)))?;
                 this.edit(b, |e| e.sent(Obj(request.unbind()), timer))
             }
             Effect::Backoff { token, delay_ms } => {
                 let incarnation = liveness(&p.broker)?.incarnation;
-                let timer = Self::schedule(me, b, delay_ms, incarnation, Due::Retry(token))?;
+                let timer = Self::schedule(me, b, delay_ms, incarnation, PlaneDue::Fetch(Due::Retry(token)))?;
                 this.edit(b, |e| e.armed(timer))
             }
             Effect::Cancel(timer) => {
@@ -291,7 +302,7 @@ impl PyFetchPlane {
             }
             Effect::Park { request, wait_ms } => {
                 let incarnation = liveness(&p.broker)?.incarnation;
-                let due = Due::Expire(Obj(request.0.clone_ref(py)));
+                let due = PlaneDue::Fetch(Due::Expire(Obj(request.0.clone_ref(py))));
                 let timer = Self::schedule(me, b, wait_ms, incarnation, due)?;
                 this.edit(b, |e| e.parked(request, timer))
             }
@@ -315,10 +326,126 @@ impl PyFetchPlane {
             }
             Effect::DrainEvents => drain(p),
             Effect::NoteState => note_state(p),
-            Effect::TryCompleteDelayed => try_complete_delayed(p),
+            Effect::TryCompleteDelayed => Self::complete_delayed(me, p),
             Effect::CheckParkedReads => check_parked_reads(p),
             Effect::Halt => call(&p.broker, intern!(py, "_halt"), ()),
         }
+    }
+
+    /// `Broker._try_complete_delayed()`: the produce purgatory (this plane's), then the
+    /// transaction markers' and the consumer reads' (the broker's, when they hold something),
+    /// then `_note_state()`.
+    fn complete_delayed(me: &Bound<'_, Self>, p: &Parts<'_>) -> PyResult<()> {
+        let py = p.broker.py();
+        if me.get().edit_produce(p.b, |e| e.parked_count())? > 0 {
+            Self::complete_produces(me, p, None)?;
+        }
+        if attr(&p.broker, intern!(py, "_parked_markers"))?.is_truthy()? {
+            call(&p.broker, intern!(py, "_answer_parked_markers"), (py.None(),))?;
+        }
+        check_parked_reads(p)?;
+        note_state(p)
+    }
+
+    /// `Broker._answer_parked_produces(force)`, the completion asked of the Rust replica.
+    fn complete_produces(me: &Bound<'_, Self>, p: &Parts<'_>, force: Option<KafkaError>) -> PyResult<()> {
+        let (this, py) = (me.get(), me.py());
+        let now = this.now_ms(py);
+        let replica = p.replica.get();
+        let effects = this.edit_produce(p.b, |e| {
+            e.complete(force, |required| replica.with(py, |r, log| r.produce_completion(log, Offset(required))), now)
+        })?;
+        Self::run_produce(me, p, effects)
+    }
+
+    fn now_ms(&self, py: Python<'_>) -> i64 {
+        self.kernel.bind(py).get().now()
+    }
+
+    /// Carry out the produce path's `effects` in order.
+    fn run_produce(me: &Bound<'_, Self>, p: &Parts<'_>, effects: ProduceEffects) -> PyResult<()> {
+        for effect in effects {
+            Self::apply_produce(me, p, effect)?;
+        }
+        Ok(())
+    }
+
+    fn apply_produce(me: &Bound<'_, Self>, p: &Parts<'_>, effect: produce::Effect<Obj, Py<PyTimer>, Obj>) -> PyResult<()> {
+        let (this, py, b) = (me.get(), me.py(), p.b);
+        match effect {
+            produce::Effect::Handle { request, head } => {
+                // `Broker._handle_produce`: KIP-890 verification is the broker's (Python) code;
+                // it applies to transactional writes only (`Broker._needs_verification`)
+                let req = request.0.bind(py);
+                if msg::field!(req, "is_transactional")?.is_truthy()?
+                    && attr(&p.broker, intern!(py, "_needs_verification"))?.call1((req,))?.is_truthy()? {
+                    return call(&p.broker, intern!(py, "_verify"), (req,));
+                }
+                Self::append(me, p, req, head)
+            }
+            produce::Effect::Respond { head, reply } => {
+                let response = match reply {
+                    Reply::Response(r) => Builder::new(py).produce_response(&head.request_id.into_pyobject(py)?.into_any(), r)?,
+                    Reply::Given(response) => response.0.into_bound(py),
+                };
+                let client = PyString::new(py, &head.client).into_any();
+                this.network.bind(py).get().post(&p.name, &client, this.nodes.bind(py), &msg::interned(py, "on_produce_response"),
+                                                 &response, "", None, None)?;
+                Ok(())
+            }
+            produce::Effect::Park { token, timeout_ms } => {
+                let incarnation = liveness(&p.broker)?.incarnation;
+                let timer = Self::schedule(me, b, timeout_ms, incarnation, PlaneDue::Produce(produce::Due::Expire(token)))?;
+                let unused = this.edit_produce(b, |e| e.parked(token, timer))?;
+                drop(unused);
+                Ok(())
+            }
+            produce::Effect::Next { request, head, gen } => {
+                let incarnation = liveness(&p.broker)?.incarnation;
+                let due = PlaneDue::Produce(produce::Due::Handle { request, head, gen });
+                Self::schedule(me, b, 0, incarnation, due)?;
+                Ok(())
+            }
+            produce::Effect::Cancel(timer) => {
+                timer.get().cancel();
+                Ok(())
+            }
+            produce::Effect::TryCompleteDelayed => Self::complete_delayed(me, p),
+        }
+    }
+
+    /// `Broker._append_produce`: the Rust replica appends (or refuses) the request, the
+    /// broker sees its events, new data answers the parked follower fetches, and the produce
+    /// path answers or parks the request.
+    fn append(me: &Bound<'_, Self>, p: &Parts<'_>, request: &Bound<'_, PyAny>, head: Head) -> PyResult<()> {
+        let (this, py) = (me.get(), me.py());
+        let req = msg::produce_request(request)?;
+        let now = this.now(py);
+        let written = p.replica.get().with(py, |r, log| r.handle_produce(log, &req, now)).py()?;
+        drain(p)?;
+        if written.error.is_none() && !written.duplicate {
+            Self::step(me, p.b, |e| e.answer_parked())?;
+        }
+        let effects = this.edit_produce(p.b, |e| e.appended(head, written, this.now_ms(py)))?;
+        Self::run_produce(me, p, effects)
+    }
+
+    /// `Broker.on_produce`.
+    fn on_produce(me: &Bound<'_, Self>, b: i64, request: &Bound<'_, PyAny>) -> PyResult<()> {
+        let head = produce_head(request)?;
+        let effects = me.get().edit_produce(b, |e| e.arrive(Obj(request.clone().unbind()), head))?;
+        if effects.is_empty() {
+            return Ok(());
+        }
+        let p = me.get().parts(me.py(), b)?;
+        Self::run_produce(me, &p, effects)
+    }
+
+    /// `Broker.on_client_disconnect`.
+    fn on_client_disconnect(me: &Bound<'_, Self>, b: i64, message: &Bound<'_, PyAny>) -> PyResult<()> {
+        let client: String = msg::attr!(message, "client")?;
+        let closed_ms: i64 = msg::attr!(message, "closed_ms")?;
+        me.get().edit_produce(b, |e| e.disconnect(&client, closed_ms))
     }
 
     /// The request an answer echoes, as the engine compares it (`None` when it echoes `None`).
@@ -395,6 +522,8 @@ impl PyFetchPlane {
             Handler::Offsets => Self::on_offsets(me, b, message),
             Handler::OffsetsResponse => Self::on_offsets_response(me, b, message),
             Handler::ConnectionReset => Self::on_connection_reset(me, b, message),
+            Handler::Produce => Self::on_produce(me, b, message),
+            Handler::ClientDisconnect => Self::on_client_disconnect(me, b, message),
         }
     }
 }
@@ -423,7 +552,7 @@ impl PyFetchPlane {
         })?;
         let name = b.into_pyobject(py)?.into_any().unbind();
         let attached = Attached { broker: broker.clone().unbind(), replica: replica.clone().unbind(), name,
-                                  engine: Fetcher::new(slf.get().config) };
+                                  engine: Fetcher::new(slf.get().config), produce: ProducePath::new() };
         let replaced = lock(&slf.get().brokers).insert(b, attached);
         drop(replaced);
         let handlers = PyDict::new(py);
@@ -477,6 +606,62 @@ impl PyFetchPlane {
         self.edit(b, |e| (e.token(), e.in_flight().map(|r| r.0.clone_ref(py)), e.parked_count()))
     }
 
+    /// `Broker._try_complete_delayed`: every purgatory, then the broker's `_note_state`.
+    fn try_complete_delayed(me: &Bound<'_, Self>, b: i64) -> PyResult<()> {
+        let p = me.get().parts(me.py(), b)?;
+        Self::complete_delayed(me, &p)
+    }
+
+    /// `Broker._answer_parked_produces(force_error)`: answer the parked produce requests that
+    /// are done; with `force_error` (a Kafka error name) every one, with that error.
+    #[pyo3(signature = (b, force_error=None))]
+    fn answer_parked_produces(me: &Bound<'_, Self>, b: i64, force_error: Option<&str>) -> PyResult<()> {
+        let force = force_error.map(|name| {
+            KafkaError::named(name).ok_or_else(|| PyTypeError::new_err(format!("FetchPlane: no Kafka error named {name:?}")))
+        }).transpose()?;
+        let p = me.get().parts(me.py(), b)?;
+        Self::complete_produces(me, &p, force)
+    }
+
+    /// `Broker._append_produce(request)` (after a KIP-890 verification passed).
+    fn append_produce(me: &Bound<'_, Self>, b: i64, request: &Bound<'_, PyAny>) -> PyResult<()> {
+        let head = produce_head(request)?;
+        let p = me.get().parts(me.py(), b)?;
+        Self::append(me, &p, request, head)
+    }
+
+    /// `Broker._answer_produce(request, response)` with a response the broker made (a
+    /// verification that failed or timed out).
+    fn answer_produce(me: &Bound<'_, Self>, b: i64, request: &Bound<'_, PyAny>, response: &Bound<'_, PyAny>) -> PyResult<()> {
+        let head = produce_head(request)?;
+        let (this, py) = (me.get(), me.py());
+        let now = this.now_ms(py);
+        let reply = (!response.is_none()).then(|| Reply::Given(Obj(response.clone().unbind())));
+        let effects = this.edit_produce(b, |e| e.answer(head, reply, now))?;
+        let p = this.parts(py, b)?;
+        Self::run_produce(me, &p, effects)
+    }
+
+    /// A crash: the parked produce requests are forgotten (their timers find a dead
+    /// incarnation), and so are the open connections.
+    fn forget_produces(&self, b: i64) -> PyResult<()> {
+        let gone = self.edit_produce(b, |e| e.crash())?;
+        drop(gone);
+        Ok(())
+    }
+
+    /// `Broker._reset_connections`: a new process has no connection open.
+    fn reset_produce_connections(&self, b: i64) -> PyResult<()> {
+        let gone = self.edit_produce(b, |e| e.reset_connections())?;
+        drop(gone);
+        Ok(())
+    }
+
+    /// How many produce requests wait in broker `b`'s purgatory.
+    fn parked_produces(&self, b: i64) -> PyResult<usize> {
+        self.edit_produce(b, |e| e.parked_count())
+    }
+
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.kernel)?;
         visit.call(&self.network)?;
@@ -490,6 +675,12 @@ impl PyFetchPlane {
                 visit.call(&request.0)?;
             }
             for timer in a.engine.timers() {
+                visit.call(timer)?;
+            }
+            for request in a.produce.requests() {
+                visit.call(&request.0)?;
+            }
+            for timer in a.produce.timers() {
                 visit.call(timer)?;
             }
         }
@@ -535,7 +726,7 @@ pub(crate) struct PlaneTimer {
     plane: Py<PyFetchPlane>,
     broker: i64,
     incarnation: i64,
-    due: Mutex<Option<Due<Obj>>>,
+    due: Mutex<Option<PlaneDue>>,
 }
 
 #[pymethods]
@@ -545,16 +736,28 @@ impl PlaneTimer {
         let p = me.get().parts(py, self.broker)?;
         let live = liveness(&p.broker)?;
         let Some(due) = lock(&self.due).take() else { return Ok(()) };
-        let effects = me.get().edit(self.broker, |e| e.fire(&due, self.incarnation, live))?;
-        drop(due);
-        PyFetchPlane::run(me, &p, effects)
+        match due {
+            PlaneDue::Fetch(due) => {
+                let effects = me.get().edit(self.broker, |e| e.fire(&due, self.incarnation, live))?;
+                drop(due);
+                PyFetchPlane::run(me, &p, effects)
+            }
+            PlaneDue::Produce(due) => {
+                let now = me.get().now_ms(py);
+                let effects = me.get().edit_produce(self.broker, |e| e.fire(due, self.incarnation, live, now))?;
+                PyFetchPlane::run_produce(me, &p, effects)
+            }
+        }
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.plane)?;
         if let Ok(due) = self.due.try_lock() {
-            if let Some(Due::Expire(request)) = &*due {
-                visit.call(&request.0)?;
+            match &*due {
+                Some(PlaneDue::Fetch(Due::Expire(request))) | Some(PlaneDue::Produce(produce::Due::Handle { request, .. })) => {
+                    visit.call(&request.0)?;
+                }
+                _ => {}
             }
         }
         Ok(())
@@ -564,4 +767,21 @@ impl PlaneTimer {
         let gone = self.due.try_lock().map(|mut d| d.take());
         drop(gone);
     }
+}
+
+/// What the produce path reads of a produce request (`epochlab.sim.messages.ProduceRequest`).
+fn produce_head(request: &Bound<'_, PyAny>) -> PyResult<Head> {
+    let acks: String = msg::attr!(request, "acks")?;
+    let acks = match acks.as_str() {
+        "0" => Acks::None,
+        "1" => Acks::Leader,
+        "all" | "-1" => Acks::All,
+        _ => return Err(PyTypeError::new_err(format!("FetchPlane: acks {acks:?} is not \"0\", \"1\" or \"all\""))),
+    };
+    Ok(Head {
+        client: msg::attr!(request, "client")?,
+        request_id: msg::attr!(request, "request_id")?,
+        acks,
+        timeout_ms: msg::attr!(request, "timeout_ms")?,
+    })
 }

@@ -21,9 +21,24 @@ pub enum KafkaError {
     TransactionCoordinatorFenced,
     /// KIP-207: ListOffsets(latest) while the new leader's HW is below its epoch start offset.
     OffsetNotAvailable,
+    /// A request that waited in a purgatory past its timeout (`DelayedProduce.onExpiration`).
+    RequestTimedOut,
 }
 
 impl KafkaError {
+    /// Every error, in declaration order.
+    pub const ALL: [KafkaError; 12] = [
+        KafkaError::NotLeaderOrFollower, KafkaError::FencedLeaderEpoch, KafkaError::UnknownLeaderEpoch,
+        KafkaError::OffsetOutOfRange, KafkaError::NotEnoughReplicas, KafkaError::NotEnoughReplicasAfterAppend,
+        KafkaError::InvalidProducerEpoch, KafkaError::OutOfOrderSequenceNumber, KafkaError::InvalidTxnState,
+        KafkaError::TransactionCoordinatorFenced, KafkaError::OffsetNotAvailable, KafkaError::RequestTimedOut,
+    ];
+
+    /// The error Kafka names `name`.
+    pub fn named(name: &str) -> Option<KafkaError> {
+        KafkaError::ALL.into_iter().find(|e| e.name() == name)
+    }
+
     /// Kafka's name of the error (`Errors.java`).
     pub fn name(self) -> &'static str {
         match self {
@@ -38,6 +53,7 @@ impl KafkaError {
             KafkaError::InvalidTxnState => "INVALID_TXN_STATE",
             KafkaError::TransactionCoordinatorFenced => "TRANSACTION_COORDINATOR_FENCED",
             KafkaError::OffsetNotAvailable => "OFFSET_NOT_AVAILABLE",
+            KafkaError::RequestTimedOut => "REQUEST_TIMED_OUT",
         }
     }
 }

@@ -1,11 +1,11 @@
 //! The simulator's engine, in pure Rust: the event kernel ([`kernel`]), the network model
-//! ([`network`]), CPython's Mersenne Twister that the network draws from ([`twister`]) and
-//! one broker's replication traffic, the follower's fetcher and the leader's fetch serving
-//! ([`fetcher`]). `src/bindings/sim.rs` wraps the first three as `epochlab._core.Kernel`,
-//! `Timer` and `Network`, whose Python twins (`epochlab.sim.kernel`, `epochlab.sim.network`)
+//! ([`network`]), CPython's Mersenne Twister that the network draws from ([`twister`]), one
+//! broker's replication traffic, the follower's fetcher and the leader's fetch serving
+//! ([`fetcher`]), and a leader's produce path ([`produce`]). `src/bindings/sim.rs` wraps
+//! the first three as `epochlab._core.Kernel`, `Timer` and `Network`, whose Python twins (`epochlab.sim.kernel`, `epochlab.sim.network`)
 //! state the rules; both give the same run, draw for draw. `src/bindings/plane.rs`
-//! (`FetchPlane`) drives the fetcher, whose Python twin is `epochlab.sim.broker.Broker`'s
-//! fetcher and fetch-serving methods.
+//! (`FetchPlane`) drives the fetcher and the produce path, whose Python twins are
+//! `epochlab.sim.broker.Broker`'s fetcher, fetch-serving and produce methods.
 //!
 //! The kernel and the network are generic over what an event and a message carry, and never
 //! drop what they carry on their own: what they let go of is handed back
@@ -16,6 +16,7 @@
 pub mod kernel;
 pub mod fetcher;
 pub mod network;
+pub mod produce;
 pub mod twister;
 
 pub use kernel::{Kernel, Payload, Scheduled};

@@ -305,7 +305,7 @@ class Broker:
         self.clean_shutdown = False
         self.ctx.network.set_alive(self.broker_id, False)
         self._clear_parked_fetches()
-        self._parked_produces.clear()
+        self._forget_parked_produces()
         self._drop_parked_reads()
         self._stop_ticks()
         self._reset_connections()
@@ -666,8 +666,9 @@ class Broker:
         """Hand this broker's replication traffic to ``plane`` (a ``_core.FetchPlane``; the
         replica must be a Rust replica): its handlers replace ``on_fetch``,
         ``on_fetch_response``, ``on_offsets_for_leader_epoch``,
-        ``on_offsets_for_leader_epoch_response`` and ``on_connection_reset`` on this instance,
-        and the fetcher's state lives there."""
+        ``on_offsets_for_leader_epoch_response``, ``on_connection_reset``, ``on_produce`` and
+        ``on_client_disconnect`` on this instance, and the fetcher's and the produce path's
+        state live there."""
         self._plane = plane
         for method, handler in plane.attach(self.broker_id, self).items():
             setattr(self, method, handler)
@@ -897,7 +898,7 @@ class Broker:
         the produce purgatory (produces, then transaction markers) fails what waits there with
         NOT_LEADER_OR_FOLLOWER, then the fetch purgatory answers the parked follower fetches
         and the consumer reads."""
-        if self._parked_produces:
+        if self._has_parked_produces():
             self._answer_parked_produces(force_error=None)
         if self._parked_markers:
             self._answer_parked_markers(force_error=None)
@@ -1032,6 +1033,11 @@ class Broker:
         self.ctx.post(self.broker_id, client, "on_metadata_response", (request_id, leader, epoch))
 
     # -- leader: produce --------------------------------------------------------------------
+    # With Rust replicas ``_core.FetchPlane`` runs the connections, the answer by acks and the
+    # acks=all purgatory of this section step for step (the engine is src/sim/produce.rs):
+    # ``on_produce`` and ``on_client_disconnect`` are its handlers on the instance, and the
+    # methods below hand their work to it (``_answer_produce``, ``_append_produce``,
+    # ``_answer_parked_produces``). KIP-890 verification and the markers' purgatory stay here.
     def on_produce(self, req: ProduceRequest, src: object) -> None:
         """Append as leader; answer at once (acks=1, errors), never (acks=0) or when the HW
         covers the batch (acks=all, purgatory). A transactional first write is verified first
@@ -1048,6 +1054,9 @@ class Broker:
         self._handle_produce(req)
 
     def _reset_connections(self) -> None:
+        if self._plane is not None:
+            self._plane.reset_produce_connections(self.broker_id)
+            return
         self._conn_busy.clear()
         self._conn_queue.clear()
         self._req_gen.clear()
@@ -1076,6 +1085,9 @@ class Broker:
 
     def _answer_produce(self, req: ProduceRequest, resp: ProduceResponse | None) -> None:
         """Send ``resp`` (``None``: acks=0, no response) and read the connection's next request."""
+        if self._plane is not None:
+            self._plane.answer_produce(self.broker_id, req, resp)
+            return
         if resp is not None:
             self.ctx.post(self.broker_id, req.client, "on_produce_response", resp)
         gen = self._req_gen.pop((req.client, req.request_id), None)
@@ -1203,6 +1215,9 @@ class Broker:
         self._parked_markers = waiting
 
     def _append_produce(self, req: ProduceRequest) -> None:
+        if self._plane is not None:
+            self._plane.append_produce(self.broker_id, req)
+            return
         resp = self.replica.handle_produce(req, self.ctx.now_ms)
         self._drain_events()
         if resp.error is None and not resp.duplicate:
@@ -1232,6 +1247,9 @@ class Broker:
     def _try_complete_delayed(self) -> None:
         """Complete what the purgatories hold that can now complete (after anything that may
         move the HW or change the replica's role: ``Partition.tryCompleteDelayedRequests``)."""
+        if self._plane is not None:
+            self._plane.try_complete_delayed(self.broker_id)
+            return
         if self._parked_produces:  # (each purgatory is usually empty: no call then)
             self._answer_parked_produces(force_error=None)
         if self._parked_markers:
@@ -1240,7 +1258,24 @@ class Broker:
             self._check_parked_reads()
         self._note_state()
 
+    def _has_parked_produces(self) -> bool:
+        """Whether a produce request waits in the purgatory."""
+        if self._plane is not None:
+            return bool(self._plane.parked_produces(self.broker_id))
+        return bool(self._parked_produces)
+
+    def _forget_parked_produces(self) -> None:
+        """A crash: the purgatory's produce requests are gone (their timers find a dead
+        incarnation)."""
+        if self._plane is not None:
+            self._plane.forget_produces(self.broker_id)
+        else:
+            self._parked_produces.clear()
+
     def _answer_parked_produces(self, force_error: str | None) -> None:
+        if self._plane is not None:
+            self._plane.answer_parked_produces(self.broker_id, force_error)
+            return
         waiting: list[tuple[int, ProduceRequest, Timer, ProduceResponse]] = []
         for entry in self._parked_produces:
             required, req, timer, ok = entry
