@@ -61,7 +61,7 @@ def test_a_held_fetch_completes_when_the_hw_passes_its_offset_not_when_the_wait_
     c, p, consumer, fetches = _cluster()
     n = len(fetches)
     assert c.run_until(lambda _c: len(fetches) > n, 1000)  # a fetch just arrived and waits
-    assert _leader(c)._parked_reads, "the consumer's fetch waits at the leader"
+    assert _leader(c).has_parked_reads(), "the consumer's fetch waits at the leader"
     sent = c.now_ms
     p.send(7)
     assert c.run_until(lambda _c: bool(consumer._buffer), 2000)
@@ -73,11 +73,11 @@ def test_a_held_fetch_completes_when_the_hw_passes_its_offset_not_when_the_wait_
 def test_a_leader_that_steps_down_answers_the_fetch_it_holds_at_once() -> None:
     c, _p, consumer, _fetches = _cluster()
     old = _leader(c)
-    assert old._parked_reads
+    assert old.has_parked_reads()
     other = next(b for b in sorted(c.brokers) if b != old.broker_id)
     assert c.elect(other)
     assert c.run_until(lambda _c: old.replica.role != "leader", 2000)
-    assert old._parked_reads == []  # case A: answered (NOT_LEADER_OR_FOLLOWER or FENCED)
+    assert not old.has_parked_reads()  # case A: answered (NOT_LEADER_OR_FOLLOWER or FENCED)
     stepped_down = c.now_ms
     assert c.run_until(lambda _c: consumer._leader == other, 2000)
     assert c.now_ms - stepped_down < 300  # the consumer moved on long before the 500 ms wait
@@ -86,7 +86,7 @@ def test_a_leader_that_steps_down_answers_the_fetch_it_holds_at_once() -> None:
 def test_a_cleanly_stopping_broker_resets_the_consumer_connection_it_holds_a_fetch_on() -> None:
     c, _p, consumer, _fetches = _cluster()
     leader = _leader(c)
-    assert leader._parked_reads and consumer._pending is not None
+    assert leader.has_parked_reads() and consumer._pending is not None
     leader.shutdown_cleanly()  # the process exits: SocketServer closes every connection
     stopped = c.now_ms
     assert c.run_until(lambda _c: consumer._pending is None, 1000)
@@ -160,7 +160,7 @@ def test_a_fetch_held_by_a_preferred_read_replica_completes_when_its_own_hw_move
     follower itself learns the new HW a fetch late: its fetch held at the leader completes on
     new data, not on a HW change (KAFKA-9952, 2.6.0), so up to ``replica.fetch.wait.max.ms``."""
     c, p, consumer, follower = _fff(generation)
-    assert follower._parked_reads, "the fetch waits at the follower"
+    assert follower.has_parked_reads(), "the fetch waits at the follower"
     p.send(2)
     assert c.run_until(lambda _c: follower.replica.log.high_watermark == 2, 2000)
     moved = c.now_ms
@@ -173,7 +173,7 @@ def test_before_kafka_3_4_a_read_held_by_a_follower_waits_out_its_time() -> None
     """kip-320 (2.4-2.7): nothing completes a consumer fetch held by a follower but the end of
     its wait (before KAFKA-14334), and the leader's redirect waits too (before KAFKA-13767)."""
     c, p, consumer, follower = _fff("kip-320")
-    assert not follower._parked_reads  # held by its timer alone
+    assert not follower.has_parked_reads()  # held by its timer alone
     p.send(2)
     assert c.run_until(lambda _c: follower.replica.log.high_watermark == 2, 2000)
     moved = c.now_ms

@@ -26,7 +26,7 @@ def _stuck_produce(generation: str, backend: str) -> tuple[Cluster, Broker, int,
     fetching, cut = (b for b in sorted(c.brokers) if b != leader.broker_id)
     c.set_link(leader.broker_id, cut, drop=1.0)
     p.send(1)
-    assert c.run_until(lambda _c: leader._has_parked_produces() and leader.fetch_state()[2] > 0, 2000)
+    assert c.run_until(lambda _c: leader.has_parked_produces() and leader.fetch_state()[2] > 0, 2000)
     assert cut in leader.replica.isr  # within replica.lag.time.max.ms: still in the ISR
     return c, leader, fetching, cut
 
@@ -53,7 +53,7 @@ def test_a_deposed_leader_fails_its_produces_then_answers_its_fetches(generation
     assert c.run_until(lambda _c: leader.replica.role == "follower", 2000)
     network.post = post
     assert posted[:3] == order, posted
-    assert not leader._has_parked_produces() and leader.fetch_state()[2] == 0
+    assert not leader.has_parked_produces() and leader.fetch_state()[2] == 0
 
 
 @pytest.mark.parametrize("backend", ["rust", "reference"])
@@ -75,6 +75,6 @@ def test_an_isr_change_on_the_leader_answers_no_parked_fetch(backend: str) -> No
     leader.on_leader_and_isr = observed  # type: ignore[method-assign]
     assert c.run_until(lambda _c: cut not in leader.replica.isr and bool(seen), 60_000)  # the ISR shrinks
     assert leader.replica.leader_epoch == epoch and leader.replica.role == "leader"
-    assert not leader._has_parked_produces()  # the HW passed m1: acknowledged
+    assert not leader.has_parked_produces()  # the HW passed m1: acknowledged
     assert any(before > 0 for before, _ in seen), seen
     assert all(after == before for before, after in seen), seen  # the long poll still waits

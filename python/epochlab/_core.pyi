@@ -820,16 +820,18 @@ class Watcher:
 
 @final
 class FetchPlane:
-    """The replication traffic and the produce path of brokers with Rust replicas, run without
-    Python frames: the follower's fetcher, the leader's fetch serving, and the leader's
-    produce handling (client connections, acks, the acks=all purgatory) of
-    ``epochlab.sim.broker.Broker``, step for step (``Broker.use_plane``; the engines are
-    ``src/sim/fetcher.rs`` and ``src/sim/produce.rs``, which ``src/bindings/plane.rs``
+    """The replication traffic, the produce path and the consumer reads of brokers with Rust
+    replicas, run without Python frames: the follower's fetcher, the leader's fetch serving,
+    the leader's produce handling (client connections, acks, the acks=all purgatory) and the
+    consumer fetch serving with its long poll of ``epochlab.sim.broker.Broker``, step for
+    step (``Broker.use_plane``; the engines are ``src/sim/fetcher.rs``,
+    ``src/sim/produce.rs`` and ``src/sim/reads.rs``, which ``src/bindings/plane.rs``
     drives). A broker id not attached, or an attached object without a broker's attributes,
     is a ``TypeError``."""
     def __new__(cls, kernel: Kernel, network: Network, nodes: dict[Any, Any],
                 request_timeout_ms: int, backoff_ms: int, wait_max_ms: int,
-                kraft: bool) -> FetchPlane: ...
+                kraft: bool, *, held_reads: bool = False, no_timestamp_lookup: bool = False,
+                rack_selector: bool = False) -> FetchPlane: ...
     def attach(self, b: int, broker: Any) -> dict[str, FetchPlaneHandler]:
         """Take over broker ``b``'s traffic; the handlers to set on it, by method name."""
     def start_fetcher(self, b: int) -> None: ...
@@ -856,6 +858,12 @@ class FetchPlane:
     def reset_produce_connections(self, b: int) -> None: ...
     def parked_produces(self, b: int) -> int:
         """How many produce requests wait in broker ``b``'s purgatory."""
+    def check_parked_reads(self, b: int) -> None:
+        """Answer the parked consumer fetches that have something to read now."""
+    def drop_parked_reads(self, b: int) -> None:
+        """A crash or shutdown: the parked consumer fetches are forgotten."""
+    def parked_reads(self, b: int) -> int:
+        """How many consumer fetches wait in broker ``b``'s purgatory."""
 
 @final
 class FetchPlaneHandler:

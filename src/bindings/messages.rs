@@ -422,6 +422,13 @@ impl<'py> Builder<'py> {
     }
 
     pub fn consumer_fetch_response(&self, request_id: &Bound<'py, PyAny>, r: ConsumerFetchResponse) -> PyResult<Bound<'py, PyAny>> {
+        self.consumer_fetch_response_naming(request_id, r, None)
+    }
+
+    /// A consumer fetch's answer naming `preferred` as the replica to read from (KIP-392: the
+    /// broker sets it, the replica's read leaves it out).
+    pub fn consumer_fetch_response_naming(&self, request_id: &Bound<'py, PyAny>, r: ConsumerFetchResponse,
+                                          preferred: Option<u32>) -> PyResult<Bound<'py, PyAny>> {
         let records = r.records.into_iter().map(|(o, v, e, pid, kind)| (o, v, e, pid, kind as u8));
         let d = [
             ("request_id", self.v(request_id)?),
@@ -433,7 +440,7 @@ impl<'py> Builder<'py> {
             ("epoch_end", self.v(epoch_offset(r.epoch_end))?),
             ("last_stable_offset", self.v(r.last_stable_offset.0)?),
             ("aborted_transactions", self.v(PyTuple::new(self.py, r.aborted_transactions)?)?),
-            ("preferred_read_replica", self.v(None::<u32>)?), // the broker sets it (KIP-392)
+            ("preferred_read_replica", self.v(preferred)?),
         ];
         build!(self, "ConsumerFetchResponse", &d)
     }

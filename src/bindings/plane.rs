@@ -41,9 +41,11 @@ use super::messages::{self as msg, Builder};
 use super::replica::PyReplica;
 use super::sim::{PyKernel, PyNetwork, PyTimer};
 use crate::replica::follower::FollowerRequest;
-use crate::replica::messages::{Acks, KafkaError};
+use crate::replica::messages::{Acks, ConsumerFetchRequest, ConsumerFetchResponse, IsolationLevel, KafkaError, OffsetReset};
+use crate::replica::Role;
 use crate::sim::fetcher::{Due, Effect, FetchConfig, Fetcher, FollowerView, Liveness};
 use crate::sim::produce::{self, Head, ProducePath, Reply};
+use crate::sim::reads::{self, ConsumerReads, ReadHead, ReadOutcome};
 use crate::types::{BrokerId, Offset};
 
 /// A Python message object as the engine holds it: equal only to itself (answers echo their
@@ -61,10 +63,35 @@ type Effects = Vec<Effect<Obj, Py<PyTimer>>>;
 type Produce = ProducePath<Obj, Py<PyTimer>, Obj>;
 type ProduceEffects = Vec<produce::Effect<Obj, Py<PyTimer>, Obj>>;
 
+/// A read for a consumer: its request id, the replica's answer, the preferred read replica.
+struct ReadAnswer {
+    request_id: i64,
+    response: ConsumerFetchResponse,
+    preferred: Option<u32>,
+}
+
+/// What the parked reads' completion depends on: role, leader epoch, HW, log end.
+type ReadsKey = (Role, Option<u32>, u64, u64);
+type Reads = ConsumerReads<Obj, Py<PyTimer>, ReadAnswer, ReadsKey>;
+type ReadEffects = Vec<reads::Effect<Obj, Py<PyTimer>, ReadAnswer>>;
+
+/// The brokers' settings their consumer reads follow.
+#[derive(Clone, Copy)]
+struct ReadConfig {
+    /// A generation before diverging-epoch: redirects and followers' empty reads wait out the
+    /// whole wait (KAFKA-13767, KAFKA-14334).
+    held_reads: bool,
+    /// A release before 0.10.1: no ListOffsets by timestamp.
+    no_timestamp_lookup: bool,
+    /// `replica.selector.class` is set (KIP-392).
+    rack_selector: bool,
+}
+
 /// What a plane timer does: one of the two engines' [`Due`]s.
 enum PlaneDue {
     Fetch(Due<Obj>),
     Produce(produce::Due<Obj>),
+    Read(reads::Due<Obj>),
 }
 
 /// One attached broker: its Python objects and its engine.
@@ -75,6 +102,7 @@ struct Attached {
     name: Py<PyAny>,
     engine: Engine,
     produce: Produce,
+    reads: Reads,
 }
 
 /// The Python objects of one broker, cloned out of the lock for a run of effects.
@@ -91,6 +119,7 @@ pub(crate) struct PyFetchPlane {
     network: Py<PyNetwork>,
     nodes: Py<PyDict>,
     config: FetchConfig,
+    read_config: ReadConfig,
     brokers: Mutex<FxHashMap<i64, Attached>>,
 }
 
@@ -103,9 +132,10 @@ enum Handler {
     ConnectionReset,
     Produce,
     ClientDisconnect,
+    ConsumerFetch,
 }
 
-const HANDLERS: [(&str, Handler); 7] = [
+const HANDLERS: [(&str, Handler); 8] = [
     ("on_fetch", Handler::Fetch),
     ("on_fetch_response", Handler::FetchResponse),
     ("on_offsets_for_leader_epoch", Handler::Offsets),
@@ -113,6 +143,7 @@ const HANDLERS: [(&str, Handler); 7] = [
     ("on_connection_reset", Handler::ConnectionReset),
     ("on_produce", Handler::Produce),
     ("on_client_disconnect", Handler::ClientDisconnect),
+    ("on_consumer_fetch", Handler::ConsumerFetch),
 ];
 
 /// A broker id that was not attached: the caller's mistake, a `TypeError` as for any argument
@@ -173,15 +204,6 @@ fn note_state(p: &Parts<'_>) -> PyResult<()> {
     Ok(())
 }
 
-/// `Broker._check_parked_reads()`, when reads are held.
-fn check_parked_reads(p: &Parts<'_>) -> PyResult<()> {
-    let py = p.broker.py();
-    if attr(&p.broker, intern!(py, "_parked_reads"))?.is_truthy()? {
-        call(&p.broker, intern!(py, "_check_parked_reads"), ())?;
-    }
-    Ok(())
-}
-
 /// The node a reset came from, as a broker id (`None`: not a broker, so not a leader).
 fn peer_id(peer: &Bound<'_, PyAny>) -> Option<BrokerId> {
     peer.extract::<u32>().ok().map(BrokerId)
@@ -199,6 +221,12 @@ impl PyFetchPlane {
     fn edit<T>(&self, b: i64, f: impl FnOnce(&mut Engine) -> T) -> PyResult<T> {
         let mut brokers = lock(&self.brokers);
         Ok(f(&mut brokers.get_mut(&b).ok_or_else(|| unknown(b))?.engine))
+    }
+
+    /// Broker `b`'s consumer reads, under the lock (no Python runs in `f`).
+    fn edit_reads<T>(&self, b: i64, f: impl FnOnce(&mut Reads) -> T) -> PyResult<T> {
+        let mut brokers = lock(&self.brokers);
+        Ok(f(&mut brokers.get_mut(&b).ok_or_else(|| unknown(b))?.reads))
     }
 
     /// Broker `b`'s produce path, under the lock (no Python runs in `f`).
@@ -327,7 +355,7 @@ impl PyFetchPlane {
             Effect::DrainEvents => drain(p),
             Effect::NoteState => note_state(p),
             Effect::TryCompleteDelayed => Self::complete_delayed(me, p),
-            Effect::CheckParkedReads => check_parked_reads(p),
+            Effect::CheckParkedReads => Self::check_reads(me, p),
             Effect::Halt => call(&p.broker, intern!(py, "_halt"), ()),
         }
     }
@@ -343,7 +371,7 @@ impl PyFetchPlane {
         if attr(&p.broker, intern!(py, "_parked_markers"))?.is_truthy()? {
             call(&p.broker, intern!(py, "_answer_parked_markers"), (py.None(),))?;
         }
-        check_parked_reads(p)?;
+        Self::check_reads(me, p)?;
         note_state(p)
     }
 
@@ -448,6 +476,133 @@ impl PyFetchPlane {
         me.get().edit_produce(b, |e| e.disconnect(&client, closed_ms))
     }
 
+    /// `Broker._read_for_consumer`: one read for a consumer by the Rust replica, with the
+    /// broker's rules around it (no ListOffsets by timestamp before 0.10.1; with
+    /// `replica.selector.class` set, a redirect to the follower the selector names, with the
+    /// offsets and no records).
+    fn read_for_consumer(&self, replica: &PyReplica, py: Python<'_>, req: &ConsumerFetchRequest, request_id: i64)
+                         -> (ReadOutcome, ReadAnswer) {
+        let c = self.read_config;
+        let unanswerable = c.no_timestamp_lookup && matches!(req.reset, OffsetReset::Timestamp(_))
+            && req.fetch_offset.is_none() && req.validate_epoch.is_none();
+        let (response, preferred) = replica.with(py, |r, log| {
+            if unanswerable {
+                let response = ConsumerFetchResponse {
+                    error: Some(KafkaError::UnsupportedVersion), leader_epoch: r.leader_epoch, records: Vec::new(),
+                    high_watermark: Offset(0), reset_offset: None, epoch_end: None, last_stable_offset: Offset(0),
+                    aborted_transactions: Vec::new(),
+                };
+                return (response, None);
+            }
+            if c.rack_selector && req.validate_epoch.is_none() {
+                if let (Some(rack), Some(offset)) = (req.client_rack, req.fetch_offset) {
+                    if let Some(preferred) = r.preferred_read_replica(offset, rack) {
+                        let offsets_only = ConsumerFetchRequest { max_records: 0, ..req.clone() };
+                        let response = r.handle_consumer_fetch(log, &offsets_only);
+                        let preferred = response.error.is_none().then_some(preferred.0);
+                        return (response, preferred);
+                    }
+                }
+            }
+            (r.handle_consumer_fetch(log, req), None)
+        });
+        let outcome = ReadOutcome {
+            error: response.error.is_some(),
+            records: !response.records.is_empty(),
+            redirect: preferred.is_some(),
+            high_watermark: response.high_watermark.0,
+            last_stable_offset: response.last_stable_offset.0,
+        };
+        (outcome, ReadAnswer { request_id, response, preferred })
+    }
+
+    /// What the parked reads' completion depends on (`Broker._reads_key`).
+    fn reads_key(replica: &PyReplica, py: Python<'_>) -> ReadsKey {
+        replica.with(py, |r, log| (r.role, r.leader_epoch.map(|e| e.0), log.high_watermark().0, log.log_end_offset().0))
+    }
+
+    /// `Broker.on_consumer_fetch`.
+    fn on_consumer_fetch(me: &Bound<'_, Self>, b: i64, request: &Bound<'_, PyAny>) -> PyResult<()> {
+        let (this, py) = (me.get(), me.py());
+        let p = this.parts(py, b)?;
+        let req = msg::consumer_fetch_request(request)?;
+        let head = read_head(request, &req)?;
+        let request_id: i64 = msg::attr!(request, "request_id")?;
+        let replica = p.replica.get();
+        let (outcome, answer) = this.read_for_consumer(replica, py, &req, request_id);
+        let leader = replica.with(py, |r, _| r.role == Role::Leader);
+        let held_reads = this.read_config.held_reads;
+        let effects = this.edit_reads(b, |e| {
+            e.arrive(Obj(request.clone().unbind()), head, outcome, answer, || Self::reads_key(replica, py), held_reads, leader)
+        })?;
+        Self::run_reads(me, &p, effects)
+    }
+
+    /// `Broker._check_parked_reads`.
+    fn check_reads(me: &Bound<'_, Self>, p: &Parts<'_>) -> PyResult<()> {
+        let (this, py) = (me.get(), me.py());
+        if this.edit_reads(p.b, |e| e.parked_count())? == 0 {
+            return Ok(());
+        }
+        let replica = p.replica.get();
+        let key = Self::reads_key(replica, py);
+        let mut failed = None;
+        let effects = this.edit_reads(p.b, |e| {
+            e.check(key, |request, _| this.reread(replica, py, request, &mut failed))
+        })?;
+        if let Some(error) = failed {
+            return Err(error);
+        }
+        Self::run_reads(me, p, effects)
+    }
+
+    /// A parked request read again; a request that no longer converts (it did when it came)
+    /// is answered as empty and its error kept for the caller to raise.
+    fn reread(&self, replica: &PyReplica, py: Python<'_>, request: &Obj, failed: &mut Option<PyErr>) -> (ReadOutcome, ReadAnswer) {
+        let request = request.0.bind(py);
+        let parsed = msg::consumer_fetch_request(request).and_then(|req| Ok((req, msg::attr!(request, "request_id")?)));
+        match parsed {
+            Ok((req, request_id)) => self.read_for_consumer(replica, py, &req, request_id),
+            Err(error) => {
+                failed.get_or_insert(error);
+                let outcome = ReadOutcome { error: true, records: false, redirect: false, high_watermark: 0, last_stable_offset: 0 };
+                let response = ConsumerFetchResponse {
+                    error: None, leader_epoch: None, records: Vec::new(), high_watermark: Offset(0), reset_offset: None,
+                    epoch_end: None, last_stable_offset: Offset(0), aborted_transactions: Vec::new(),
+                };
+                (outcome, ReadAnswer { request_id: 0, response, preferred: None })
+            }
+        }
+    }
+
+    /// Carry out the consumer reads' `effects` in order.
+    fn run_reads(me: &Bound<'_, Self>, p: &Parts<'_>, effects: ReadEffects) -> PyResult<()> {
+        let (this, py, b) = (me.get(), me.py(), p.b);
+        for effect in effects {
+            match effect {
+                reads::Effect::Respond { client, response } => {
+                    let id = response.request_id.into_pyobject(py)?.into_any();
+                    let message = Builder::new(py).consumer_fetch_response_naming(&id, response.response, response.preferred)?;
+                    let client = PyString::new(py, &client).into_any();
+                    this.network.bind(py).get().post(&p.name, &client, this.nodes.bind(py), &msg::interned(py, "on_fetch_response"),
+                                                     &message, "", None, None)?;
+                }
+                reads::Effect::Park { token, wait_ms } => {
+                    let incarnation = liveness(&p.broker)?.incarnation;
+                    let timer = Self::schedule(me, b, wait_ms, incarnation, PlaneDue::Read(reads::Due::Expire(token)))?;
+                    let unused = this.edit_reads(b, |e| e.parked(token, timer))?;
+                    drop(unused);
+                }
+                reads::Effect::Delay { request, head, wait_ms } => {
+                    let incarnation = liveness(&p.broker)?.incarnation;
+                    Self::schedule(me, b, wait_ms, incarnation, PlaneDue::Read(reads::Due::Answer(request, head)))?;
+                }
+                reads::Effect::Cancel(timer) => timer.get().cancel(),
+            }
+        }
+        Ok(())
+    }
+
     /// The request an answer echoes, as the engine compares it (`None` when it echoes `None`).
     fn echo(response: &Bound<'_, PyAny>) -> PyResult<Option<Obj>> {
         let request = msg::field!(response, "request")?;
@@ -524,6 +679,7 @@ impl PyFetchPlane {
             Handler::ConnectionReset => Self::on_connection_reset(me, b, message),
             Handler::Produce => Self::on_produce(me, b, message),
             Handler::ClientDisconnect => Self::on_client_disconnect(me, b, message),
+            Handler::ConsumerFetch => Self::on_consumer_fetch(me, b, message),
         }
     }
 }
@@ -534,12 +690,21 @@ impl PyFetchPlane {
     /// (`SimContext._nodes`, what posts are routed by), the replica request timeout, and the
     /// brokers' `replica.fetch.backoff.ms`, `replica.fetch.wait.max.ms` and whether fetches
     /// carry the broker epoch (KRaft, KIP-903).
+    ///
+    /// For consumer reads: `held_reads` (a generation before diverging-epoch, whose redirects
+    /// and followers' empty reads wait out the whole wait),
+    /// `no_timestamp_lookup` (a release before 0.10.1) and `rack_selector`
+    /// (`replica.selector.class` set).
     #[new]
-    #[pyo3(signature = (kernel, network, nodes, request_timeout_ms, backoff_ms, wait_max_ms, kraft))]
+    #[pyo3(signature = (kernel, network, nodes, request_timeout_ms, backoff_ms, wait_max_ms, kraft, *,
+                        held_reads=false, no_timestamp_lookup=false, rack_selector=false))]
+    #[allow(clippy::too_many_arguments)]
     fn new(kernel: Py<PyKernel>, network: Py<PyNetwork>, nodes: Py<PyDict>, request_timeout_ms: i64,
-           backoff_ms: i64, wait_max_ms: i64, kraft: bool) -> Self {
+           backoff_ms: i64, wait_max_ms: i64, kraft: bool, held_reads: bool, no_timestamp_lookup: bool,
+           rack_selector: bool) -> Self {
         let config = FetchConfig { request_timeout_ms, backoff_ms, wait_max_ms, kraft };
-        Self { kernel, network, nodes, config, brokers: Mutex::new(FxHashMap::default()) }
+        let read_config = ReadConfig { held_reads, no_timestamp_lookup, rack_selector };
+        Self { kernel, network, nodes, config, read_config, brokers: Mutex::new(FxHashMap::default()) }
     }
 
     /// Take over broker `b`'s replication traffic (`broker.replica` must be a Rust replica).
@@ -552,7 +717,7 @@ impl PyFetchPlane {
         })?;
         let name = b.into_pyobject(py)?.into_any().unbind();
         let attached = Attached { broker: broker.clone().unbind(), replica: replica.clone().unbind(), name,
-                                  engine: Fetcher::new(slf.get().config), produce: ProducePath::new() };
+                                  engine: Fetcher::new(slf.get().config), produce: ProducePath::new(), reads: ConsumerReads::new() };
         let replaced = lock(&slf.get().brokers).insert(b, attached);
         drop(replaced);
         let handlers = PyDict::new(py);
@@ -662,6 +827,31 @@ impl PyFetchPlane {
         self.edit_produce(b, |e| e.parked_count())
     }
 
+    /// `Broker._check_parked_reads`: answer the parked consumer fetches that have something
+    /// to read now (tried again only when the replica's role, epoch, HW or log end moved).
+    fn check_parked_reads(me: &Bound<'_, Self>, b: i64) -> PyResult<()> {
+        let p = me.get().parts(me.py(), b)?;
+        Self::check_reads(me, &p)
+    }
+
+    /// `Broker._drop_parked_reads` (a crash or shutdown): the parked consumer fetches are
+    /// forgotten, their timers cancelled.
+    fn drop_parked_reads(&self, b: i64) -> PyResult<()> {
+        let (cancels, requests) = self.edit_reads(b, |e| e.drop_all())?;
+        for effect in cancels {
+            if let reads::Effect::Cancel(timer) = effect {
+                timer.get().cancel();
+            }
+        }
+        drop(requests);
+        Ok(())
+    }
+
+    /// How many consumer fetches wait in broker `b`'s purgatory.
+    fn parked_reads(&self, b: i64) -> PyResult<usize> {
+        self.edit_reads(b, |e| e.parked_count())
+    }
+
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.kernel)?;
         visit.call(&self.network)?;
@@ -681,6 +871,12 @@ impl PyFetchPlane {
                 visit.call(&request.0)?;
             }
             for timer in a.produce.timers() {
+                visit.call(timer)?;
+            }
+            for request in a.reads.requests() {
+                visit.call(&request.0)?;
+            }
+            for timer in a.reads.timers() {
                 visit.call(timer)?;
             }
         }
@@ -747,6 +943,18 @@ impl PlaneTimer {
                 let effects = me.get().edit_produce(self.broker, |e| e.fire(due, self.incarnation, live, now))?;
                 PyFetchPlane::run_produce(me, &p, effects)
             }
+            PlaneDue::Read(due) => {
+                let this = me.get();
+                let replica = p.replica.get();
+                let mut failed = None;
+                let effects = this.edit_reads(self.broker, |e| {
+                    e.fire(due, self.incarnation, live, |request, _| this.reread(replica, py, request, &mut failed))
+                })?;
+                if let Some(error) = failed {
+                    return Err(error);
+                }
+                PyFetchPlane::run_reads(me, &p, effects)
+            }
         }
     }
 
@@ -754,7 +962,8 @@ impl PlaneTimer {
         visit.call(&self.plane)?;
         if let Ok(due) = self.due.try_lock() {
             match &*due {
-                Some(PlaneDue::Fetch(Due::Expire(request))) | Some(PlaneDue::Produce(produce::Due::Handle { request, .. })) => {
+                Some(PlaneDue::Fetch(Due::Expire(request))) | Some(PlaneDue::Produce(produce::Due::Handle { request, .. }))
+                | Some(PlaneDue::Read(reads::Due::Answer(request, _))) => {
                     visit.call(&request.0)?;
                 }
                 _ => {}
@@ -783,5 +992,16 @@ fn produce_head(request: &Bound<'_, PyAny>) -> PyResult<Head> {
         request_id: msg::attr!(request, "request_id")?,
         acks,
         timeout_ms: msg::attr!(request, "timeout_ms")?,
+    })
+}
+
+/// What the consumer reads read of a consumer fetch (`epochlab.sim.messages.ConsumerFetchRequest`).
+fn read_head(request: &Bound<'_, PyAny>, req: &ConsumerFetchRequest) -> PyResult<ReadHead> {
+    Ok(ReadHead {
+        client: msg::attr!(request, "client")?,
+        max_wait_ms: msg::attr!(request, "max_wait_ms")?,
+        fetch_offset: req.fetch_offset.map(|o| o.0),
+        validate_epoch: req.validate_epoch.is_some(),
+        read_committed: req.isolation_level == IsolationLevel::ReadCommitted,
     })
 }

@@ -23,15 +23,18 @@ pub enum KafkaError {
     OffsetNotAvailable,
     /// A request that waited in a purgatory past its timeout (`DelayedProduce.onExpiration`).
     RequestTimedOut,
+    /// A request the broker's release does not know (a ListOffsets by timestamp before 0.10.1).
+    UnsupportedVersion,
 }
 
 impl KafkaError {
     /// Every error, in declaration order.
-    pub const ALL: [KafkaError; 12] = [
+    pub const ALL: [KafkaError; 13] = [
         KafkaError::NotLeaderOrFollower, KafkaError::FencedLeaderEpoch, KafkaError::UnknownLeaderEpoch,
         KafkaError::OffsetOutOfRange, KafkaError::NotEnoughReplicas, KafkaError::NotEnoughReplicasAfterAppend,
         KafkaError::InvalidProducerEpoch, KafkaError::OutOfOrderSequenceNumber, KafkaError::InvalidTxnState,
         KafkaError::TransactionCoordinatorFenced, KafkaError::OffsetNotAvailable, KafkaError::RequestTimedOut,
+        KafkaError::UnsupportedVersion,
     ];
 
     /// The error Kafka names `name`.
@@ -54,6 +57,7 @@ impl KafkaError {
             KafkaError::TransactionCoordinatorFenced => "TRANSACTION_COORDINATOR_FENCED",
             KafkaError::OffsetNotAvailable => "OFFSET_NOT_AVAILABLE",
             KafkaError::RequestTimedOut => "REQUEST_TIMED_OUT",
+            KafkaError::UnsupportedVersion => "UNSUPPORTED_VERSION",
         }
     }
 }

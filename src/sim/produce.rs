@@ -218,13 +218,7 @@ impl<R, T, P> ProducePath<R, T, P> {
     /// The timeout timer of the request parked as `token`. `Some(timer)` when nothing is
     /// parked as `token` (the caller drops the timer).
     pub fn parked(&mut self, token: u64, timer: T) -> Option<T> {
-        match self.parked.iter_mut().find(|p| p.token == token) {
-            Some(p) => {
-                p.timer = Some(timer);
-                None
-            }
-            None => Some(timer),
-        }
+        super::arm(self.parked.iter_mut().map(|p| (p.token, &mut p.timer)), token, timer)
     }
 
     /// `Broker._answer_produce`: send `reply` (`None`: acks=0, no answer) and read the

@@ -898,13 +898,12 @@ class Broker:
         the produce purgatory (produces, then transaction markers) fails what waits there with
         NOT_LEADER_OR_FOLLOWER, then the fetch purgatory answers the parked follower fetches
         and the consumer reads."""
-        if self._has_parked_produces():
+        if self.has_parked_produces():
             self._answer_parked_produces(force_error=None)
         if self._parked_markers:
             self._answer_parked_markers(force_error=None)
         self._answer_parked_fetches()
-        if self._parked_reads:
-            self._check_parked_reads()
+        self._check_parked_reads()
 
     def _answer_parked_fetches(self) -> None:
         if self._plane is not None:
@@ -923,7 +922,9 @@ class Broker:
         """Answer a consumer fetch (on a follower too when it carries a rack, KIP-392), or
         hold it while it finds nothing to read (``ReplicaManager.fetchMessages``: answered at
         once when ``maxWaitMs`` is 0, with data, an error, a diverging epoch or a preferred
-        read replica; else a ``DelayedFetch``)."""
+        read replica; else a ``DelayedFetch``). With Rust replicas ``_core.FetchPlane`` handles
+        it and holds the parked reads (the engine is src/sim/reads.rs); these methods are the
+        statement it follows."""
         resp = self._read_for_consumer(req)
         if req.max_wait_ms > 0 and self.ctx.generation < Generation.DIVERGING_EPOCH:
             # kip-320 (2.4-2.7, fetch from follower): a redirect to the preferred replica sat
@@ -987,6 +988,9 @@ class Broker:
         """Complete the held consumer fetches that now have something to answer; a read is
         tried again only when the replica's role, epoch, HW or log end moved since the last
         check (every completion condition depends on those)."""
+        if self._plane is not None:
+            self._plane.check_parked_reads(self.broker_id)
+            return
         if not self._parked_reads:
             return
         key = self._reads_key()
@@ -1014,7 +1018,16 @@ class Broker:
         """The end of a consumer fetch's wait: whatever a read gives now (``DelayedFetch.onComplete``)."""
         self.ctx.post(self.broker_id, req.client, "on_fetch_response", self._read_for_consumer(req))
 
+    def has_parked_reads(self) -> bool:
+        """Whether a consumer fetch waits in this broker's purgatory."""
+        if self._plane is not None:
+            return bool(self._plane.parked_reads(self.broker_id))
+        return bool(self._parked_reads)
+
     def _drop_parked_reads(self) -> None:
+        if self._plane is not None:
+            self._plane.drop_parked_reads(self.broker_id)
+            return
         for _req, timer in self._parked_reads:
             timer.cancel()
         self._parked_reads.clear()
@@ -1258,7 +1271,7 @@ class Broker:
             self._check_parked_reads()
         self._note_state()
 
-    def _has_parked_produces(self) -> bool:
+    def has_parked_produces(self) -> bool:
         """Whether a produce request waits in the purgatory."""
         if self._plane is not None:
             return bool(self._plane.parked_produces(self.broker_id))

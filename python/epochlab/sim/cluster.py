@@ -112,9 +112,13 @@ class Cluster:
             ctx.register(b, broker)
         if backend == "rust":
             # the replication traffic of Rust replicas without Python frames (broker.py, "follower fetcher")
+            release = config.release
             plane = _core.FetchPlane(self.kernel, self.network, ctx.routes(), REPLICA_REQUEST_TIMEOUT_MS,
                                      config.replica_fetch_backoff_ms, config.replica_fetch_wait_max_ms,
-                                     self.generation.kraft)
+                                     self.generation.kraft,
+                                     held_reads=self.generation < Generation.DIVERGING_EPOCH,
+                                     no_timestamp_lookup=release is not None and release < (0, 10, 1),
+                                     rack_selector=config.replica_selector_class is not None)
             for broker in self.brokers.values():
                 broker.use_plane(plane)
         #: what each observer returned when it was called, in the order they were called
