@@ -41,11 +41,11 @@ use super::messages::{self as msg, Builder};
 use super::replica::PyReplica;
 use super::sim::{PyKernel, PyNetwork, PyTimer};
 use crate::replica::follower::FollowerRequest;
-use crate::replica::messages::{Acks, ConsumerFetchRequest, ConsumerFetchResponse, IsolationLevel, KafkaError, OffsetReset};
+use crate::replica::messages::{Acks, ConsumerFetchRequest, ConsumerFetchResponse, IsolationLevel, KafkaError};
 use crate::replica::Role;
 use crate::sim::fetcher::{Due, Effect, FetchConfig, Fetcher, FollowerView, Liveness};
 use crate::sim::produce::{self, Head, ProducePath, Reply};
-use crate::sim::reads::{self, ConsumerReads, ReadHead, ReadOutcome};
+use crate::sim::reads::{self, ConsumerReads, ReadHead, ReadOutcome, ReadRules};
 use crate::types::{BrokerId, Offset};
 
 /// A Python message object as the engine holds it: equal only to itself (answers echo their
@@ -75,17 +75,6 @@ type ReadsKey = (Role, Option<u32>, u64, u64);
 type Reads = ConsumerReads<Obj, Py<PyTimer>, ReadAnswer, ReadsKey>;
 type ReadEffects = Vec<reads::Effect<Obj, Py<PyTimer>, ReadAnswer>>;
 
-/// The brokers' settings their consumer reads follow.
-#[derive(Clone, Copy)]
-struct ReadConfig {
-    /// A generation before diverging-epoch: redirects and followers' empty reads wait out the
-    /// whole wait (KAFKA-13767, KAFKA-14334).
-    held_reads: bool,
-    /// A release before 0.10.1: no ListOffsets by timestamp.
-    no_timestamp_lookup: bool,
-    /// `replica.selector.class` is set (KIP-392).
-    rack_selector: bool,
-}
 
 /// What a plane timer does: one of the two engines' [`Due`]s.
 enum PlaneDue {
@@ -119,7 +108,10 @@ pub(crate) struct PyFetchPlane {
     network: Py<PyNetwork>,
     nodes: Py<PyDict>,
     config: FetchConfig,
-    read_config: ReadConfig,
+    /// A generation before diverging-epoch: redirects and followers' empty reads wait out the
+    /// whole wait (KAFKA-13767, KAFKA-14334).
+    held_reads: bool,
+    read_rules: ReadRules,
     brokers: Mutex<FxHashMap<i64, Attached>>,
 }
 
@@ -476,44 +468,12 @@ impl PyFetchPlane {
         me.get().edit_produce(b, |e| e.disconnect(&client, closed_ms))
     }
 
-    /// `Broker._read_for_consumer`: one read for a consumer by the Rust replica, with the
-    /// broker's rules around it (no ListOffsets by timestamp before 0.10.1; with
-    /// `replica.selector.class` set, a redirect to the follower the selector names, with the
-    /// offsets and no records).
+    /// `Broker._read_for_consumer` ([`reads::read_for_consumer`]) by the Rust replica.
     fn read_for_consumer(&self, replica: &PyReplica, py: Python<'_>, req: &ConsumerFetchRequest, request_id: i64)
                          -> (ReadOutcome, ReadAnswer) {
-        let c = self.read_config;
-        let unanswerable = c.no_timestamp_lookup && matches!(req.reset, OffsetReset::Timestamp(_))
-            && req.fetch_offset.is_none() && req.validate_epoch.is_none();
-        let (response, preferred) = replica.with(py, |r, log| {
-            if unanswerable {
-                let response = ConsumerFetchResponse {
-                    error: Some(KafkaError::UnsupportedVersion), leader_epoch: r.leader_epoch, records: Vec::new(),
-                    high_watermark: Offset(0), reset_offset: None, epoch_end: None, last_stable_offset: Offset(0),
-                    aborted_transactions: Vec::new(),
-                };
-                return (response, None);
-            }
-            if c.rack_selector && req.validate_epoch.is_none() {
-                if let (Some(rack), Some(offset)) = (req.client_rack, req.fetch_offset) {
-                    if let Some(preferred) = r.preferred_read_replica(offset, rack) {
-                        let offsets_only = ConsumerFetchRequest { max_records: 0, ..req.clone() };
-                        let response = r.handle_consumer_fetch(log, &offsets_only);
-                        let preferred = response.error.is_none().then_some(preferred.0);
-                        return (response, preferred);
-                    }
-                }
-            }
-            (r.handle_consumer_fetch(log, req), None)
-        });
-        let outcome = ReadOutcome {
-            error: response.error.is_some(),
-            records: !response.records.is_empty(),
-            redirect: preferred.is_some(),
-            high_watermark: response.high_watermark.0,
-            last_stable_offset: response.last_stable_offset.0,
-        };
-        (outcome, ReadAnswer { request_id, response, preferred })
+        let rules = self.read_rules;
+        let (response, preferred) = replica.with(py, |r, log| reads::read_for_consumer(r, log, req, rules));
+        (reads::outcome_of(&response, preferred), ReadAnswer { request_id, response, preferred: preferred.map(|b| b.0) })
     }
 
     /// What the parked reads' completion depends on (`Broker._reads_key`).
@@ -531,7 +491,7 @@ impl PyFetchPlane {
         let replica = p.replica.get();
         let (outcome, answer) = this.read_for_consumer(replica, py, &req, request_id);
         let leader = replica.with(py, |r, _| r.role == Role::Leader);
-        let held_reads = this.read_config.held_reads;
+        let held_reads = this.held_reads;
         let effects = this.edit_reads(b, |e| {
             e.arrive(Obj(request.clone().unbind()), head, outcome, answer, || Self::reads_key(replica, py), held_reads, leader)
         })?;
@@ -703,8 +663,8 @@ impl PyFetchPlane {
            backoff_ms: i64, wait_max_ms: i64, kraft: bool, held_reads: bool, no_timestamp_lookup: bool,
            rack_selector: bool) -> Self {
         let config = FetchConfig { request_timeout_ms, backoff_ms, wait_max_ms, kraft };
-        let read_config = ReadConfig { held_reads, no_timestamp_lookup, rack_selector };
-        Self { kernel, network, nodes, config, read_config, brokers: Mutex::new(FxHashMap::default()) }
+        let read_rules = ReadRules { no_timestamp_lookup, rack_selector };
+        Self { kernel, network, nodes, config, held_reads, read_rules, brokers: Mutex::new(FxHashMap::default()) }
     }
 
     /// Take over broker `b`'s replication traffic (`broker.replica` must be a Rust replica).

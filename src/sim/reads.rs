@@ -47,6 +47,59 @@
 //! ```
 
 use super::fetcher::Liveness;
+use crate::log::ReplicaLog;
+use crate::replica::messages::{ConsumerFetchRequest, ConsumerFetchResponse, KafkaError, OffsetReset};
+use crate::replica::Replica;
+use crate::types::{BrokerId, Offset};
+
+/// The brokers' settings a read for a consumer follows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadRules {
+    /// A release before 0.10.1: no ListOffsets by timestamp (KIP-79, ListOffsets v1).
+    pub no_timestamp_lookup: bool,
+    /// `replica.selector.class` is set (KIP-392): a leader may send the consumer to a follower.
+    pub rack_selector: bool,
+}
+
+/// One read for a consumer (`Broker._read_for_consumer`): the replica's answer and, with the
+/// rack-aware selector, the follower the consumer should read from. A ListOffsets by
+/// timestamp before 0.10.1 is refused with UNSUPPORTED_VERSION. When the selector names a
+/// follower, the read is skipped and the answer carries only the offsets
+/// (`ReplicaManager.readFromLocalLog`: "If a preferred read-replica is set, skip the read").
+pub fn read_for_consumer(replica: &Replica, log: &ReplicaLog, req: &ConsumerFetchRequest, rules: ReadRules)
+                         -> (ConsumerFetchResponse, Option<BrokerId>) {
+    if rules.no_timestamp_lookup && matches!(req.reset, OffsetReset::Timestamp(_))
+        && req.fetch_offset.is_none() && req.validate_epoch.is_none() {
+        let refused = ConsumerFetchResponse {
+            error: Some(KafkaError::UnsupportedVersion), leader_epoch: replica.leader_epoch, records: Vec::new(),
+            high_watermark: Offset(0), reset_offset: None, epoch_end: None, last_stable_offset: Offset(0),
+            aborted_transactions: Vec::new(),
+        };
+        return (refused, None);
+    }
+    if rules.rack_selector && req.validate_epoch.is_none() {
+        if let (Some(rack), Some(offset)) = (req.client_rack, req.fetch_offset) {
+            if let Some(preferred) = replica.preferred_read_replica(offset, rack) {
+                let offsets_only = ConsumerFetchRequest { max_records: 0, ..req.clone() };
+                let response = replica.handle_consumer_fetch(log, &offsets_only);
+                let preferred = response.error.is_none().then_some(preferred);
+                return (response, preferred);
+            }
+        }
+    }
+    (replica.handle_consumer_fetch(log, req), None)
+}
+
+/// What a read's answer is, as far as waiting goes.
+pub fn outcome_of(response: &ConsumerFetchResponse, preferred: Option<BrokerId>) -> ReadOutcome {
+    ReadOutcome {
+        error: response.error.is_some(),
+        records: !response.records.is_empty(),
+        redirect: preferred.is_some(),
+        high_watermark: response.high_watermark.0,
+        last_stable_offset: response.last_stable_offset.0,
+    }
+}
 
 /// What the engine reads of a consumer fetch.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -328,6 +381,41 @@ mod tests {
         assert_eq!(r.parked_count(), 0);
         let e = r.fire(Due::Answer(2, head(Some(3), 500)), 1, live(1), |_, _| (at(3), "late"));
         assert_eq!(e, vec![Effect::Respond { client: "c".into(), response: "late" }]);
+    }
+
+    fn consumer_fetch(fetch_offset: Option<u64>, reset: OffsetReset, rack: Option<u32>) -> ConsumerFetchRequest {
+        ConsumerFetchRequest {
+            fetch_offset: fetch_offset.map(Offset), current_leader_epoch: None, max_records: 10, reset,
+            validate_epoch: None, isolation_level: crate::replica::messages::IsolationLevel::ReadUncommitted,
+            client_rack: rack.map(BrokerId),
+        }
+    }
+
+    #[test]
+    fn a_lookup_by_time_before_0_10_1_is_refused_and_nothing_else_is() {
+        use crate::generation::Generation;
+        let replica = Replica::new(BrokerId(1), vec![BrokerId(1), BrokerId(2)], Generation::TruncateToHw, 1, 30_000);
+        let log = Replica::new_log(Generation::TruncateToHw);
+        let by_time = consumer_fetch(None, OffsetReset::Timestamp(5), None);
+        let old = ReadRules { no_timestamp_lookup: true, rack_selector: false };
+        let (refused, preferred) = read_for_consumer(&replica, &log, &by_time, old);
+        assert_eq!((refused.error, preferred), (Some(KafkaError::UnsupportedVersion), None));
+        let (answer, _) = read_for_consumer(&replica, &log, &by_time, ReadRules::default());
+        assert_ne!(answer.error, Some(KafkaError::UnsupportedVersion), "0.10.1 looks it up");
+        let latest = consumer_fetch(None, OffsetReset::Latest, None);
+        assert_ne!(read_for_consumer(&replica, &log, &latest, old).0.error, Some(KafkaError::UnsupportedVersion));
+        assert!(outcome_of(&refused, None).error);
+    }
+
+    #[test]
+    fn without_the_selector_a_rack_changes_nothing() {
+        use crate::generation::Generation;
+        let replica = Replica::new(BrokerId(1), vec![BrokerId(1), BrokerId(2)], Generation::StrictMinIsr, 1, 30_000);
+        let log = Replica::new_log(Generation::StrictMinIsr);
+        let req = consumer_fetch(Some(0), OffsetReset::Latest, Some(2));
+        let plain = read_for_consumer(&replica, &log, &req, ReadRules::default());
+        assert_eq!(plain.1, None);
+        assert_eq!(plain.0, replica.handle_consumer_fetch(&log, &req));
     }
 
     #[test]
