@@ -169,7 +169,8 @@ METHODS = {
                    "answers_in_flight": 2, "fetch_state": 1, "try_complete_delayed": 1,
                    "answer_parked_produces": 2, "append_produce": 2, "answer_produce": 3,
                    "forget_produces": 1, "reset_produce_connections": 1, "parked_produces": 1,
-                   "check_parked_reads": 1, "drop_parked_reads": 1, "parked_reads": 1},
+                   "check_parked_reads": 1, "drop_parked_reads": 1, "parked_reads": 1,
+                   "park_marker": 5, "answer_parked_markers": 2, "clear_markers": 1, "parked_markers": 1},
     "FetchPlaneHandler": {}, "FetchPlaneTimer": {},
     "LogAppendInfo": {}, "TruncationOutcome": {}, "FetchCheck": {},
     # Messages are the simulator's dataclasses; junk in their place must still fail cleanly.
@@ -309,7 +310,6 @@ class _PlaneBroker:
 
     alive, incarnation, _seen_state = True, 1, None
     _parked_produces: tuple[()] = ()
-    _parked_markers: tuple[()] = ()
 
     def __init__(self) -> None:
         self.replica = core.Replica(1, [1, 2], 5, 1, 100)
@@ -322,8 +322,6 @@ class _PlaneBroker:
 
     def _try_complete_delayed(self) -> None:
         self._note_state()
-
-    def _answer_parked_markers(self, force_error: str | None) -> None: ...
 
     def _needs_verification(self, req: Any) -> bool:
         return False

@@ -198,6 +198,42 @@ def test_the_produce_path_is_the_brokers(seed: int, generation: Generation) -> N
     assert _fingerprint(execute(schedule, backend="rust")) == _fingerprint(execute(schedule, backend="reference"))
 
 
+@pytest.mark.parametrize("commit", [True, False])
+def test_the_markers_purgatory_answers_the_coordinator_alike(commit: bool) -> None:
+    """The transaction markers' answers (error and offset, which the coordinator does not
+    read, so no run shows them) are the same from the produce engine as from the broker's
+    Python purgatory: a marker is answered with its own offset once the HW passes it."""
+    from epochlab.sim.config import ProducerConfig
+
+    answers = {}
+    for backend in ("rust", "reference"):
+        c = Cluster(ClusterConfig.from_dict({"broker.startup.ms": [0, 0]}), "strict-min-isr", seed=4,
+                    backend=backend)
+        seen: list[tuple[int, str | None, int | None]] = []
+        take = c.coordinator.on_write_txn_markers_response
+
+        def note(resp: Any, src: object, take: Any = take, seen: list[Any] = seen) -> None:
+            seen.append((resp.request_id, resp.error, resp.offset))
+            take(resp, src)
+        c.coordinator.on_write_txn_markers_response = note  # type: ignore[method-assign]
+        p = c.producer("tx", ProducerConfig.from_dict({"acks": "all", "transactional.id": "t1"}))
+        c.run_for(2000)
+        for value in (1, 2):
+            p.begin_transaction()
+            p.send(value)
+            p.send(value + 10)
+            c.run_for(500)
+            if commit:
+                p.commit_transaction()
+            else:
+                p.abort_transaction()
+            c.run_for(1000)
+        answers[backend] = seen
+    assert answers["rust"] == answers["reference"]
+    assert [offset for _, error, offset in answers["rust"]] == [2, 5] and \
+        all(error is None for _, error, _ in answers["rust"])
+
+
 def test_the_produce_path_is_taken_with_rust_replicas_only() -> None:
     c = Cluster(ClusterConfig(), "strict-min-isr", seed=1)
     assert all(type(b.on_produce).__name__ == "FetchPlaneHandler"

@@ -858,6 +858,14 @@ class FetchPlane:
     def reset_produce_connections(self, b: int) -> None: ...
     def parked_produces(self, b: int) -> int:
         """How many produce requests wait in broker ``b``'s purgatory."""
+    def park_marker(self, b: int, request: Any, offset: int, to: str, timeout_ms: int) -> None:
+        """A transaction marker written at ``offset`` waits up to ``timeout_ms`` for the HW."""
+    def answer_parked_markers(self, b: int, force_error: str | None = None) -> None:
+        """Answer the parked transaction markers that are done; with ``force_error`` every one."""
+    def clear_markers(self, b: int) -> None:
+        """A crash or shutdown: the parked transaction markers are forgotten."""
+    def parked_markers(self, b: int) -> int:
+        """How many transaction markers wait in broker ``b``'s purgatory."""
     def check_parked_reads(self, b: int) -> None:
         """Answer the parked consumer fetches that have something to read now."""
     def drop_parked_reads(self, b: int) -> None:

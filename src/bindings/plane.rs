@@ -41,7 +41,7 @@ use super::messages::{self as msg, Builder};
 use super::replica::PyReplica;
 use super::sim::{PyKernel, PyNetwork, PyTimer};
 use crate::replica::follower::FollowerRequest;
-use crate::replica::messages::{Acks, ConsumerFetchRequest, ConsumerFetchResponse, IsolationLevel, KafkaError};
+use crate::replica::messages::{Acks, ConsumerFetchRequest, ConsumerFetchResponse, IsolationLevel, KafkaError, WriteTxnMarkersResponse};
 use crate::replica::Role;
 use crate::sim::fetcher::{Due, Effect, FetchConfig, Fetcher, FollowerView, Liveness};
 use crate::sim::produce::{self, Head, ProducePath, Reply};
@@ -352,16 +352,14 @@ impl PyFetchPlane {
         }
     }
 
-    /// `Broker._try_complete_delayed()`: the produce purgatory (this plane's), then the
-    /// transaction markers' and the consumer reads' (the broker's, when they hold something),
-    /// then `_note_state()`.
+    /// `Broker._try_complete_delayed()`: the produce purgatory (acks=all writes, then
+    /// transaction markers), then the consumer reads', then `_note_state()`.
     fn complete_delayed(me: &Bound<'_, Self>, p: &Parts<'_>) -> PyResult<()> {
-        let py = p.broker.py();
         if me.get().edit_produce(p.b, |e| e.parked_count())? > 0 {
             Self::complete_produces(me, p, None)?;
         }
-        if attr(&p.broker, intern!(py, "_parked_markers"))?.is_truthy()? {
-            call(&p.broker, intern!(py, "_answer_parked_markers"), (py.None(),))?;
+        if me.get().edit_produce(p.b, |e| e.parked_marker_count())? > 0 {
+            Self::complete_markers(me, p, None)?;
         }
         Self::check_reads(me, p)?;
         note_state(p)
@@ -374,6 +372,16 @@ impl PyFetchPlane {
         let replica = p.replica.get();
         let effects = this.edit_produce(p.b, |e| {
             e.complete(force, |required| replica.with(py, |r, log| r.produce_completion(log, Offset(required))), now)
+        })?;
+        Self::run_produce(me, p, effects)
+    }
+
+    /// `Broker._answer_parked_markers(force)`, the completion asked of the Rust replica.
+    fn complete_markers(me: &Bound<'_, Self>, p: &Parts<'_>, force: Option<KafkaError>) -> PyResult<()> {
+        let (this, py) = (me.get(), me.py());
+        let replica = p.replica.get();
+        let effects = this.edit_produce(p.b, |e| {
+            e.complete_markers(force, |required| replica.with(py, |r, log| r.produce_completion(log, Offset(required))))
         })?;
         Self::run_produce(me, p, effects)
     }
@@ -431,6 +439,22 @@ impl PyFetchPlane {
                 Ok(())
             }
             produce::Effect::TryCompleteDelayed => Self::complete_delayed(me, p),
+            produce::Effect::ParkMarker { token, timeout_ms } => {
+                let incarnation = liveness(&p.broker)?.incarnation;
+                let due = PlaneDue::Produce(produce::Due::ExpireMarker(token));
+                let timer = Self::schedule(me, b, timeout_ms, incarnation, due)?;
+                let unused = this.edit_produce(b, |e| e.marker_parked(token, timer))?;
+                drop(unused);
+                Ok(())
+            }
+            produce::Effect::AnswerMarker { to, request_id, error, offset } => {
+                let answer = WriteTxnMarkersResponse { error, offset: offset.map(Offset) };
+                let response = Builder::new(py).write_txn_markers_response(&request_id.into_pyobject(py)?.into_any(), answer)?;
+                let to = PyString::new(py, &to).into_any();
+                this.network.bind(py).get().post(&p.name, &to, this.nodes.bind(py),
+                                                 &msg::interned(py, "on_write_txn_markers_response"), &response, "", None, None)?;
+                Ok(())
+            }
         }
     }
 
@@ -810,6 +834,41 @@ impl PyFetchPlane {
     /// How many consumer fetches wait in broker `b`'s purgatory.
     fn parked_reads(&self, b: i64) -> PyResult<usize> {
         self.edit_reads(b, |e| e.parked_count())
+    }
+
+    /// `Broker.on_write_txn_markers` after the replica wrote the marker at `offset`: it waits
+    /// in the produce purgatory up to `timeout_ms` for the high watermark; the answer goes to
+    /// `to`.
+    fn park_marker(me: &Bound<'_, Self>, b: i64, request: &Bound<'_, PyAny>, offset: u64, to: String, timeout_ms: i64) -> PyResult<()> {
+        let request_id: i64 = msg::attr!(request, "request_id")?;
+        let effects = me.get().edit_produce(b, |e| e.park_marker(request_id, to, offset, timeout_ms))?;
+        let p = me.get().parts(me.py(), b)?;
+        Self::run_produce(me, &p, effects)
+    }
+
+    /// `Broker._answer_parked_markers(force_error)`: answer the parked transaction markers
+    /// that are done; with `force_error` (a Kafka error name) every one, with that error.
+    #[pyo3(signature = (b, force_error=None))]
+    fn answer_parked_markers(me: &Bound<'_, Self>, b: i64, force_error: Option<&str>) -> PyResult<()> {
+        let force = force_error.map(|name| {
+            KafkaError::named(name).ok_or_else(|| PyTypeError::new_err(format!("FetchPlane: no Kafka error named {name:?}")))
+        }).transpose()?;
+        let p = me.get().parts(me.py(), b)?;
+        Self::complete_markers(me, &p, force)
+    }
+
+    /// The parked transaction markers are forgotten, their timers cancelled (a crash or a
+    /// shutdown: `Broker._clear_transactional`).
+    fn clear_markers(&self, b: i64) -> PyResult<()> {
+        for timer in self.edit_produce(b, |e| e.clear_markers())? {
+            timer.get().cancel();
+        }
+        Ok(())
+    }
+
+    /// How many transaction markers wait in broker `b`'s purgatory.
+    fn parked_markers(&self, b: i64) -> PyResult<usize> {
+        self.edit_produce(b, |e| e.parked_marker_count())
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {

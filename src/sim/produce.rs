@@ -1,8 +1,8 @@
 //! One broker's produce path as a state machine without I/O: the client connections a leader
 //! reads produce requests from (one request of a connection at a time, what the client's
-//! close does to the requests behind it), the answer by `acks`, and the acks=all purgatory
-//! (a request parked until the high watermark covers it, its timeout, and its completion when
-//! the broker stops leading or shuts down).
+//! close does to the requests behind it), the answer by `acks`, and the produce purgatory:
+//! acks=all requests and transaction markers parked until the high watermark covers them,
+//! their timeouts, and their completion when the broker stops leading or shuts down.
 //!
 //! A [`ProducePath`] is told what happened and answers with the [`Effect`]s to carry out, in
 //! order, as [`super::fetcher::Fetcher`] does. [`Effect::Handle`] is a *continuation*: the
@@ -36,6 +36,11 @@
 //! * a purgatory is tried after anything that may move the high watermark
 //!   (`Partition.tryCompleteDelayedRequests`); a broker that stops leading fails what waits
 //!   (`ReplicaManager.completeDelayedOperationsWhenNotPartitionLeader`);
+//! * a transaction marker (WriteTxnMarkers from the coordinator) waits in the same purgatory
+//!   as an acks=all write (`ReplicaManager.appendRecords` with `requiredAcks` -1, origin
+//!   COORDINATOR): answered with its offset when the high watermark passes it, with the error
+//!   the completion gives, or REQUEST_TIMED_OUT at its timeout; produces complete before
+//!   markers wherever the broker tries both (`Broker._try_complete_delayed`);
 //! * a timer runs only in the broker incarnation that set it, while the broker is alive.
 //!
 //! ```
@@ -92,6 +97,8 @@ pub enum Due<R> {
     Expire(u64),
     /// Read the connection's next request (`gen`: the connection it came on).
     Handle { request: R, head: Head, gen: u64 },
+    /// The timeout of the parked transaction marker with this token.
+    ExpireMarker(u64),
 }
 
 /// One thing to carry out, in list order (module doc).
@@ -111,8 +118,15 @@ pub enum Effect<R, T, P> {
     /// Cancel this timer.
     Cancel(T),
     /// Continuation: complete what the purgatories hold that can complete
-    /// (`Broker._try_complete_delayed`), this engine's through [`ProducePath::complete`].
+    /// (`Broker._try_complete_delayed`), this engine's through [`ProducePath::complete`] and
+    /// [`ProducePath::complete_markers`].
     TryCompleteDelayed,
+    /// Arm [`Due::ExpireMarker`]`(token)` after `timeout_ms` in the broker's current
+    /// incarnation and report the timer with [`ProducePath::marker_parked`].
+    ParkMarker { token: u64, timeout_ms: i64 },
+    /// Post the answer to a WriteTxnMarkers request to `to` (`on_write_txn_markers_response`):
+    /// `error`, or the marker's `offset`.
+    AnswerMarker { to: String, request_id: i64, error: Option<KafkaError>, offset: Option<u64> },
 }
 
 type Effects<R, T, P> = Vec<Effect<R, T, P>>;
@@ -127,6 +141,18 @@ struct Parked<T> {
     timer: Option<T>,
     /// The append's answer, sent when the request completes without error.
     written: ProduceResponse,
+}
+
+/// A transaction marker in the purgatory.
+#[derive(Debug)]
+struct ParkedMarker<T> {
+    token: u64,
+    /// The marker's offset + 1.
+    required: u64,
+    request_id: i64,
+    /// Who asked (the coordinator's node name).
+    to: String,
+    timer: Option<T>,
 }
 
 /// One broker's produce path (module doc).
@@ -145,6 +171,7 @@ pub struct ProducePath<R, T, P> {
     /// When each open connection's latest response was written.
     last_write: FxHashMap<Conn, i64>,
     parked: Vec<Parked<T>>,
+    markers: Vec<ParkedMarker<T>>,
     tokens: u64,
     _given: std::marker::PhantomData<fn(P)>,
 }
@@ -165,6 +192,7 @@ impl<R, T, P> ProducePath<R, T, P> {
             closed_written: FxHashSet::default(),
             last_write: FxHashMap::default(),
             parked: Vec::new(),
+            markers: Vec::new(),
             tokens: 0,
             _given: std::marker::PhantomData,
         }
@@ -315,7 +343,63 @@ impl<R, T, P> ProducePath<R, T, P> {
                 self.answer(parked.head, Some(Reply::Response(response)), now_ms)
             }
             Due::Handle { request, head, gen } => self.handle(request, head, Some(gen)),
+            Due::ExpireMarker(token) => {
+                let Some(i) = self.markers.iter().position(|m| m.token == token) else { return Vec::new() };
+                let marker = self.markers.remove(i);
+                vec![Effect::AnswerMarker { to: marker.to, request_id: marker.request_id,
+                                            error: Some(KafkaError::RequestTimedOut), offset: None }]
+            }
         }
+    }
+
+    /// The replica wrote a transaction marker at `offset` for request `request_id` from `to`
+    /// (`Broker.on_write_txn_markers`): it waits until the high watermark passes it.
+    pub fn park_marker(&mut self, request_id: i64, to: String, offset: u64, timeout_ms: i64) -> Effects<R, T, P> {
+        self.tokens += 1;
+        let token = self.tokens;
+        self.markers.push(ParkedMarker { token, required: offset + 1, request_id, to, timer: None });
+        vec![Effect::ParkMarker { token, timeout_ms }]
+    }
+
+    /// The timeout timer of the marker parked as `token` (as [`ProducePath::parked`]).
+    pub fn marker_parked(&mut self, token: u64, timer: T) -> Option<T> {
+        super::arm(self.markers.iter_mut().map(|m| (m.token, &mut m.timer)), token, timer)
+    }
+
+    /// `Broker._answer_parked_markers`: answer the parked markers that are done, in the order
+    /// they were parked (`force` and `completion` as for [`ProducePath::complete`]).
+    pub fn complete_markers(&mut self, force: Option<KafkaError>,
+                            mut completion: impl FnMut(u64) -> Option<Option<KafkaError>>) -> Effects<R, T, P> {
+        let mut effects = Vec::new();
+        let mut waiting = Vec::new();
+        for marker in std::mem::take(&mut self.markers) {
+            let outcome = match force {
+                Some(error) => Some(Some(error)),
+                None => completion(marker.required),
+            };
+            let Some(error) = outcome else {
+                waiting.push(marker);
+                continue;
+            };
+            if let Some(timer) = marker.timer {
+                effects.push(Effect::Cancel(timer));
+            }
+            let offset = error.is_none().then(|| marker.required - 1);
+            effects.push(Effect::AnswerMarker { to: marker.to, request_id: marker.request_id, error, offset });
+        }
+        self.markers = waiting;
+        effects
+    }
+
+    /// The transactional state goes (a crash or a shutdown, `Broker._clear_transactional`):
+    /// the parked markers are forgotten, their timers returned to be cancelled.
+    pub fn clear_markers(&mut self) -> Vec<T> {
+        std::mem::take(&mut self.markers).into_iter().filter_map(|m| m.timer).collect()
+    }
+
+    /// How many transaction markers wait in the purgatory.
+    pub fn parked_marker_count(&self) -> usize {
+        self.markers.len()
     }
 
     /// A crash: the purgatory is forgotten (its timers stay armed and find a dead incarnation)
@@ -348,7 +432,7 @@ impl<R, T, P> ProducePath<R, T, P> {
 
     /// The timers the engine holds.
     pub fn timers(&self) -> impl Iterator<Item = &T> {
-        self.parked.iter().filter_map(|p| p.timer.as_ref())
+        self.parked.iter().filter_map(|p| p.timer.as_ref()).chain(self.markers.iter().filter_map(|m| m.timer.as_ref()))
     }
 }
 
@@ -520,6 +604,34 @@ mod tests {
         assert_eq!(p.parked_count(), 0);
         assert_eq!(p.arrive(3, head("a", 3, Acks::All)).len(), 1);
         assert_eq!(p.current("a"), 1);
+    }
+
+    #[test]
+    fn a_marker_is_answered_with_its_offset_once_the_high_watermark_passes_it() {
+        let mut p = Path::new();
+        assert_eq!(p.park_marker(7, "coordinator".into(), 4, 30_000), vec![Effect::ParkMarker { token: 1, timeout_ms: 30_000 }]);
+        assert!(p.marker_parked(1, 100).is_none());
+        assert!(p.complete_markers(None, |required| (required <= 4).then_some(None)).is_empty(), "HW 4: not yet");
+        let effects = p.complete_markers(None, |required| (required <= 5).then_some(None));
+        assert_eq!(effects, vec![Effect::Cancel(100),
+                                 Effect::AnswerMarker { to: "coordinator".into(), request_id: 7, error: None, offset: Some(4) }]);
+        assert_eq!(p.parked_marker_count(), 0);
+    }
+
+    #[test]
+    fn a_marker_fails_with_the_completions_error_or_its_timeout() {
+        let mut p = Path::new();
+        p.park_marker(1, "c".into(), 0, 30_000);
+        p.park_marker(2, "c".into(), 1, 30_000);
+        p.marker_parked(2, 200);
+        let effects = p.fire(Due::ExpireMarker(2), 1, live(1), 0);
+        assert_eq!(effects, vec![Effect::AnswerMarker { to: "c".into(), request_id: 2, error: Some(KafkaError::RequestTimedOut), offset: None }]);
+        let effects = p.complete_markers(Some(KafkaError::NotLeaderOrFollower), |_| panic!("not asked"));
+        assert_eq!(effects, vec![Effect::AnswerMarker { to: "c".into(), request_id: 1, error: Some(KafkaError::NotLeaderOrFollower), offset: None }]);
+        p.park_marker(3, "c".into(), 2, 30_000);
+        p.marker_parked(3, 300);
+        assert_eq!(p.clear_markers(), vec![300]);
+        assert_eq!(p.parked_marker_count(), 0);
     }
 
     #[test]

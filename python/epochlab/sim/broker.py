@@ -900,8 +900,7 @@ class Broker:
         and the consumer reads."""
         if self.has_parked_produces():
             self._answer_parked_produces(force_error=None)
-        if self._parked_markers:
-            self._answer_parked_markers(force_error=None)
+        self._answer_parked_markers(force_error=None)
         self._answer_parked_fetches()
         self._check_parked_reads()
 
@@ -1047,10 +1046,11 @@ class Broker:
 
     # -- leader: produce --------------------------------------------------------------------
     # With Rust replicas ``_core.FetchPlane`` runs the connections, the answer by acks and the
-    # acks=all purgatory of this section step for step (the engine is src/sim/produce.rs):
-    # ``on_produce`` and ``on_client_disconnect`` are its handlers on the instance, and the
-    # methods below hand their work to it (``_answer_produce``, ``_append_produce``,
-    # ``_answer_parked_produces``). KIP-890 verification and the markers' purgatory stay here.
+    # produce purgatory (acks=all writes and transaction markers) of this section step for
+    # step (the engine is src/sim/produce.rs): ``on_produce`` and ``on_client_disconnect`` are
+    # its handlers on the instance, and the methods below hand their work to it
+    # (``_answer_produce``, ``_append_produce``, ``_answer_parked_produces``, the markers'
+    # parking and ``_answer_parked_markers``). KIP-890 verification stays here.
     def on_produce(self, req: ProduceRequest, src: object) -> None:
         """Append as leader; answer at once (acks=1, errors), never (acks=0) or when the HW
         covers the batch (acks=all, purgatory). A transactional first write is verified first
@@ -1185,6 +1185,9 @@ class Broker:
             timer.cancel()
         self._verifying.clear()
         self._guards.clear()
+        if self._plane is not None:
+            self._plane.clear_markers(self.broker_id)
+            return
         for _, _, timer, _ in self._parked_markers:
             timer.cancel()
         self._parked_markers.clear()
@@ -1199,10 +1202,13 @@ class Broker:
             return
         assert resp.offset is not None
         self._answer_parked_fetches()
-        inc = self.incarnation
-        timer = self.ctx.kernel.schedule(
-            MARKER_TIMEOUT_MS, lambda: self._if_alive(inc, lambda: self._expire_marker(req)))
-        self._parked_markers.append((resp.offset + 1, req, timer, str(src)))
+        if self._plane is not None:  # the produce engine's purgatory (src/sim/produce.rs)
+            self._plane.park_marker(self.broker_id, req, resp.offset, str(src), MARKER_TIMEOUT_MS)
+        else:
+            inc = self.incarnation
+            timer = self.ctx.kernel.schedule(
+                MARKER_TIMEOUT_MS, lambda: self._if_alive(inc, lambda: self._expire_marker(req)))
+            self._parked_markers.append((resp.offset + 1, req, timer, str(src)))
         self._try_complete_delayed()
 
     def _expire_marker(self, req: WriteTxnMarkersRequest) -> None:
@@ -1214,6 +1220,9 @@ class Broker:
                 return
 
     def _answer_parked_markers(self, force_error: str | None) -> None:
+        if self._plane is not None:
+            self._plane.answer_parked_markers(self.broker_id, force_error)
+            return
         waiting = []
         for entry in self._parked_markers:
             required, req, timer, dst = entry
