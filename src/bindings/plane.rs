@@ -765,9 +765,7 @@ impl PyFetchPlane {
     /// are done; with `force_error` (a Kafka error name) every one, with that error.
     #[pyo3(signature = (b, force_error=None))]
     fn answer_parked_produces(me: &Bound<'_, Self>, b: i64, force_error: Option<&str>) -> PyResult<()> {
-        let force = force_error.map(|name| {
-            KafkaError::named(name).ok_or_else(|| PyTypeError::new_err(format!("FetchPlane: no Kafka error named {name:?}")))
-        }).transpose()?;
+        let force = forced(force_error)?;
         let p = me.get().parts(me.py(), b)?;
         Self::complete_produces(me, &p, force)
     }
@@ -850,9 +848,7 @@ impl PyFetchPlane {
     /// that are done; with `force_error` (a Kafka error name) every one, with that error.
     #[pyo3(signature = (b, force_error=None))]
     fn answer_parked_markers(me: &Bound<'_, Self>, b: i64, force_error: Option<&str>) -> PyResult<()> {
-        let force = force_error.map(|name| {
-            KafkaError::named(name).ok_or_else(|| PyTypeError::new_err(format!("FetchPlane: no Kafka error named {name:?}")))
-        }).transpose()?;
+        let force = forced(force_error)?;
         let p = me.get().parts(me.py(), b)?;
         Self::complete_markers(me, &p, force)
     }
@@ -1023,4 +1019,12 @@ fn read_head(request: &Bound<'_, PyAny>, req: &ConsumerFetchRequest) -> PyResult
         validate_epoch: req.validate_epoch.is_some(),
         read_committed: req.isolation_level == IsolationLevel::ReadCommitted,
     })
+}
+
+/// The Kafka error a forced completion names (`None`: no force); an unknown name is a
+/// `TypeError`.
+fn forced(force_error: Option<&str>) -> PyResult<Option<KafkaError>> {
+    force_error.map(|name| {
+        KafkaError::named(name).ok_or_else(|| PyTypeError::new_err(format!("FetchPlane: no Kafka error named {name:?}")))
+    }).transpose()
 }

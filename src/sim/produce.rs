@@ -306,16 +306,9 @@ impl<R, T, P> ProducePath<R, T, P> {
     pub fn complete(&mut self, force: Option<KafkaError>, mut completion: impl FnMut(u64) -> Option<Option<KafkaError>>,
                     now_ms: i64) -> Effects<R, T, P> {
         let mut effects = Vec::new();
-        let mut waiting = Vec::new();
-        for parked in std::mem::take(&mut self.parked) {
-            let outcome = match force {
-                Some(error) => Some(Some(error)),
-                None => completion(parked.required),
-            };
-            let Some(error) = outcome else {
-                waiting.push(parked);
-                continue;
-            };
+        let (waiting, done) = split_done(std::mem::take(&mut self.parked), force, |p| p.required, &mut completion);
+        self.parked = waiting;
+        for (parked, error) in done {
             if let Some(timer) = parked.timer {
                 effects.push(Effect::Cancel(timer));
             }
@@ -325,7 +318,6 @@ impl<R, T, P> ProducePath<R, T, P> {
             };
             effects.extend(self.answer(parked.head, Some(Reply::Response(response)), now_ms));
         }
-        self.parked = waiting;
         effects
     }
 
@@ -371,23 +363,15 @@ impl<R, T, P> ProducePath<R, T, P> {
     pub fn complete_markers(&mut self, force: Option<KafkaError>,
                             mut completion: impl FnMut(u64) -> Option<Option<KafkaError>>) -> Effects<R, T, P> {
         let mut effects = Vec::new();
-        let mut waiting = Vec::new();
-        for marker in std::mem::take(&mut self.markers) {
-            let outcome = match force {
-                Some(error) => Some(Some(error)),
-                None => completion(marker.required),
-            };
-            let Some(error) = outcome else {
-                waiting.push(marker);
-                continue;
-            };
+        let (waiting, done) = split_done(std::mem::take(&mut self.markers), force, |m| m.required, &mut completion);
+        self.markers = waiting;
+        for (marker, error) in done {
             if let Some(timer) = marker.timer {
                 effects.push(Effect::Cancel(timer));
             }
             let offset = error.is_none().then(|| marker.required - 1);
             effects.push(Effect::AnswerMarker { to: marker.to, request_id: marker.request_id, error, offset });
         }
-        self.markers = waiting;
         effects
     }
 
@@ -434,6 +418,26 @@ impl<R, T, P> ProducePath<R, T, P> {
     pub fn timers(&self) -> impl Iterator<Item = &T> {
         self.parked.iter().filter_map(|p| p.timer.as_ref()).chain(self.markers.iter().filter_map(|m| m.timer.as_ref()))
     }
+}
+
+/// The entries of a purgatory that are done, each with its error, and the ones that wait, in
+/// order: `force` makes every one done with that error, else `completion(required(entry))`
+/// says (`Replica::produce_completion`).
+fn split_done<E>(entries: Vec<E>, force: Option<KafkaError>, required: impl Fn(&E) -> u64,
+                 completion: &mut impl FnMut(u64) -> Option<Option<KafkaError>>) -> (Vec<E>, Vec<(E, Option<KafkaError>)>) {
+    let mut waiting = Vec::new();
+    let mut done = Vec::new();
+    for entry in entries {
+        let outcome = match force {
+            Some(error) => Some(Some(error)),
+            None => completion(required(&entry)),
+        };
+        match outcome {
+            Some(error) => done.push((entry, error)),
+            None => waiting.push(entry),
+        }
+    }
+    (waiting, done)
 }
 
 #[cfg(test)]
