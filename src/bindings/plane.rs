@@ -72,15 +72,22 @@ struct ReadAnswer {
 
 /// What the parked reads' completion depends on: role, leader epoch, HW, log end.
 type ReadsKey = (Role, Option<u32>, u64, u64);
-type Reads = ConsumerReads<Obj, Py<PyTimer>, ReadAnswer, ReadsKey>;
-type ReadEffects = Vec<reads::Effect<Obj, Py<PyTimer>, ReadAnswer>>;
+/// A consumer fetch as the read engine holds it: converted once, on arrival (a parked read is
+/// read again from this, with no Python object kept).
+struct ParsedRead {
+    req: ConsumerFetchRequest,
+    request_id: i64,
+}
+
+type Reads = ConsumerReads<ParsedRead, Py<PyTimer>, ReadAnswer, ReadsKey>;
+type ReadEffects = Vec<reads::Effect<ParsedRead, Py<PyTimer>, ReadAnswer>>;
 
 
 /// What a plane timer does: one of the two engines' [`Due`]s.
 enum PlaneDue {
     Fetch(Due<Obj>),
     Produce(produce::Due<Obj>),
-    Read(reads::Due<Obj>),
+    Read(reads::Due<ParsedRead>),
 }
 
 /// One attached broker: its Python objects and its engine.
@@ -517,7 +524,7 @@ impl PyFetchPlane {
         let leader = replica.with(py, |r, _| r.role == Role::Leader);
         let held_reads = this.held_reads;
         let effects = this.edit_reads(b, |e| {
-            e.arrive(Obj(request.clone().unbind()), head, outcome, answer, || Self::reads_key(replica, py), held_reads, leader)
+            e.arrive(ParsedRead { req, request_id }, head, outcome, answer, || Self::reads_key(replica, py), held_reads, leader)
         })?;
         Self::run_reads(me, &p, effects)
     }
@@ -530,33 +537,8 @@ impl PyFetchPlane {
         }
         let replica = p.replica.get();
         let key = Self::reads_key(replica, py);
-        let mut failed = None;
-        let effects = this.edit_reads(p.b, |e| {
-            e.check(key, |request, _| this.reread(replica, py, request, &mut failed))
-        })?;
-        if let Some(error) = failed {
-            return Err(error);
-        }
+        let effects = this.edit_reads(p.b, |e| e.check(key, |r, _| this.read_for_consumer(replica, py, &r.req, r.request_id)))?;
         Self::run_reads(me, p, effects)
-    }
-
-    /// A parked request read again; a request that no longer converts (it did when it came)
-    /// is answered as empty and its error kept for the caller to raise.
-    fn reread(&self, replica: &PyReplica, py: Python<'_>, request: &Obj, failed: &mut Option<PyErr>) -> (ReadOutcome, ReadAnswer) {
-        let request = request.0.bind(py);
-        let parsed = msg::consumer_fetch_request(request).and_then(|req| Ok((req, msg::attr!(request, "request_id")?)));
-        match parsed {
-            Ok((req, request_id)) => self.read_for_consumer(replica, py, &req, request_id),
-            Err(error) => {
-                failed.get_or_insert(error);
-                let outcome = ReadOutcome { error: true, records: false, redirect: false, high_watermark: 0, last_stable_offset: 0 };
-                let response = ConsumerFetchResponse {
-                    error: None, leader_epoch: None, records: Vec::new(), high_watermark: Offset(0), reset_offset: None,
-                    epoch_end: None, last_stable_offset: Offset(0), aborted_transactions: Vec::new(),
-                };
-                (outcome, ReadAnswer { request_id: 0, response, preferred: None })
-            }
-        }
     }
 
     /// Carry out the consumer reads' `effects` in order.
@@ -888,9 +870,6 @@ impl PyFetchPlane {
             for timer in a.produce.timers() {
                 visit.call(timer)?;
             }
-            for request in a.reads.requests() {
-                visit.call(&request.0)?;
-            }
             for timer in a.reads.timers() {
                 visit.call(timer)?;
             }
@@ -961,13 +940,9 @@ impl PlaneTimer {
             PlaneDue::Read(due) => {
                 let this = me.get();
                 let replica = p.replica.get();
-                let mut failed = None;
                 let effects = this.edit_reads(self.broker, |e| {
-                    e.fire(due, self.incarnation, live, |request, _| this.reread(replica, py, request, &mut failed))
+                    e.fire(due, self.incarnation, live, |r, _| this.read_for_consumer(replica, py, &r.req, r.request_id))
                 })?;
-                if let Some(error) = failed {
-                    return Err(error);
-                }
                 PyFetchPlane::run_reads(me, &p, effects)
             }
         }
@@ -977,8 +952,7 @@ impl PlaneTimer {
         visit.call(&self.plane)?;
         if let Ok(due) = self.due.try_lock() {
             match &*due {
-                Some(PlaneDue::Fetch(Due::Expire(request))) | Some(PlaneDue::Produce(produce::Due::Handle { request, .. }))
-                | Some(PlaneDue::Read(reads::Due::Answer(request, _))) => {
+                Some(PlaneDue::Fetch(Due::Expire(request))) | Some(PlaneDue::Produce(produce::Due::Handle { request, .. })) => {
                     visit.call(&request.0)?;
                 }
                 _ => {}

@@ -287,11 +287,6 @@ impl<R, T, A, K: PartialEq> ConsumerReads<R, T, A, K> {
         self.parked.len()
     }
 
-    /// The requests the engine holds (for the caller's garbage collector).
-    pub fn requests(&self) -> impl Iterator<Item = &R> {
-        self.parked.iter().map(|p| &p.request)
-    }
-
     /// The timers the engine holds.
     pub fn timers(&self) -> impl Iterator<Item = &T> {
         self.parked.iter().filter_map(|p| p.timer.as_ref())
