@@ -169,6 +169,12 @@ class Broker:
         self.kraft = generation.kraft
         self.broker_epochs = generation.broker_epochs  # a restart waits to be registered (G3+)
         self.registered = False   # the controller has registered this incarnation (G3+)
+        #: KRaft: the controller accepted this incarnation's registration (fenced or not)
+        self._accepted = False
+        #: KRaft: done starting, it asks to be unfenced (``BrokerLifecycleManager.readyToUnfence``)
+        self._ready_to_unfence = True
+        self._unfence_armed = False
+        self._hb_now = False  # a heartbeat is due at the answer to the one in flight
         #: the partition's leader and leader epoch as this broker last heard them from the
         #: controller (its metadata cache), and that image's version: what it tells a client
         #: that asks it for metadata (:meth:`on_metadata`)
@@ -261,6 +267,11 @@ class Broker:
         self._reset_connections()   # a new process: new connections
         self._hb_connected, self._hb_sent, self._hb_connecting, self._hb_failures = True, None, None, 0
         self.registered = not self.broker_epochs
+        # a restarted KRaft broker is ready to be unfenced only once its startup is over
+        # (:meth:`_arm_ready_to_unfence`); the run's first brokers are registered and unfenced
+        self._ready_to_unfence = not self.kraft or established or self.incarnation == 1
+        self._unfence_armed = self._hb_now = False
+        self._accepted = self.registered
         self.controller_epoch = 0   # ReplicaManager.controllerEpoch: none heard yet (volatile)
         self._alter_sent_ms = None
         self.ctx.network.set_alive(self.broker_id, True)
@@ -274,7 +285,7 @@ class Broker:
         # a restarted broker makes its fetcher threads anew, for every partition it follows at once
         self._fetchers_running = established
         if established:
-            self.registered = True
+            self.registered = self._accepted = True
             self._last_heartbeat_ms = phase - c.heartbeat_interval_ms
         else:
             self.ctx.kernel.schedule(0, lambda: self._if_alive(inc, self._heartbeat))
@@ -335,7 +346,7 @@ class Broker:
         # previousBrokerEpoch with the stored registration); an incarnation that was never
         # registered has none to write into its clean-shutdown file, so its next start counts
         # as unclean (it may have lost its tail in an earlier crash)
-        self.clean_shutdown = self.registered
+        self.clean_shutdown = self._accepted
         self.ctx.network.set_alive(self.broker_id, False)
         self._clear_parked_fetches()
         self._drop_parked_reads()
@@ -487,13 +498,40 @@ class Broker:
         # Only the newest heartbeat matters after a gap: a broker has one in flight at a time
         # (KRaft ``BrokerLifecycleManager``; ZooKeeper sessions ping the same way).
         self.ctx.post(self.broker_id, "controller", "on_heartbeat",
-                      BrokerHeartbeat(self.broker_id, self.incarnation, self.clean_shutdown),
+                      BrokerHeartbeat(self.broker_id, self.incarnation, self.clean_shutdown,
+                                      not self._ready_to_unfence),
                       coalesce="heartbeat")
         if self._hb_channel:
             sent = self._hb_sent = self.ctx.now_ms
             inc = self.incarnation
             self.ctx.kernel.schedule(self.config.session_timeout_ms // 2,
                                      lambda: self._if_alive(inc, lambda: self._hb_timeout(sent)))
+
+    def _arm_ready_to_unfence(self) -> None:
+        """A restarted KRaft broker whose registration the controller accepted, fenced: it
+        asks to be unfenced once the rest of its startup is over (``broker_unfence_ms``,
+        drawn per restart), ``BrokerServer.startup`` -> ``lifecycleManager.setReadyToUnfence``
+        after the first metadata publish, which sends a heartbeat at once with ``wantFence``
+        false (``BrokerLifecycleManager.SetReadyToUnfenceEvent``). Until the controller has
+        unfenced it, its fetches do not count for the ISR (``Partition.isBrokerEpochIsrEligible``:
+        a fenced broker is not eligible) and it is not elected."""
+        if self._ready_to_unfence or self._unfence_armed:
+            return
+        self._unfence_armed = True
+        lo, hi = self.config.broker_unfence_ms
+        delay = self.ctx.kernel.rng(f"broker-{self.broker_id}-unfence").randint(lo, hi) if hi else 0
+        inc = self.incarnation
+        self.ctx.kernel.schedule(delay, lambda: self._if_alive(inc, self._ready))
+
+    def _ready(self) -> None:
+        self._ready_to_unfence = True
+        self.ctx.log_event("controller", f"broker {self.broker_id}: started; asks to be unfenced")
+        if self._hb_channel and self._hb_sent is not None:
+            # one heartbeat in flight: the next goes at its answer
+            # (scheduleNextCommunicationImmediately while a communication is in flight)
+            self._hb_now = True
+            return
+        self._heartbeat()
 
     def _hb_timeout(self, sent: int) -> None:
         """The heartbeat sent at ``sent`` is unanswered after its request timeout: the channel
@@ -570,11 +608,19 @@ class Broker:
         (``KafkaApis.isBrokerEpochStale``, KIP-380): it ignores partition states until a
         state lists its incarnation."""
         self._hb_sent = None  # the controller's word: the heartbeat in flight is answered
+        if self._hb_now:
+            self._hb_now = False
+            self._heartbeat()
         if not self.registered:
-            if (self.broker_id, self.incarnation) in {(b, e) for b, e, _ in msg.brokers}:
-                self.registered = True
-            elif not (self.ctx.generation.kraft and msg.leader is not None and msg.leader != self.broker_id):
-                return
+            me = (self.broker_id, self.incarnation)
+            if me in {(b, e) for b, e, _ in msg.brokers}:
+                self.registered = self._accepted = True
+            else:
+                if me in msg.fenced:
+                    self._accepted = True
+                    self._arm_ready_to_unfence()
+                if not (self.kraft and msg.leader is not None and msg.leader != self.broker_id):
+                    return
         if not self.ctx.generation.kraft:
             # ReplicaManager.becomeLeaderOrFollower: a request of an older controller than
             # one already heard is refused whole (STALE_CONTROLLER_EPOCH); else its epoch is

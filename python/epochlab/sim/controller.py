@@ -127,6 +127,9 @@ class Controller:
         self.unclean_shutdown: set[int] = set()
         self._session_timers: dict[int, Timer] = {}
         self._refused: set[int] = set()   # restarted brokers whose registration waits
+        # KRaft: restarted brokers registered but fenced until they are ready (their session
+        # valid: ``BrokerHeartbeatTracker`` times fenced brokers' heartbeats too)
+        self._unready: set[int] = set()
         self._informed: dict[int, int] = {}   # G0-G2: incarnation each broker was sent the state
         self._unnoticed: set[int] = set()     # G0-G2: brokers whose restart the controller missed
         self._expiring: set[int] = set()      # G0-G2: session gone, controller not yet told
@@ -176,8 +179,10 @@ class Controller:
             brokers = tuple((b, self.incarnation[b], b in self.shutting_down)
                             for b in sorted(self.live) if self.live[b])
         epoch = self.controller_epoch if self._sending_epoch is None else self._sending_epoch
+        fenced = tuple((b, self.incarnation[b]) for b in sorted(self.live) if not self.live[b]) \
+            if self.generation.kraft else ()
         return LeaderAndIsr(self.leader, self.leader_epoch, self.isr, self.partition_epoch,
-                            self.replicas, brokers, self.metadata_version, epoch)
+                            self.replicas, brokers, self.metadata_version, epoch, fenced)
 
     def _metadata_changed(self, broadcast: bool = True) -> None:
         """A new metadata record (partition change, broker registration or fencing). KRaft
@@ -392,6 +397,9 @@ class Controller:
         self._fail_broker(broker)
 
     def _fail_broker(self, broker: int) -> None:
+        # a fenced registration whose session ended: nothing to fence, and a new incarnation
+        # may register (hasValidSession is false now)
+        self._unready.discard(broker)
         if self.live.get(broker):
             self.ctx.log_event("controller", f"controller: broker {broker} session expired")
             if not self.generation.kraft:
@@ -423,9 +431,10 @@ class Controller:
             self.ctx.log_event("controller", f"controller: broker {b} registered again right after "
                                "its old session expired")
             return
-        if self.live[b] and known != hb.incarnation:
-            # A new incarnation cannot register while the old one's session is valid. KRaft:
-            # ClusterControlManager.registerBroker, DuplicateBrokerRegistrationException.
+        if (self.live[b] or b in self._unready) and known != hb.incarnation:
+            # A new incarnation cannot register while the old one's session is valid, fenced or
+            # not. KRaft: ClusterControlManager.registerBroker, DuplicateBrokerRegistrationException
+            # (BrokerHeartbeatManager.hasValidSession).
             # ZooKeeper: /brokers/ids/<id> is an ephemeral node of the old session, and
             # KafkaZkClient.registerBroker (checkedEphemeralCreate) fails on it; the broker
             # starts again after the session expired (_session_expired), so the controller
@@ -448,8 +457,10 @@ class Controller:
                 self._answer(lambda: self._send_state(b, self.state()))
             return
         self._refused.discard(b)
-        if not self.live[b] or known != hb.incarnation:
+        if known != hb.incarnation or not (self.live[b] or b in self._unready):
             self._register(b, hb)
+        elif b in self._unready and not hb.want_fence:
+            self._unfence(b)
         self._arm_session(b)
         if self.generation.broker_epochs:
             self._answer(lambda: self._send_state(b, self.state()))
@@ -465,14 +476,33 @@ class Controller:
             self._send_state(b, self.state())
 
     def _register(self, b: int, hb: BrokerHeartbeat) -> None:
+        """A registration (a new incarnation, or a broker whose session had expired). KRaft:
+        a broker still starting asks to stay fenced (``wantFence``): it is registered fenced
+        (``ClusterControlManager.registerBroker`` writes a fenced ``RegisterBrokerRecord``)
+        and unfenced by its first heartbeat that no longer asks it (:meth:`_unfence`)."""
         self.incarnation[b] = hb.incarnation
         self.shutting_down.discard(b)
         if not hb.clean_shutdown and self.elr_enabled and b in self.elr:
             self.unclean_shutdown.add(b)
             self.elr = tuple(r for r in self.elr if r != b)
+        if self.generation.kraft and hb.want_fence:
+            self._unready.add(b)
+            self.ctx.log_event("controller", f"controller: broker {b} registered, fenced until "
+                               "it is ready")
+            self._metadata_changed()
+            return
+        self._unfence(b)
+
+    def _unfence(self, b: int) -> None:
+        """Let ``b`` in: it may now lead, join the ISR and serve (KRaft:
+        ``ReplicationControlManager.handleBrokerUnfenced`` elects a leader for a partition that
+        has none)."""
+        was_unready = b in self._unready
+        self._unready.discard(b)
         if not self.live[b]:
             self.live[b] = True
-            self.ctx.log_event("controller", f"controller: broker {b} registered")
+            self.ctx.log_event("controller", f"controller: broker {b} "
+                               + ("unfenced" if was_unready else "registered"))
         self._metadata_changed()
         if self.leader is None:
             self._elect("elect after broker registration")
@@ -510,7 +540,7 @@ class Controller:
             if self._fence_period_ms is not None:
                 self._fence_phase_ms = self.ctx.now_ms % self._fence_period_ms
             for b in sorted(self.live):
-                if self.live[b]:
+                if self.live[b] or b in self._unready:
                     self._arm_session(b)
             return
         # ZooKeeper: the old controller's send queues stop with it (ControllerChannelManager);

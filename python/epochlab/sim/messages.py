@@ -145,6 +145,10 @@ class LeaderAndIsr:
     #: The sending controller's epoch; a ZooKeeper-era broker ignores a request of an older
     #: one than it has heard from (STALE_CONTROLLER_EPOCH).
     controller_epoch: int = 1
+    #: KRaft (G5): ``(broker id, broker epoch)`` of every registered broker the controller
+    #: holds fenced (the image's ``BrokerRegistration.fenced``), in id order: a restarted
+    #: broker learns from it that its registration was accepted; empty before G5.
+    fenced: tuple[tuple[int, int], ...] = ()
 
 
 @frozen
@@ -308,11 +312,14 @@ class ClientDisconnect:
 @frozen
 class BrokerHeartbeat:
     """Broker liveness (KRaft heartbeat / ZK session). A new ``incarnation`` is a restart;
-    ``clean_shutdown`` is the on-disk clean-shutdown marker of the previous run (KIP-966)."""
+    ``clean_shutdown`` is the on-disk clean-shutdown marker of the previous run (KIP-966);
+    ``want_fence`` (KRaft): the broker has not finished starting and asks to stay fenced
+    (``BrokerHeartbeatRequest.wantFence``, true until ``setReadyToUnfence``)."""
 
     broker_id: int
     incarnation: int
     clean_shutdown: bool
+    want_fence: bool = False
 
 
 @frozen
