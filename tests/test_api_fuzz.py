@@ -181,7 +181,7 @@ METHODS = {
         "checkpoint_high_watermark": 0, "flush": 0, "crash": 1, "clean_shutdown": 0,
         "next_request": 0, "handle_fetch": 2, "handle_offsets_for_leader_epoch": 1,
         "handle_consumer_fetch": 1, "handle_fetch_response": 1, "preferred_read_replica": 2,
-        "handle_offsets_for_leader_epoch_response": 1, "state_key": 0,
+        "handle_offsets_for_leader_epoch_response": 1, "state_key": 0, "follower_log_end_offset": 1,
     },
 }
 # Fuzzed with paths confined to a temporary directory (see test_checkpoint_files_*).

@@ -551,3 +551,31 @@ def test_a_hole_in_a_rust_log() -> None:
     checker.observe()
     v = next(x for x in checker.violations if x.invariant == "Inv-OffsetMonotone")
     assert v.details["replica"] == 2
+
+
+@pytest.mark.parametrize("backend", ["rust", "reference"])
+def test_a_copy_lost_in_a_crash_counted_by_the_leader_is_not_a_violation(backend: str,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A guided latest-generation finding (campaign seed 31 on d1c42c5, shrunk to 5 actions),
+    Inv-StrongIsr, was a checker defect. Broker 3 fetched m1 and lost it in a power cut before
+    it was committed (broker 2, cut off, held the HW back); the leader kept broker 3's follower
+    state of before the crash, as Kafka's does until a fetch of the new process replaces it
+    (``Replica.updateFetchStateOrThrow``), so when broker 2 caught up the HW passed m1 on the
+    strength of the copy the crash had taken (``Partition.maybeIncrementLeaderHW``). That is
+    what a lossy crash permits, but the checker had let broker 3 out of its recovering set as
+    it came back (its empty log was then at trueHW 0) and reported it as an ISR member
+    lacking a committed record. A broker now stays recovering while a leader believes it holds
+    more than its log does."""
+    from pathlib import Path
+
+    from epochlab.checks.state import StateChecker
+    from epochlab.fuzz import execute
+    from epochlab.fuzz.schedule import load_schedule
+
+    schedule = load_schedule(Path(__file__).parent / "fixtures" / "schedules"
+                             / "g5-inv-strongisr-lost-copy-counted-checker-defect.json")
+    verdict = execute(schedule, backend=backend).verdict
+    assert verdict.ok, [(v.invariant, v.verdict) for v in verdict.violations]
+    monkeypatch.setattr(StateChecker, "_believed_beyond", lambda self, b, leo: False)
+    before = execute(schedule, backend=backend).verdict
+    assert before.first("Inv-StrongIsr") is not None

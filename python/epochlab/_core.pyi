@@ -628,6 +628,8 @@ class Replica:
     def handle_consumer_fetch(self, req: Any) -> Any: ...
     def preferred_read_replica(self, fetch_offset: int, client_rack: int) -> int | None:
         """KIP-392 on the leader: the follower in ``client_rack`` to read from, or ``None``."""
+    def follower_log_end_offset(self, replica_id: int) -> int | None:
+        """The LEO this replica, as leader, last stored for follower ``replica_id``."""
     def handle_fetch_response(self, resp: Any) -> str:
         """``"continue"``, ``"backoff"``, ``"fenced"`` or ``"discard"``."""
     def handle_offsets_for_leader_epoch_response(self, resp: Any) -> str: ...

@@ -215,6 +215,12 @@ impl PyReplica {
     fn maximal_isr<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         PyTuple::new(py, lock(&self.inner).maximal_isr().iter().map(|b| b.0))
     }
+    /// The log end offset this replica, as leader, last stored for follower `replica_id`
+    /// (`None`: no fetch of it in this leadership, or not a follower).
+    fn follower_log_end_offset(&self, replica_id: Int) -> PyResult<Option<u64>> {
+        let id = msg::broker(replica_id, "replica_id")?;
+        Ok(lock(&self.inner).followers.get(&id).and_then(|s| s.log_end_offset).map(|o| o.0))
+    }
     #[getter]
     fn leader_epoch_start_offset(&self) -> Option<u64> {
         lock(&self.inner).leader_epoch_start_offset.map(|o| o.0)

@@ -137,6 +137,21 @@ class StateChecker:
                     f"{[b for _, b in lossy]}), more than min.insync.replicas - 1 = {self.min_isr - 1}")
         return None
 
+    def _believed_beyond(self, b: int, leo: int) -> bool:
+        """Whether a live leader still believes ``b`` holds more than its log does: the
+        follower state of ``b``'s incarnation before the crash, which the leader keeps until
+        a fetch of the new one replaces it (``Replica.updateFetchStateOrThrow``), and counts
+        for the HW meanwhile (``Partition.maybeIncrementLeaderHW``: the maximal ISR's stored
+        LEOs). So the records the crash took can become committed after it, on the strength
+        of the copy it took: the broker is caught up only once no leader counts that copy."""
+        for x in self.cluster.brokers.values():
+            if x.broker_id == b or not x.alive or x.replica.role != "leader":
+                continue
+            known = x.replica.follower_log_end_offset(b)
+            if known is not None and known > leo:
+                return True
+        return False
+
     def note_lossy_crash(self, broker: int) -> None:
         """The executor reports a crash that lost the page cache (``lose_unflushed``)."""
         self.lossy_crashes.append((self.cluster.now_ms, broker))
@@ -469,9 +484,11 @@ class StateChecker:
             broker = c.brokers[b]
             if not broker.alive:
                 continue
-            if broker.replica.log.log_end_offset >= self.true_hw:
-                self.recovering.discard(b)
-                self._rejoined = True
+            leo = broker.replica.log.log_end_offset
+            if leo >= self.true_hw:
+                if not self._believed_beyond(b, leo):
+                    self.recovering.discard(b)
+                    self._rejoined = True
                 continue
             known = ctrl.incarnation.get(b) == broker.incarnation and ctrl.live.get(b, False)
             if known and (b == ctrl.leader or b in ctrl.isr or b in ctrl.elr):

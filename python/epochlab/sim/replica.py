@@ -163,6 +163,12 @@ class Replica(LeaderFetchMixin, FollowerFetchMixin):
         return (known is not None and not known[1] and st is not None
                 and st.broker_epoch is not None and st.broker_epoch == known[0])
 
+    def follower_log_end_offset(self, replica_id: int) -> int | None:
+        """The log end offset this replica, as leader, last stored for follower
+        ``replica_id`` (``None``: no fetch of it in this leadership, or not a follower)."""
+        st = self.followers.get(replica_id)
+        return None if st is None else st.log_end_offset
+
     def _apply_metadata(self, msg: LeaderAndIsr) -> None:
         if msg.metadata_version > self.metadata_version:
             self.metadata_version = msg.metadata_version
