@@ -572,8 +572,8 @@ def test_a_copy_lost_in_a_crash_counted_by_the_leader_is_not_a_violation(backend
     from epochlab.fuzz import execute
     from epochlab.fuzz.schedule import load_schedule
 
-    schedule = load_schedule(Path(__file__).parent / "fixtures" / "schedules"
-                             / "g5-inv-strongisr-lost-copy-counted-checker-defect.json")
+    schedule = load_schedule(Path(__file__).parents[1] / "docs" / "resolved-findings"
+                             / "g5-lossy-crash-copy-counted-by-the-leader.json")
     verdict = execute(schedule, backend=backend).verdict
     assert verdict.ok, [(v.invariant, v.verdict) for v in verdict.violations]
     monkeypatch.setattr(StateChecker, "_believed_beyond", lambda self, b, leo: False)
