@@ -314,10 +314,13 @@ BUGS: tuple[KnownBug, ...] = (
              # poll-skip: a consumer read past the lost write, and the offsets after it moved;
              # Liveness-LSO: the lost record is a transaction's marker, so the partition holds a
              # transaction the coordinator has ended (guided-search findings with transactions,
-             # tests/fixtures/schedules/g5-kraft-skip-epoch-{poll-skip,hanging-transaction}.json)
+             # tests/fixtures/schedules/g5-kraft-skip-epoch-{poll-skip,hanging-transaction}.json);
+             # Inv-TxnAtomicity: the lost record is the abort marker of a transaction, and its
+             # writes read as part of the producer's next, committed one
+             # (tests/fixtures/schedules/g5-kraft-skip-epoch-txn-atomicity.json)
              ("Inv-StrongIsr", "Inv-Durability", "Inv-LeaderCompleteness", "lost-write", "Inv-LogMatching",
               "Inv-ConsistentRead", "inconsistent-offsets", "Inv-UncleanExclusion", "poll-skip",
-              "Liveness-LSO"),
+              "Liveness-LSO", "Inv-TxnAtomicity"),
              "not fixed as of 4.4.0 (no report known; proposed fix in the report)",
              "scenarios kraft-skip-epoch-*, docs/kafka-findings/",
              "found by this project; shown on live clusters of Kafka 4.1.2, 4.3.1 and 4.4.0 and "
